@@ -1,0 +1,111 @@
+# blkstack: one build entry.
+#
+#   make            build the library, `blkstack`, `blkstackd` and the tests
+#   make check      install missing packages, build normal + ASan/UBSan,
+#                   run unit, integration and fuzz tests
+#   make run        build, then serve the embedded default (see README)
+#   make bench      benchmarks side by side with the peers (bench/)
+#
+# Every source file under lib/ goes into libblkstack.a; every tests/unit/
+# test_*.c is one test program. Adding a driver, mapper or export needs no
+# change here.
+
+BUILD ?= build
+SAN ?= 0
+CC ?= cc
+
+PKGS := liburing inih
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# optional libraries, used by the rooms that need them
+EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd 2>/dev/null)
+EXTRA_CFLAGS := $(shell pkg-config --cflags ext2fs libnbd 2>/dev/null)
+
+CFLAGS_BASE := -std=gnu17 -g -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes \
+	-D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -Iinclude -Ilib \
+	$(PKG_CFLAGS) $(EXTRA_CFLAGS)
+ifeq ($(SAN),1)
+CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+LDFLAGS_SAN := -fsanitize=address,undefined
+endif
+CFLAGS := $(CFLAGS_BASE) $(CFLAGS_EXTRA)
+LDLIBS := $(PKG_LIBS) $(EXTRA_LIBS) -lpthread -lm
+
+LIB_SRCS := $(sort $(wildcard lib/*/*.c lib/export/*/*.c))
+CLI_SRCS := $(sort $(wildcard cli/*.c))
+DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
+TEST_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
+TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_OBJS := $(call obj,$(LIB_SRCS))
+LIB := $(BUILD)/libblkstack.a
+LINK_LIB := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
+
+BINS := $(BUILD)/blkstack
+ifneq ($(DAEMON_SRCS),)
+BINS += $(BUILD)/blkstackd
+endif
+TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
+
+.PHONY: all lib bins tests check asan run bench clean deps fuzz
+all: bins tests
+
+lib: $(LIB)
+bins: $(BINS) $(TOOLS)
+tests: $(TESTS) $(TOOLS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/blkstack: $(call obj,$(CLI_SRCS)) $(LIB)
+	$(CC) $(LDFLAGS_SAN) -o $@ $(call obj,$(CLI_SRCS)) $(LINK_LIB) $(LDLIBS)
+
+$(BUILD)/blkstackd: $(call obj,$(DAEMON_SRCS)) $(LIB)
+	$(CC) $(LDFLAGS_SAN) -o $@ $(call obj,$(DAEMON_SRCS)) $(LINK_LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TEST_HELPER_SRCS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) -o $@ $< $(call obj,$(TEST_HELPER_SRCS)) $(LINK_LIB) $(LDLIBS) -lcmocka
+
+$(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) -o $@ $< $(LINK_LIB) $(LDLIBS)
+
+asan:
+	$(MAKE) BUILD=build/asan SAN=1 all
+
+deps:
+	scripts/deps.sh
+
+check: deps
+	$(MAKE) all
+	$(MAKE) asan
+	$(MAKE) fuzz
+	scripts/run-tests.sh
+
+fuzz:
+	@if [ -n "$(wildcard tests/fuzz/*.c)" ]; then $(MAKE) -f tests/fuzz/fuzz.mk; fi
+
+run: deps
+	$(MAKE) bins
+	scripts/run.sh
+
+bench: deps
+	$(MAKE) bins
+	bench/run.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The blkstack block device API: contexts, device types (drivers and
+ * mappers), devices, and asynchronous requests.
+ *
+ * Conventions: functions return 0 or a negative errno; a failure that a
+ * user should read also leaves a one-line reason in bs_last_error().
+ * Requests complete through their callback, always from the context's loop
+ * and never from inside bs_submit().
+ */
+#ifndef BLKSTACK_BDEV_H
+#define BLKSTACK_BDEV_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <blkstack/limits.h>
+#include <blkstack/loop.h>
+
+struct bs_ctx;
+struct bs_dev;
+struct bs_opts;
+struct bs_req;
+struct bs_attr;
+
+#define BS_NAME_MAX 64
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Set the calling thread's last error message; returns @err unchanged. */
+int bs_error(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int bs_verror(int err, const char *fmt, va_list ap);
+/* The last message, or "" when none was set since bs_error_clear(). */
+const char *bs_last_error(void);
+void bs_error_clear(void);
+
+/* ---- requests ---------------------------------------------------------- */
+
+enum bs_op {
+	BS_OP_READ,
+	BS_OP_WRITE,
+	BS_OP_FLUSH,
+	BS_OP_DISCARD,
+	BS_OP_WRITE_ZEROES,
+	BS_OP__COUNT
+};
+
+#define BS_REQ_FUA (1u << 0)	 /* WRITE: durable when completed */
+#define BS_REQ_NOUNMAP (1u << 1) /* WRITE_ZEROES: keep blocks allocated */
+
+typedef void (*bs_req_fn)(struct bs_req *req);
+
+struct bs_req {
+	/* set by the submitter */
+	enum bs_op op;
+	uint32_t flags;		/* BS_REQ_* */
+	uint64_t offset;	/* bytes */
+	uint64_t len;		/* bytes; 0 for FLUSH */
+	struct iovec *iov;	/* READ/WRITE data, total == len */
+	int iovcnt;
+	bs_req_fn done;		/* called once, from the loop */
+	void *priv;		/* submitter's */
+	/* set at completion */
+	int result;		/* 0 or -errno */
+
+	/* owned by the core and the device handling the request */
+	struct bs_dev *dev;
+	struct bs_work work;
+	struct iovec iov1;	/* storage for bs_req_init_buf() */
+	void *drv;		/* the handling driver's scratch pointer */
+	uint64_t drv_u64;	/* the handling driver's scratch value */
+};
+
+/* Fill @req for a single-buffer operation (buf may be NULL for non-data). */
+void bs_req_init(struct bs_req *req, enum bs_op op, uint32_t flags,
+		 uint64_t offset, uint64_t len, void *buf, bs_req_fn done,
+		 void *priv);
+
+/*
+ * Submit @req to @dev. The core validates it (bounds, alignment to the
+ * logical block size, op support, read-only), splits it by the device's
+ * limits, emulates FUA where the device lacks it, and completes FLUSH at
+ * once where the device has no write cache. An invalid request completes
+ * with -EINVAL (out of range, misaligned), -EOPNOTSUPP (op not offered)
+ * or -EROFS, and reaches no driver.
+ */
+void bs_submit(struct bs_dev *dev, struct bs_req *req);
+
+/* Called by drivers (and the core) to finish @req with @result. */
+void bs_req_complete(struct bs_req *req, int result);
+
+/* Synchronous wrapper: submit and run the loop until done. */
+int bs_io_sync(struct bs_dev *dev, enum bs_op op, uint32_t flags,
+	       uint64_t offset, uint64_t len, void *buf);
+int bs_read_sync(struct bs_dev *dev, void *buf, uint64_t len, uint64_t off);
+int bs_write_sync(struct bs_dev *dev, const void *buf, uint64_t len,
+		  uint64_t off);
+int bs_flush_sync(struct bs_dev *dev);
+
+const char *bs_op_name(enum bs_op op);
+
+/* ---- extents (allocation map, for NBD block status and `du`) --------- */
+
+#define BS_EXT_HOLE (1u << 0) /* not allocated */
+#define BS_EXT_ZERO (1u << 1) /* reads as zeroes */
+
+/* Return 0 to go on, non-zero to stop the walk. */
+typedef int (*bs_extent_fn)(void *arg, uint64_t offset, uint64_t len,
+			    uint32_t flags);
+
+/*
+ * Describe [offset, offset+len) as consecutive extents, in order, covering
+ * the range (drivers may describe past it; the core clips). Devices that
+ * cannot tell report one allocated data extent.
+ */
+int bs_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
+		    bs_extent_fn fn, void *arg);
+
+/* ---- device types ------------------------------------------------------ */
+
+/* Key/value sink for describe(): extra lines of `blkstack info`. */
+typedef void (*bs_kv_fn)(void *arg, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+struct bs_dev_type {
+	const char *name;	/* "mem", "file", "striped", ... */
+	const char *summary;	/* one line for --help */
+	const char *options;	/* option help, one "key=VALUE  text" per line */
+	bool stacked;		/* takes components from "devices =" */
+
+	/*
+	 * Set dev->size, dev->limits (driver values: hw limits and features),
+	 * dev->priv; read options with bs_opts_get*(). For a stacked type the
+	 * components are already in dev->components. Returns 0 or -errno with
+	 * bs_error() set.
+	 */
+	int (*open)(struct bs_dev *dev, struct bs_opts *opts);
+	void (*close)(struct bs_dev *dev);
+
+	/* Handle a validated request within the limits; complete it. */
+	void (*submit)(struct bs_dev *dev, struct bs_req *req);
+
+	/*
+	 * Stacked types: recompute @lim from the components (start from
+	 * bs_limits_init_stacking(), bs_limits_stack() each component, then
+	 * add the mapper's own limits). Called at open and whenever a limit
+	 * below changes. Optional for leaves.
+	 */
+	int (*stack_limits)(struct bs_dev *dev, struct bs_limits *lim);
+
+	/* Optional: allocation map. */
+	int (*block_status)(struct bs_dev *dev, uint64_t offset, uint64_t len,
+			    bs_extent_fn fn, void *arg);
+
+	/* Optional: bytes of backing storage in use, or -EOPNOTSUPP. */
+	int64_t (*allocated)(struct bs_dev *dev);
+
+	/* Optional: extra facts for `info` (path, mode, legs...). */
+	void (*describe)(struct bs_dev *dev, bs_kv_fn kv, void *arg);
+
+	/* Optional: extra attributes, terminated by a zeroed entry. */
+	const struct bs_attr *attrs;
+};
+
+/* Register a type; called from the type's constructor (BS_DEV_TYPE). */
+void bs_dev_type_register(const struct bs_dev_type *type);
+const struct bs_dev_type *bs_dev_type_find(const char *name);
+/* Iterate registered types: pass NULL first. */
+const struct bs_dev_type *bs_dev_type_next(const struct bs_dev_type *prev);
+
+/* One registration line per type. */
+#define BS_DEV_TYPE(var)                                                  \
+	__attribute__((constructor)) static void bs_register_##var(void) \
+	{                                                                 \
+		bs_dev_type_register(&(var));                             \
+	}
+
+/* ---- devices ----------------------------------------------------------- */
+
+struct bs_dev_stats {
+	uint64_t ops[BS_OP__COUNT];	/* requests reaching the driver */
+	uint64_t bytes[BS_OP__COUNT];
+	uint64_t errors;
+};
+
+struct bs_dev {
+	char name[BS_NAME_MAX];
+	const struct bs_dev_type *type;
+	struct bs_ctx *ctx;
+	uint64_t size;			/* bytes, multiple of logical block */
+	struct bs_limits limits;	/* effective limits */
+	bool readonly;
+	void *priv;			/* the type's state */
+
+	/* stacking: components below, holders above */
+	struct bs_dev **components;
+	unsigned ncomponents;
+	struct bs_dev **holders;
+	unsigned nholders;
+
+	/*
+	 * Why write_zeroes_unmap is what it is, one line, set by the driver
+	 * at open ("file on ext4: punch hole works") or by stacking and run
+	 * time events ("write-zeroes failed with EOPNOTSUPP at run time").
+	 */
+	char wz_reason[192];
+	/* Set once write-zeroes failed with EOPNOTSUPP: stays off. */
+	bool wz_broken;
+
+	struct bs_dev_stats stats;
+	struct bs_dev *next;		/* context list, creation order */
+};
+
+/* Create a context (registry of devices + loop). */
+int bs_ctx_new(struct bs_ctx **out);
+/* Close every device (holders first) and free. */
+void bs_ctx_free(struct bs_ctx *ctx);
+struct bs_loop *bs_ctx_loop(struct bs_ctx *ctx);
+
+/*
+ * Create device @name of type @type (NULL: take "type" from @opts). Core
+ * options handled here for every type: "type", "devices" (stacked types:
+ * space-separated names of existing devices), "readonly = 0|1",
+ * "write_zeroes_unmap = 0|1" (the knob's start value). Every option must be
+ * consumed by the core or the type, else -EINVAL "unknown key".
+ */
+int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *type,
+		  struct bs_opts *opts, struct bs_dev **out);
+/* -EBUSY while a holder uses it. */
+int bs_dev_destroy(struct bs_dev *dev);
+struct bs_dev *bs_dev_find(struct bs_ctx *ctx, const char *name);
+/* Devices in creation order: pass NULL first. */
+struct bs_dev *bs_dev_next(struct bs_ctx *ctx, struct bs_dev *prev);
+
+static inline bool bs_dev_write_zeroes_unmap(const struct bs_dev *dev)
+{
+	return bs_limits_write_zeroes_unmap(&dev->limits);
+}
+
+/*
+ * Limits of @dev changed (knob, run-time failure, lost leg): restack it (if
+ * stacked) and every holder above, at any depth, before returning.
+ */
+void bs_dev_limits_changed(struct bs_dev *dev);
+
+/*
+ * Write-zeroes failed with -EOPNOTSUPP on @dev at run time: turn
+ * write-zeroes (and unmap) off for it and everything above, and remember.
+ */
+void bs_dev_disable_write_zeroes(struct bs_dev *dev, const char *why);
+
+int64_t bs_dev_allocated(struct bs_dev *dev);
+void bs_dev_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg);
+int bs_dev_set_reason(struct bs_dev *dev, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Run the context's loop until *@flag becomes true. */
+int bs_ctx_wait(struct bs_ctx *ctx, const bool *flag);
+
+/* Parse "4096", "64K", "1G", "2T" (powers of 1024); -EINVAL/-ERANGE. */
+int bs_parse_size(const char *s, uint64_t *out);
+/* Format a byte count as "64 GiB" / "1.5 MiB" / "512 B". */
+const char *bs_fmt_size(uint64_t bytes, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blkstack event loop: one thread, epoll underneath.
+ *
+ * Every device, export and client of a context runs on one loop. Request
+ * completions are never delivered from inside a submit call: they are
+ * queued as deferred work and run by the loop, so completion callbacks may
+ * submit again without growing the stack.
+ */
+#ifndef BLKSTACK_LOOP_H
+#define BLKSTACK_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bs_loop;
+
+typedef void (*bs_fn)(void *arg);
+typedef void (*bs_fd_fn)(void *arg, uint32_t events);
+
+/* Intrusive deferred work item: embed it, never allocate for it. */
+struct bs_work {
+	struct bs_work *next;
+	bs_fn fn;
+	void *arg;
+};
+
+int bs_loop_new(struct bs_loop **out);
+void bs_loop_free(struct bs_loop *loop);
+
+/* Watch @fd for EPOLLIN/EPOLLOUT/... (@events as in epoll). */
+int bs_loop_add_fd(struct bs_loop *loop, int fd, uint32_t events, bs_fd_fn fn,
+		   void *arg);
+int bs_loop_mod_fd(struct bs_loop *loop, int fd, uint32_t events);
+void bs_loop_del_fd(struct bs_loop *loop, int fd);
+
+/* Run @w->fn(@w->arg) from the loop, soon, in FIFO order. Same thread only. */
+void bs_loop_defer(struct bs_loop *loop, struct bs_work *w);
+
+/* Thread-safe: run @fn(@arg) on the loop's thread. Allocates; -ENOMEM. */
+int bs_loop_post(struct bs_loop *loop, bs_fn fn, void *arg);
+
+/*
+ * Hooks run once per loop iteration just before the loop may block, e.g. to
+ * submit a batch of queued io_uring entries. Returns a handle for removal.
+ */
+int bs_loop_add_prepoll(struct bs_loop *loop, bs_fn fn, void *arg);
+void bs_loop_del_prepoll(struct bs_loop *loop, bs_fn fn, void *arg);
+
+/* One-shot timer in milliseconds; returns an id > 0, or -errno. */
+int bs_loop_add_timer(struct bs_loop *loop, uint64_t ms, bs_fn fn, void *arg);
+void bs_loop_cancel_timer(struct bs_loop *loop, int id);
+
+/*
+ * Run deferred work, pre-poll hooks, then wait up to @timeout_ms (-1 =
+ * forever, 0 = poll) for fd events and timers. Returns 0 or -errno.
+ */
+int bs_loop_run_once(struct bs_loop *loop, int timeout_ms);
+
+/* Run until bs_loop_stop() is called. */
+int bs_loop_run(struct bs_loop *loop);
+void bs_loop_stop(struct bs_loop *loop);
+
+/* Current monotonic time in nanoseconds. */
+uint64_t bs_now_ns(void);
+
+#endif

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fallocate: the generic mode checks (in the kernel's order) and the block
+ * device rules of DESIGN.md "Core rules", ending in a zeroout.
+ */
+#include <errno.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/zero.h>
+
+int bs_falloc_check(int mode, int64_t offset, int64_t len, int64_t maxbytes)
+{
+	if (offset < 0 || len <= 0)
+		return -EINVAL;
+	if (mode & ~(BS_FALLOC_MODE_MASK | BS_FALLOC_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	/* modes are exclusive; "allocate" is no mode bit at all */
+	switch (mode & BS_FALLOC_MODE_MASK) {
+	case 0:
+	case BS_FALLOC_UNSHARE_RANGE:
+	case BS_FALLOC_ZERO_RANGE:
+		break;
+	case BS_FALLOC_PUNCH_HOLE:
+		if (!(mode & BS_FALLOC_KEEP_SIZE))
+			return -EOPNOTSUPP;
+		break;
+	case BS_FALLOC_COLLAPSE_RANGE:
+	case BS_FALLOC_INSERT_RANGE:
+	case BS_FALLOC_WRITE_ZEROES:
+		/* written extents past EOF are not a thing */
+		if (mode & BS_FALLOC_KEEP_SIZE)
+			return -EOPNOTSUPP;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	/* wrap-around, or past the largest offset the file can have */
+	if (offset > INT64_MAX - len || offset + len > maxbytes)
+		return -EFBIG;
+	return 0;
+}
+
+const char *bs_write_zeroes_unmap_why_not(const struct bs_dev *dev)
+{
+	const struct bs_limits *l = &dev->limits;
+
+	if (bs_limits_write_zeroes_unmap(l))
+		return "";
+	if (l->features & BS_FEAT_WRITE_ZEROES_UNMAP)
+		return "write zeroes unmap disabled by the user "
+		       "(queue/write_zeroes_unmap=0)";
+	if (!l->max_write_zeroes_sectors)
+		return "the device has no write-zeroes command";
+	return "the device cannot zero by unmapping "
+	       "(no WRITE_ZEROES_UNMAP feature)";
+}
+
+int bs_fallocate(struct bs_dev *dev, int mode, int64_t offset, int64_t len,
+		 bs_zero_progress_fn progress, bs_zero_done_fn done, void *arg)
+{
+	const int supported = BS_FALLOC_KEEP_SIZE | BS_FALLOC_PUNCH_HOLE |
+			      BS_FALLOC_ZERO_RANGE | BS_FALLOC_WRITE_ZEROES;
+	int64_t isize = (int64_t)dev->size;
+	uint64_t mask = dev->limits.logical_block_size - 1;
+	unsigned flags;
+	int err;
+
+	err = bs_falloc_check(mode, offset, len, BS_MAX_LFS_FILESIZE);
+	if (err)
+		return bs_error(err, "%s: fallocate: invalid mode 0x%x or range "
+				"%lld+%lld", dev->name, mode, (long long)offset,
+				(long long)len);
+
+	/* the block device's own rules, in its order */
+	if (mode & ~supported)
+		return bs_error(-EOPNOTSUPP, "%s: fallocate: mode 0x%x is not "
+				"supported on a block device", dev->name, mode);
+	if ((mode & BS_FALLOC_WRITE_ZEROES) && !bs_dev_write_zeroes_unmap(dev))
+		return bs_error(-EOPNOTSUPP, "%s: fallocate: %s", dev->name,
+				bs_write_zeroes_unmap_why_not(dev));
+	if (offset >= isize)
+		return bs_error(-EINVAL, "%s: fallocate: offset %lld is at or "
+				"beyond the end (%lld)", dev->name,
+				(long long)offset, (long long)isize);
+	if (len > isize - offset) {
+		if (!(mode & BS_FALLOC_KEEP_SIZE))
+			return bs_error(-EINVAL, "%s: fallocate: range ends "
+					"beyond the device (%lld bytes); a "
+					"block device cannot grow", dev->name,
+					(long long)isize);
+		len = isize - offset;
+	}
+	if (((uint64_t)offset | (uint64_t)len) & mask)
+		return bs_error(-EINVAL, "%s: fallocate: %lld+%lld is not "
+				"aligned to the logical block size %u",
+				dev->name, (long long)offset, (long long)len,
+				dev->limits.logical_block_size);
+
+	switch (mode) {
+	case BS_FALLOC_ZERO_RANGE:
+	case BS_FALLOC_ZERO_RANGE | BS_FALLOC_KEEP_SIZE:
+		flags = BS_ZERO_NOUNMAP;
+		break;
+	case BS_FALLOC_PUNCH_HOLE | BS_FALLOC_KEEP_SIZE:
+		flags = BS_ZERO_NOFALLBACK;
+		break;
+	case BS_FALLOC_WRITE_ZEROES:
+		flags = 0;
+		break;
+	default:
+		return bs_error(-EOPNOTSUPP, "%s: fallocate: mode 0x%x "
+				"(allocate) means nothing on a block device",
+				dev->name, mode);
+	}
+	return bs_zeroout(dev, (uint64_t)offset, (uint64_t)len, flags, progress,
+			  done, arg);
+}
+
+struct fsync_wait {
+	bool done;
+	int result;
+	bs_zero_progress_fn progress;
+	void *arg;
+};
+
+static void fsync_progress(void *arg, uint64_t done, uint64_t total,
+			   bool fallback)
+{
+	struct fsync_wait *w = arg;
+
+	if (w->progress)
+		w->progress(w->arg, done, total, fallback);
+}
+
+static void fsync_done(void *arg, int result)
+{
+	struct fsync_wait *w = arg;
+
+	w->result = result;
+	w->done = true;
+}
+
+int bs_fallocate_sync(struct bs_dev *dev, int mode, int64_t offset,
+		      int64_t len, bs_zero_progress_fn progress, void *arg)
+{
+	struct fsync_wait w = { false, 0, progress, arg };
+	int err;
+
+	err = bs_fallocate(dev, mode, offset, len, fsync_progress, fsync_done,
+			   &w);
+	if (err)
+		return err;
+	err = bs_ctx_wait(dev->ctx, &w.done);
+	return err ? err : w.result;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* Core-private state shared by the files of lib/core/. */
+#ifndef BLKSTACK_CORE_INTERNAL_H
+#define BLKSTACK_CORE_INTERNAL_H
+
+#include <blkstack/bdev.h>
+
+struct bs_ctx {
+	struct bs_loop *loop;
+	struct bs_dev *devs;	/* creation order */
+	void *zero_buf;		/* BS_ZERO_BUF_SIZE of zeroes, shared, lazy */
+};
+
+/* The context's shared, read-only zero buffer (allocated on first use). */
+const void *bs_ctx_zero_buf(struct bs_ctx *ctx);
+
+#endif

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* The event loop: epoll for fds, a FIFO of deferred work, one-shot timers. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blkstack/loop.h>
+
+struct fd_watch {
+	int fd;
+	bs_fd_fn fn;
+	void *arg;
+	struct fd_watch *next;
+};
+
+struct prepoll {
+	bs_fn fn;
+	void *arg;
+	struct prepoll *next;
+};
+
+struct timer {
+	int id;
+	uint64_t due_ns;
+	bs_fn fn;
+	void *arg;
+	struct timer *next;
+};
+
+struct posted {
+	bs_fn fn;
+	void *arg;
+	struct posted *next;
+};
+
+struct bs_loop {
+	int epfd;
+	int evfd;			/* wakes the loop for bs_loop_post() */
+	struct fd_watch *watches;
+	struct fd_watch *dead;		/* deleted watches, freed after dispatch */
+	struct bs_work *dq_head, *dq_tail;
+	struct prepoll *prepolls;
+	struct timer *timers;		/* sorted by due time */
+	int next_timer_id;
+	bool stop;
+	pthread_mutex_t post_lock;
+	struct posted *posted;
+};
+
+static void free_dead(struct bs_loop *loop);
+
+uint64_t bs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int bs_loop_new(struct bs_loop **out)
+{
+	struct bs_loop *loop = calloc(1, sizeof(*loop));
+	struct epoll_event ev = { .events = EPOLLIN };
+	int err;
+
+	if (!loop)
+		return -ENOMEM;
+	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+	loop->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (loop->epfd < 0 || loop->evfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	ev.data.ptr = NULL; /* NULL marks the wake-up eventfd */
+	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->evfd, &ev) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	pthread_mutex_init(&loop->post_lock, NULL);
+	loop->next_timer_id = 1;
+	*out = loop;
+	return 0;
+fail:
+	if (loop->epfd >= 0)
+		close(loop->epfd);
+	if (loop->evfd >= 0)
+		close(loop->evfd);
+	free(loop);
+	return err;
+}
+
+void bs_loop_free(struct bs_loop *loop)
+{
+	if (!loop)
+		return;
+	while (loop->watches) {
+		struct fd_watch *w = loop->watches;
+		loop->watches = w->next;
+		free(w);
+	}
+	free_dead(loop);
+	while (loop->prepolls) {
+		struct prepoll *p = loop->prepolls;
+		loop->prepolls = p->next;
+		free(p);
+	}
+	while (loop->timers) {
+		struct timer *t = loop->timers;
+		loop->timers = t->next;
+		free(t);
+	}
+	while (loop->posted) {
+		struct posted *p = loop->posted;
+		loop->posted = p->next;
+		free(p);
+	}
+	pthread_mutex_destroy(&loop->post_lock);
+	close(loop->epfd);
+	close(loop->evfd);
+	free(loop);
+}
+
+int bs_loop_add_fd(struct bs_loop *loop, int fd, uint32_t events, bs_fd_fn fn,
+		   void *arg)
+{
+	struct fd_watch *w = calloc(1, sizeof(*w));
+	struct epoll_event ev = { .events = events };
+
+	if (!w)
+		return -ENOMEM;
+	w->fd = fd;
+	w->fn = fn;
+	w->arg = arg;
+	ev.data.ptr = w;
+	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int err = -errno;
+		free(w);
+		return err;
+	}
+	w->next = loop->watches;
+	loop->watches = w;
+	return 0;
+}
+
+static struct fd_watch *find_watch(struct bs_loop *loop, int fd,
+				   struct fd_watch ***link)
+{
+	struct fd_watch **pp;
+
+	for (pp = &loop->watches; *pp; pp = &(*pp)->next) {
+		if ((*pp)->fd == fd) {
+			if (link)
+				*link = pp;
+			return *pp;
+		}
+	}
+	return NULL;
+}
+
+int bs_loop_mod_fd(struct bs_loop *loop, int fd, uint32_t events)
+{
+	struct fd_watch *w = find_watch(loop, fd, NULL);
+	struct epoll_event ev = { .events = events };
+
+	if (!w)
+		return -ENOENT;
+	ev.data.ptr = w;
+	if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+void bs_loop_del_fd(struct bs_loop *loop, int fd)
+{
+	struct fd_watch **link, *w = find_watch(loop, fd, &link);
+
+	if (!w)
+		return;
+	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, fd, NULL);
+	*link = w->next;
+	/*
+	 * An event for this watch may already be in the batch being
+	 * dispatched; mark it dead and free it after the batch.
+	 */
+	w->fn = NULL;
+	w->fd = -1;
+	w->next = loop->dead;
+	loop->dead = w;
+}
+
+static void free_dead(struct bs_loop *loop)
+{
+	while (loop->dead) {
+		struct fd_watch *w = loop->dead;
+		loop->dead = w->next;
+		free(w);
+	}
+}
+
+void bs_loop_defer(struct bs_loop *loop, struct bs_work *w)
+{
+	w->next = NULL;
+	if (loop->dq_tail)
+		loop->dq_tail->next = w;
+	else
+		loop->dq_head = w;
+	loop->dq_tail = w;
+}
+
+int bs_loop_post(struct bs_loop *loop, bs_fn fn, void *arg)
+{
+	struct posted *p = malloc(sizeof(*p)), **pp;
+	uint64_t one = 1;
+
+	if (!p)
+		return -ENOMEM;
+	p->fn = fn;
+	p->arg = arg;
+	p->next = NULL;
+	pthread_mutex_lock(&loop->post_lock);
+	for (pp = &loop->posted; *pp; pp = &(*pp)->next)
+		;
+	*pp = p;
+	pthread_mutex_unlock(&loop->post_lock);
+	if (write(loop->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+int bs_loop_add_prepoll(struct bs_loop *loop, bs_fn fn, void *arg)
+{
+	struct prepoll *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->fn = fn;
+	p->arg = arg;
+	p->next = loop->prepolls;
+	loop->prepolls = p;
+	return 0;
+}
+
+void bs_loop_del_prepoll(struct bs_loop *loop, bs_fn fn, void *arg)
+{
+	struct prepoll **pp;
+
+	for (pp = &loop->prepolls; *pp; pp = &(*pp)->next) {
+		if ((*pp)->fn == fn && (*pp)->arg == arg) {
+			struct prepoll *p = *pp;
+			*pp = p->next;
+			free(p);
+			return;
+		}
+	}
+}
+
+int bs_loop_add_timer(struct bs_loop *loop, uint64_t ms, bs_fn fn, void *arg)
+{
+	struct timer *t = calloc(1, sizeof(*t)), **pp;
+
+	if (!t)
+		return -ENOMEM;
+	t->id = loop->next_timer_id++;
+	if (loop->next_timer_id <= 0)
+		loop->next_timer_id = 1;
+	t->due_ns = bs_now_ns() + ms * 1000000ull;
+	t->fn = fn;
+	t->arg = arg;
+	for (pp = &loop->timers; *pp && (*pp)->due_ns <= t->due_ns;
+	     pp = &(*pp)->next)
+		;
+	t->next = *pp;
+	*pp = t;
+	return t->id;
+}
+
+void bs_loop_cancel_timer(struct bs_loop *loop, int id)
+{
+	struct timer **pp;
+
+	for (pp = &loop->timers; *pp; pp = &(*pp)->next) {
+		if ((*pp)->id == id) {
+			struct timer *t = *pp;
+			*pp = t->next;
+			free(t);
+			return;
+		}
+	}
+}
+
+static bool run_deferred(struct bs_loop *loop)
+{
+	struct bs_work *w;
+	bool ran = false;
+	/* Only the work queued so far: new work waits for the next round. */
+	struct bs_work *stop = loop->dq_tail;
+
+	while ((w = loop->dq_head)) {
+		loop->dq_head = w->next;
+		if (!loop->dq_head)
+			loop->dq_tail = NULL;
+		w->next = NULL;
+		w->fn(w->arg);
+		ran = true;
+		if (w == stop)
+			break;
+	}
+	return ran;
+}
+
+static void run_posted(struct bs_loop *loop)
+{
+	struct posted *list, *p;
+	uint64_t v;
+
+	if (read(loop->evfd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing pending; other errors cannot happen */
+	}
+	pthread_mutex_lock(&loop->post_lock);
+	list = loop->posted;
+	loop->posted = NULL;
+	pthread_mutex_unlock(&loop->post_lock);
+	while ((p = list)) {
+		list = p->next;
+		p->fn(p->arg);
+		free(p);
+	}
+}
+
+static void run_timers(struct bs_loop *loop)
+{
+	uint64_t now = bs_now_ns();
+
+	while (loop->timers && loop->timers->due_ns <= now) {
+		struct timer *t = loop->timers;
+		loop->timers = t->next;
+		t->fn(t->arg);
+		free(t);
+	}
+}
+
+int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
+{
+	struct epoll_event evs[64];
+	struct prepoll *p, *pn;
+	int n, i;
+
+	/* work that ran may have satisfied the caller: do not block then */
+	bool ran = run_deferred(loop);
+
+	for (p = loop->prepolls; p; p = pn) {
+		pn = p->next;
+		p->fn(p->arg);
+	}
+	if (ran || loop->dq_head)
+		timeout_ms = 0;
+	if (loop->timers) {
+		uint64_t now = bs_now_ns(), due = loop->timers->due_ns;
+		int t = due <= now ? 0 : (int)((due - now + 999999) / 1000000);
+		if (timeout_ms < 0 || t < timeout_ms)
+			timeout_ms = t;
+	}
+	n = epoll_wait(loop->epfd, evs, 64, timeout_ms);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		return -errno;
+	}
+	for (i = 0; i < n; i++) {
+		struct fd_watch *w = evs[i].data.ptr;
+
+		if (!w) {
+			run_posted(loop);
+			continue;
+		}
+		/* a callback may have deleted a later watch of this batch */
+		if (w->fn)
+			w->fn(w->arg, evs[i].events);
+	}
+	free_dead(loop);
+	run_timers(loop);
+	return 0;
+}
+
+int bs_loop_run(struct bs_loop *loop)
+{
+	int err = 0;
+
+	loop->stop = false;
+	while (!loop->stop && !err)
+		err = bs_loop_run_once(loop, -1);
+	return err;
+}
+
+void bs_loop_stop(struct bs_loop *loop)
+{
+	uint64_t one = 1;
+
+	loop->stop = true;
+	if (write(loop->evfd, &one, sizeof(one)) < 0) {
+		/* the loop is awake anyway when the counter is full */
+	}
+}

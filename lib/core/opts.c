@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/* Device options: ordered key = value pairs that remember their place. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <stdio.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/opts.h>
+
+struct opt {
+	char *key;
+	char *value;
+	char *where;
+	bool used;
+};
+
+struct bs_opts {
+	struct opt *v;
+	unsigned n, cap;
+	char label[BS_NAME_MAX + 16];
+};
+
+int bs_opts_new(struct bs_opts **out)
+{
+	struct bs_opts *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return -ENOMEM;
+	*out = o;
+	return 0;
+}
+
+void bs_opts_free(struct bs_opts *o)
+{
+	unsigned i;
+
+	if (!o)
+		return;
+	for (i = 0; i < o->n; i++) {
+		free(o->v[i].key);
+		free(o->v[i].value);
+		free(o->v[i].where);
+	}
+	free(o->v);
+	free(o);
+}
+
+static struct opt *find(const struct bs_opts *o, const char *key)
+{
+	unsigned i;
+
+	for (i = 0; i < o->n; i++)
+		if (!strcmp(o->v[i].key, key))
+			return &o->v[i];
+	return NULL;
+}
+
+int bs_opts_set(struct bs_opts *o, const char *key, const char *value,
+		const char *where)
+{
+	struct opt *p = find(o, key);
+	char *k, *v, *w = NULL;
+
+	v = strdup(value ? value : "");
+	if (where)
+		w = strdup(where);
+	if (!v || (where && !w))
+		goto nomem;
+	if (p) {
+		free(p->value);
+		free(p->where);
+		p->value = v;
+		p->where = w;
+		p->used = false;
+		return 0;
+	}
+	if (o->n == o->cap) {
+		unsigned cap = o->cap ? o->cap * 2 : 8;
+		struct opt *nv = realloc(o->v, cap * sizeof(*nv));
+		if (!nv)
+			goto nomem;
+		o->v = nv;
+		o->cap = cap;
+	}
+	k = strdup(key);
+	if (!k)
+		goto nomem;
+	o->v[o->n++] = (struct opt){ .key = k, .value = v, .where = w };
+	return 0;
+nomem:
+	free(v);
+	free(w);
+	return -ENOMEM;
+}
+
+const char *bs_opts_get(struct bs_opts *o, const char *key)
+{
+	struct opt *p = find(o, key);
+
+	if (!p)
+		return NULL;
+	p->used = true;
+	return p->value;
+}
+
+const char *bs_opts_where(const struct bs_opts *o, const char *key)
+{
+	struct opt *p = find(o, key);
+
+	return p && p->where ? p->where : "";
+}
+
+void bs_opts_set_label(struct bs_opts *o, const char *label)
+{
+	snprintf(o->label, sizeof(o->label), "%s", label);
+}
+
+static int bad(const struct bs_opts *o, const char *key, const char *value,
+	       const char *why)
+{
+	const char *w = bs_opts_where(o, key);
+
+	return bs_error(-EINVAL, "%s%s%s%s%s: %s = '%s': %s", w, *w ? ": " : "",
+			o->label, *o->label ? ": " : "", "option", key, value,
+			why);
+}
+
+int bs_opts_get_size(struct bs_opts *o, const char *key, uint64_t *out)
+{
+	const char *v = bs_opts_get(o, key);
+	int err;
+
+	if (!v)
+		return 1;
+	err = bs_parse_size(v, out);
+	if (err)
+		return bad(o, key, v, "not a size (use 4096, 64K, 1G, 2T)");
+	return 0;
+}
+
+int bs_opts_get_u32(struct bs_opts *o, const char *key, uint32_t *out)
+{
+	const char *v = bs_opts_get(o, key);
+	uint64_t x;
+
+	if (!v)
+		return 1;
+	if (bs_parse_size(v, &x) || x > UINT32_MAX)
+		return bad(o, key, v, "not a number below 2^32");
+	*out = (uint32_t)x;
+	return 0;
+}
+
+int bs_opts_get_bool(struct bs_opts *o, const char *key, bool *out)
+{
+	const char *v = bs_opts_get(o, key);
+
+	if (!v)
+		return 1;
+	if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
+	    !strcasecmp(v, "on"))
+		*out = true;
+	else if (!strcmp(v, "0") || !strcasecmp(v, "no") ||
+		 !strcasecmp(v, "false") || !strcasecmp(v, "off"))
+		*out = false;
+	else
+		return bad(o, key, v, "expected 0 or 1");
+	return 0;
+}
+
+int bs_opts_get_enum(struct bs_opts *o, const char *key,
+		     const char *const *choices, int *out)
+{
+	const char *v = bs_opts_get(o, key);
+	char list[256] = "expected one of:";
+	int i;
+
+	if (!v)
+		return 1;
+	for (i = 0; choices[i]; i++) {
+		if (!strcmp(v, choices[i])) {
+			*out = i;
+			return 0;
+		}
+		strncat(list, " ", sizeof(list) - strlen(list) - 1);
+		strncat(list, choices[i], sizeof(list) - strlen(list) - 1);
+	}
+	return bad(o, key, v, list);
+}
+
+int bs_opts_check_unused(const struct bs_opts *o)
+{
+	unsigned i;
+
+	for (i = 0; i < o->n; i++) {
+		const struct opt *p = &o->v[i];
+		if (!p->used)
+			return bs_error(-EINVAL, "%s%s%s%sunknown key '%s'",
+					p->where ? p->where : "",
+					p->where ? ": " : "", o->label,
+					*o->label ? ": " : "", p->key);
+	}
+	return 0;
+}
+
+bool bs_opts_at(const struct bs_opts *o, unsigned i, const char **key,
+		const char **value)
+{
+	if (i >= o->n)
+		return false;
+	*key = o->v[i].key;
+	*value = o->v[i].value;
+	return true;
+}
+
+int bs_opts_parse_spec(const char *spec, char **typep, struct bs_opts **out)
+{
+	const char *colon = strchr(spec, ':');
+	struct bs_opts *o = NULL;
+	char *type = NULL, *rest = NULL, *tok, *save = NULL;
+	bool first = true;
+	int err;
+
+	if (!colon || colon == spec)
+		return bs_error(-EINVAL,
+				"%s: not a device spec (file:PATH[,size=SIZE] "
+				"or mem:SIZE)", spec);
+	type = strndup(spec, colon - spec);
+	rest = strdup(colon + 1);
+	err = bs_opts_new(&o);
+	if (!type || !rest || err) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (tok = strtok_r(rest, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save), first = false) {
+		char *eq = strchr(tok, '=');
+		if (first && !eq) {
+			/* the positional argument */
+			const char *key = !strcmp(type, "mem") ? "size" : "path";
+			err = bs_opts_set(o, key, tok, "spec");
+		} else if (!eq || eq == tok) {
+			err = bs_error(-EINVAL, "%s: '%s' is not key=value",
+				       spec, tok);
+		} else {
+			*eq = '\0';
+			err = bs_opts_set(o, tok, eq + 1, "spec");
+		}
+		if (err)
+			goto fail;
+	}
+	free(rest);
+	*typep = type;
+	*out = o;
+	return 0;
+fail:
+	free(type);
+	free(rest);
+	bs_opts_free(o);
+	return err;
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request submission: validation, splitting by the device's limits, FUA
+ * emulation, and completion through the loop.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/bdev.h>
+
+#include "core/internal.h"
+
+/* Children of one split request in flight at once. */
+#define SPLIT_WINDOW 32
+
+static const char *const op_names[BS_OP__COUNT] = {
+	[BS_OP_READ] = "read",
+	[BS_OP_WRITE] = "write",
+	[BS_OP_FLUSH] = "flush",
+	[BS_OP_DISCARD] = "discard",
+	[BS_OP_WRITE_ZEROES] = "write-zeroes",
+};
+
+const char *bs_op_name(enum bs_op op)
+{
+	return (unsigned)op < BS_OP__COUNT ? op_names[op] : "?";
+}
+
+void bs_req_init(struct bs_req *req, enum bs_op op, uint32_t flags,
+		 uint64_t offset, uint64_t len, void *buf, bs_req_fn done,
+		 void *priv)
+{
+	memset(req, 0, sizeof(*req));
+	req->op = op;
+	req->flags = flags;
+	req->offset = offset;
+	req->len = len;
+	req->done = done;
+	req->priv = priv;
+	if (buf) {
+		req->iov1.iov_base = buf;
+		req->iov1.iov_len = len;
+		req->iov = &req->iov1;
+		req->iovcnt = 1;
+	}
+}
+
+static void run_done(void *arg)
+{
+	struct bs_req *req = arg;
+
+	req->done(req);
+}
+
+/* Queue the submitter's callback on the loop. */
+static void finish(struct bs_dev *dev, struct bs_req *req, int result)
+{
+	req->result = result;
+	req->work.fn = run_done;
+	req->work.arg = req;
+	bs_loop_defer(dev->ctx->loop, &req->work);
+}
+
+void bs_req_complete(struct bs_req *req, int result)
+{
+	struct bs_dev *dev = req->dev;
+
+	if (result) {
+		dev->stats.errors++;
+		/*
+		 * A device that claimed write-zeroes and refuses it: stop
+		 * offering it here and above rather than failing again and
+		 * again (the block layer's rule for stacked devices).
+		 */
+		if (req->op == BS_OP_WRITE_ZEROES && result == -EOPNOTSUPP &&
+		    dev->limits.max_write_zeroes_sectors)
+			bs_dev_disable_write_zeroes(dev,
+				"write-zeroes failed with EOPNOTSUPP at run time");
+	}
+	finish(dev, req, result);
+}
+
+static void to_driver(struct bs_dev *dev, struct bs_req *req)
+{
+	req->dev = dev;
+	dev->stats.ops[req->op]++;
+	dev->stats.bytes[req->op] += req->len;
+	dev->type->submit(dev, req);
+}
+
+/* ---- splitting ---------------------------------------------------------- */
+
+struct split {
+	struct bs_req *parent;
+	struct bs_dev *dev;
+	uint64_t next;		/* next byte offset (relative) to issue */
+	uint64_t chunk;		/* bytes per child */
+	unsigned inflight;
+	int result;
+	struct split_child {
+		struct bs_req req;
+		struct split *s;
+		struct iovec *iov;
+	} kids[SPLIT_WINDOW];
+	unsigned free_kids[SPLIT_WINDOW];
+	unsigned nfree;
+};
+
+/* Point @dst at bytes [off, off+len) of @src (at most @max entries). */
+static int iov_slice(const struct iovec *src, int cnt, uint64_t off,
+		     uint64_t len, struct iovec **dstp)
+{
+	struct iovec *dst;
+	int i, n = 0;
+
+	for (i = 0; i < cnt && off >= src[i].iov_len; i++)
+		off -= src[i].iov_len;
+	dst = malloc((size_t)(cnt - i) * sizeof(*dst));
+	if (!dst)
+		return -ENOMEM;
+	for (; i < cnt && len; i++) {
+		uint64_t take = src[i].iov_len - off;
+		if (take > len)
+			take = len;
+		dst[n].iov_base = (char *)src[i].iov_base + off;
+		dst[n].iov_len = take;
+		n++;
+		len -= take;
+		off = 0;
+	}
+	*dstp = dst;
+	return n;
+}
+
+static void split_issue(struct split *s);
+
+static void split_child_done(struct bs_req *child)
+{
+	struct split_child *k = child->priv;
+	struct split *s = k->s;
+
+	if (child->result && !s->result)
+		s->result = child->result;
+	free(k->iov);
+	k->iov = NULL;
+	s->free_kids[s->nfree++] = (unsigned)(k - s->kids);
+	s->inflight--;
+	split_issue(s);
+}
+
+static void split_issue(struct split *s)
+{
+	struct bs_req *p = s->parent;
+
+	while (!s->result && s->next < p->len && s->nfree) {
+		struct split_child *k = &s->kids[s->free_kids[--s->nfree]];
+		uint64_t len = p->len - s->next;
+
+		if (len > s->chunk)
+			len = s->chunk;
+		bs_req_init(&k->req, p->op, p->flags, p->offset + s->next, len,
+			    NULL, split_child_done, k);
+		k->s = s;
+		if (p->iov) {
+			int n = iov_slice(p->iov, p->iovcnt, s->next, len,
+					  &k->iov);
+			if (n < 0) {
+				s->result = n;
+				s->free_kids[s->nfree++] =
+					(unsigned)(k - s->kids);
+				break;
+			}
+			k->req.iov = k->iov;
+			k->req.iovcnt = n;
+		}
+		s->next += len;
+		s->inflight++;
+		bs_submit(s->dev, &k->req);
+	}
+	if (!s->inflight && (s->result || s->next >= p->len)) {
+		struct bs_dev *dev = s->dev;
+		int result = s->result;
+		free(s);
+		finish(dev, p, result);
+	}
+}
+
+static void submit_split(struct bs_dev *dev, struct bs_req *req,
+			 uint64_t chunk)
+{
+	struct split *s = calloc(1, sizeof(*s));
+	unsigned i;
+
+	if (!s) {
+		finish(dev, req, -ENOMEM);
+		return;
+	}
+	s->parent = req;
+	s->dev = dev;
+	s->chunk = chunk;
+	for (i = 0; i < SPLIT_WINDOW; i++)
+		s->free_kids[i] = SPLIT_WINDOW - 1 - i;
+	s->nfree = SPLIT_WINDOW;
+	split_issue(s);
+}
+
+/* ---- FUA emulation: write, then flush ---------------------------------- */
+
+struct fua {
+	struct bs_req *parent;
+	struct bs_req write, flush;
+};
+
+static void fua_flush_done(struct bs_req *r)
+{
+	struct fua *f = r->priv;
+	struct bs_req *p = f->parent;
+	struct bs_dev *dev = r->dev;
+
+	free(f);
+	finish(dev, p, r->result);
+}
+
+static void fua_write_done(struct bs_req *r)
+{
+	struct fua *f = r->priv;
+
+	if (r->result) {
+		struct bs_dev *dev = r->dev;
+		struct bs_req *p = f->parent;
+		int result = r->result;
+		free(f);
+		finish(dev, p, result);
+		return;
+	}
+	bs_req_init(&f->flush, BS_OP_FLUSH, 0, 0, 0, NULL, fua_flush_done, f);
+	bs_submit(r->dev, &f->flush);
+}
+
+static void submit_fua_emulated(struct bs_dev *dev, struct bs_req *req)
+{
+	struct fua *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		finish(dev, req, -ENOMEM);
+		return;
+	}
+	f->parent = req;
+	bs_req_init(&f->write, BS_OP_WRITE, req->flags & ~BS_REQ_FUA,
+		    req->offset, req->len, NULL, fua_write_done, f);
+	f->write.iov = req->iov;
+	f->write.iovcnt = req->iovcnt;
+	bs_submit(dev, &f->write);
+}
+
+/* ---- submit ------------------------------------------------------------- */
+
+static uint64_t iov_total(const struct iovec *iov, int cnt)
+{
+	uint64_t t = 0;
+	int i;
+
+	for (i = 0; i < cnt; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+void bs_submit(struct bs_dev *dev, struct bs_req *req)
+{
+	const struct bs_limits *lim = &dev->limits;
+	uint64_t mask = lim->logical_block_size - 1;
+	uint64_t max = 0;
+
+	req->dev = dev;
+	req->result = 0;
+	if ((unsigned)req->op >= BS_OP__COUNT) {
+		finish(dev, req, -EINVAL);
+		return;
+	}
+	if (req->op == BS_OP_FLUSH) {
+		/* nothing volatile to flush: done (the block layer does so) */
+		if (!bs_limits_write_cache(lim))
+			finish(dev, req, 0);
+		else
+			to_driver(dev, req);
+		return;
+	}
+	/* bounds and alignment: nothing invalid reaches a driver */
+	if (!req->len || req->offset > dev->size ||
+	    req->len > dev->size - req->offset ||
+	    ((req->offset | req->len) & mask)) {
+		finish(dev, req, -EINVAL);
+		return;
+	}
+	if (req->op != BS_OP_READ && dev->readonly) {
+		finish(dev, req, -EROFS);
+		return;
+	}
+	switch (req->op) {
+	case BS_OP_READ:
+	case BS_OP_WRITE:
+		if (!req->iov || req->iovcnt <= 0 ||
+		    iov_total(req->iov, req->iovcnt) != req->len) {
+			finish(dev, req, -EINVAL);
+			return;
+		}
+		if ((req->flags & ~BS_REQ_FUA) ||
+		    (req->op == BS_OP_READ && req->flags)) {
+			finish(dev, req, -EINVAL);
+			return;
+		}
+		max = (uint64_t)lim->max_sectors << BS_SECTOR_SHIFT;
+		if (req->op == BS_OP_WRITE && (req->flags & BS_REQ_FUA) &&
+		    !(lim->features & BS_FEAT_FUA)) {
+			if (bs_limits_write_cache(lim)) {
+				submit_fua_emulated(dev, req);
+				return;
+			}
+			/* no volatile cache: every write is durable already */
+			req->flags &= ~BS_REQ_FUA;
+		}
+		break;
+	case BS_OP_DISCARD:
+		if (req->flags) {
+			finish(dev, req, -EINVAL);
+			return;
+		}
+		max = (uint64_t)lim->max_discard_sectors << BS_SECTOR_SHIFT;
+		if (!max) {
+			finish(dev, req, -EOPNOTSUPP);
+			return;
+		}
+		break;
+	case BS_OP_WRITE_ZEROES:
+		if (req->flags & ~BS_REQ_NOUNMAP) {
+			finish(dev, req, -EINVAL);
+			return;
+		}
+		max = (uint64_t)lim->max_write_zeroes_sectors << BS_SECTOR_SHIFT;
+		if (!max) {
+			finish(dev, req, -EOPNOTSUPP);
+			return;
+		}
+		break;
+	default:
+		finish(dev, req, -EINVAL);
+		return;
+	}
+	max &= ~mask;
+	if (max && req->len > max) {
+		submit_split(dev, req, max);
+		return;
+	}
+	to_driver(dev, req);
+}
+
+/* ---- synchronous wrappers ---------------------------------------------- */
+
+struct sync_wait {
+	bool done;
+};
+
+static void sync_done(struct bs_req *req)
+{
+	struct sync_wait *w = req->priv;
+
+	w->done = true;
+}
+
+int bs_io_sync(struct bs_dev *dev, enum bs_op op, uint32_t flags,
+	       uint64_t offset, uint64_t len, void *buf)
+{
+	struct sync_wait w = { false };
+	struct bs_req req;
+	int err;
+
+	bs_req_init(&req, op, flags, offset, len, buf, sync_done, &w);
+	bs_submit(dev, &req);
+	err = bs_ctx_wait(dev->ctx, &w.done);
+	return err ? err : req.result;
+}
+
+int bs_read_sync(struct bs_dev *dev, void *buf, uint64_t len, uint64_t off)
+{
+	return bs_io_sync(dev, BS_OP_READ, 0, off, len, buf);
+}
+
+int bs_write_sync(struct bs_dev *dev, const void *buf, uint64_t len,
+		  uint64_t off)
+{
+	return bs_io_sync(dev, BS_OP_WRITE, 0, off, len, (void *)buf);
+}
+
+int bs_flush_sync(struct bs_dev *dev)
+{
+	return bs_io_sync(dev, BS_OP_FLUSH, 0, 0, 0, NULL);
+}
+
+/* ---- block status ------------------------------------------------------- */
+
+struct clip {
+	uint64_t start, end, pos;
+	bs_extent_fn fn;
+	void *arg;
+	int stop;
+};
+
+static int clip_fn(void *arg, uint64_t off, uint64_t len, uint32_t flags)
+{
+	struct clip *c = arg;
+	uint64_t s = off, e = off + len;
+
+	if (s < c->pos)
+		s = c->pos;
+	if (e > c->end)
+		e = c->end;
+	if (s >= e)
+		return e >= c->end;
+	c->pos = e;
+	c->stop = c->fn(c->arg, s, e - s, flags);
+	return c->stop || c->pos >= c->end;
+}
+
+int bs_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
+		    bs_extent_fn fn, void *arg)
+{
+	struct clip c = { offset, offset + len, offset, fn, arg, 0 };
+	int err;
+
+	if (offset > dev->size || len > dev->size - offset)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	if (!dev->type->block_status)
+		return fn(arg, offset, len, 0) < 0 ? -EINTR : 0;
+	err = dev->type->block_status(dev, offset, len, clip_fn, &c);
+	if (err < 0)
+		return err;
+	/* whatever the driver left undescribed is data */
+	if (!c.stop && c.pos < c.end)
+		fn(arg, c.pos, c.end - c.pos, 0);
+	return 0;
+}

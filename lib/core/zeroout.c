@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Zeroout: write-zeroes commands split by max_write_zeroes_sectors, with a
+ * bounded number in flight, falling back to writes from one shared zero
+ * buffer (memory stays bounded however large the range).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/zero.h>
+
+#include "core/internal.h"
+
+const void *bs_ctx_zero_buf(struct bs_ctx *ctx)
+{
+	if (!ctx->zero_buf) {
+		ctx->zero_buf = aligned_alloc(4096, BS_ZERO_BUF_SIZE);
+		if (ctx->zero_buf)
+			memset(ctx->zero_buf, 0, BS_ZERO_BUF_SIZE);
+	}
+	return ctx->zero_buf;
+}
+
+struct zslot {
+	struct bs_req req;
+	struct zctx *z;
+};
+
+struct zctx {
+	struct bs_dev *dev;
+	uint64_t start, end;	/* byte range */
+	uint64_t next;		/* next byte to issue */
+	uint64_t done_bytes;
+	unsigned flags;
+	bool fallback;		/* writing zero buffers */
+	uint64_t redo_from;	/* lowest range refused with EOPNOTSUPP */
+	bool redo;
+	int result;
+	unsigned inflight;
+	bs_zero_progress_fn progress;
+	bs_zero_done_fn done;
+	void *arg;
+	struct bs_work finish_work;
+	struct zslot slots[BS_ZERO_MAX_INFLIGHT];
+	unsigned free_slots[BS_ZERO_MAX_INFLIGHT];
+	unsigned nfree;
+};
+
+static void z_issue(struct zctx *z);
+
+static void z_finish(void *arg)
+{
+	struct zctx *z = arg;
+	bs_zero_done_fn done = z->done;
+	void *darg = z->arg;
+	int result = z->result;
+
+	free(z);
+	done(darg, result);
+}
+
+static void z_slot_done(struct bs_req *req)
+{
+	struct zslot *s = req->priv;
+	struct zctx *z = s->z;
+
+	z->inflight--;
+	z->free_slots[z->nfree++] = (unsigned)(s - z->slots);
+	if (req->result == -EOPNOTSUPP && req->op == BS_OP_WRITE_ZEROES &&
+	    !(z->flags & BS_ZERO_NOFALLBACK)) {
+		/* redo from here by writing, once the others are back */
+		if (!z->redo || req->offset < z->redo_from)
+			z->redo_from = req->offset;
+		z->redo = true;
+	} else if (req->result) {
+		if (!z->result)
+			z->result = req->result;
+	} else {
+		z->done_bytes += req->len;
+		if (z->progress)
+			z->progress(z->arg, z->done_bytes, z->end - z->start,
+				    z->fallback);
+	}
+	z_issue(z);
+}
+
+static void z_issue(struct zctx *z)
+{
+	struct bs_dev *dev = z->dev;
+
+	if (z->redo && !z->inflight && !z->result) {
+		/* the device refused write-zeroes: write zeroes instead */
+		z->redo = false;
+		z->fallback = true;
+		z->next = z->redo_from;
+		z->done_bytes = z->redo_from - z->start;
+	}
+	while (!z->result && !z->redo && z->next < z->end && z->nfree) {
+		struct zslot *s = &z->slots[z->free_slots[--z->nfree]];
+		uint64_t len = z->end - z->next, max;
+		uint64_t lbs = dev->limits.logical_block_size;
+
+		if (z->fallback) {
+			max = (uint64_t)dev->limits.max_sectors << BS_SECTOR_SHIFT;
+			if (max > BS_ZERO_BUF_SIZE)
+				max = BS_ZERO_BUF_SIZE;
+		} else {
+			max = (uint64_t)dev->limits.max_write_zeroes_sectors
+			      << BS_SECTOR_SHIFT;
+			if (!max) {
+				/* turned off meanwhile (knob, failure below) */
+				z->free_slots[z->nfree++] = (unsigned)(s - z->slots);
+				if (z->flags & BS_ZERO_NOFALLBACK) {
+					z->result = -EOPNOTSUPP;
+					break;
+				}
+				z->fallback = true;
+				continue;
+			}
+		}
+		max -= max % lbs;
+		if (len > max)
+			len = max;
+		s->z = z;
+		if (z->fallback)
+			bs_req_init(&s->req, BS_OP_WRITE, 0, z->next, len,
+				    (void *)bs_ctx_zero_buf(dev->ctx),
+				    z_slot_done, s);
+		else
+			bs_req_init(&s->req, BS_OP_WRITE_ZEROES,
+				    (z->flags & BS_ZERO_NOUNMAP) ? BS_REQ_NOUNMAP : 0,
+				    z->next, len, NULL, z_slot_done, s);
+		z->next += len;
+		z->inflight++;
+		bs_submit(dev, &s->req);
+	}
+	if (!z->inflight && !z->redo && (z->result || z->next >= z->end)) {
+		z->finish_work.fn = z_finish;
+		z->finish_work.arg = z;
+		bs_loop_defer(dev->ctx->loop, &z->finish_work);
+	}
+}
+
+int bs_zeroout(struct bs_dev *dev, uint64_t offset, uint64_t len,
+	       unsigned flags, bs_zero_progress_fn progress, bs_zero_done_fn done,
+	       void *arg)
+{
+	uint64_t mask = dev->limits.logical_block_size - 1;
+	struct zctx *z;
+	unsigned i;
+
+	if (flags & ~(BS_ZERO_NOUNMAP | BS_ZERO_NOFALLBACK))
+		return -EINVAL;
+	if (offset > dev->size || len > dev->size - offset)
+		return bs_error(-EINVAL, "%s: zeroout: range %llu+%llu is "
+				"beyond the end (%llu)", dev->name,
+				(unsigned long long)offset,
+				(unsigned long long)len,
+				(unsigned long long)dev->size);
+	if ((offset | len) & mask)
+		return bs_error(-EINVAL, "%s: zeroout: range %llu+%llu is not "
+				"aligned to the logical block size %u",
+				dev->name, (unsigned long long)offset,
+				(unsigned long long)len,
+				dev->limits.logical_block_size);
+	if (dev->readonly)
+		return bs_error(-EROFS, "%s: zeroout: read-only device",
+				dev->name);
+	if (!dev->limits.max_write_zeroes_sectors &&
+	    (flags & BS_ZERO_NOFALLBACK))
+		return bs_error(-EOPNOTSUPP, "%s: zeroout: no write-zeroes "
+				"support and fallback not allowed", dev->name);
+	if (!dev->limits.max_write_zeroes_sectors &&
+	    !bs_ctx_zero_buf(dev->ctx))
+		return -ENOMEM;
+
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	z->dev = dev;
+	z->start = z->next = offset;
+	z->end = offset + len;
+	z->flags = flags;
+	z->fallback = !dev->limits.max_write_zeroes_sectors;
+	z->progress = progress;
+	z->done = done;
+	z->arg = arg;
+	for (i = 0; i < BS_ZERO_MAX_INFLIGHT; i++)
+		z->free_slots[i] = BS_ZERO_MAX_INFLIGHT - 1 - i;
+	z->nfree = BS_ZERO_MAX_INFLIGHT;
+	z_issue(z);
+	return 0;
+}
+
+struct zsync {
+	bool done;
+	int result;
+	bs_zero_progress_fn progress;
+	void *arg;
+};
+
+static void zsync_done(void *arg, int result)
+{
+	struct zsync *w = arg;
+
+	w->result = result;
+	w->done = true;
+}
+
+static void zsync_progress(void *arg, uint64_t done, uint64_t total,
+			   bool fallback)
+{
+	struct zsync *w = arg;
+
+	if (w->progress)
+		w->progress(w->arg, done, total, fallback);
+}
+
+int bs_zeroout_sync(struct bs_dev *dev, uint64_t offset, uint64_t len,
+		    unsigned flags, bs_zero_progress_fn progress, void *arg)
+{
+	struct zsync w = { false, 0, progress, arg };
+	int err;
+
+	err = bs_zeroout(dev, offset, len, flags, zsync_progress, zsync_done,
+			 &w);
+	if (err)
+		return err;
+	err = bs_ctx_wait(dev->ctx, &w.done);
+	return err ? err : w.result;
+}
