@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Commands of the `blkstack` tool. Each command is one table entry
+ * registered by name (BS_CMD); the same code runs in the CLI against a
+ * context it built from specs / a config file, and inside blkstackd against
+ * the daemon's live devices when the CLI is given `-s SOCKET`. So commands
+ * write only to env->out / env->err, never to stdout/stderr directly, and
+ * never exit.
+ */
+#ifndef BLKSTACK_CMD_H
+#define BLKSTACK_CMD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct bs_ctx;
+struct bs_dev;
+struct bs_config;
+
+struct bs_cmd_env {
+	struct bs_ctx *ctx;	/* devices of the config / the daemon */
+	FILE *out;		/* results */
+	FILE *err;		/* one-line errors, progress */
+	bool tty;		/* env->err is a terminal: progress bars ok */
+	bool in_daemon;		/* running inside blkstackd */
+};
+
+struct bs_cmd {
+	const char *name;	/* "info" */
+	const char *usage;	/* "info [--json] DEV" */
+	const char *summary;	/* one line */
+	const char *help;	/* full text for `blkstack help CMD` */
+	/* argv[0] is the command name; returns 0 or a process exit code */
+	int (*run)(struct bs_cmd_env *env, int argc, char **argv);
+};
+
+void bs_cmd_register(const struct bs_cmd *cmd);
+const struct bs_cmd *bs_cmd_find(const char *name);
+const struct bs_cmd *bs_cmd_next(const struct bs_cmd *prev);
+
+#define BS_CMD(var)                                                       \
+	__attribute__((constructor)) static void bs_cmd_register_##var(void) \
+	{                                                                 \
+		bs_cmd_register(&(var));                                  \
+	}
+
+/*
+ * Resolve a DEV argument: the name of a device in env->ctx, or a spec
+ * ("file:PATH[,size=SIZE]", "mem:SIZE") that is opened into env->ctx under
+ * a derived name. Returns 0 or -errno with bs_error() set.
+ */
+int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
+		   struct bs_dev **out);
+
+/*
+ * Print "blkstack: DEV: OPERATION: strerror (reason)" to env->err and
+ * return 1 (the exit code). @dev may be NULL. The reason is bs_last_error()
+ * with the "DEV: " prefix removed when it repeats.
+ */
+int bs_cmd_fail(struct bs_cmd_env *env, const char *dev, const char *op,
+		int err);
+
+/* Run argv (argv[0] = command name) with @env; unknown command -> 2. */
+int bs_cmd_run(struct bs_cmd_env *env, int argc, char **argv);
+
+#endif

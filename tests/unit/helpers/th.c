@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <blkstack/attr.h>
+#include <blkstack/opts.h>
+
+#include "th.h"
+
+int th_dev_try(struct bs_ctx *ctx, const char *name, const char *spec,
+	       struct bs_dev **out)
+{
+	struct bs_opts *o = NULL;
+	char *type = NULL;
+	int err;
+
+	err = bs_opts_parse_spec(spec, &type, &o);
+	if (!err)
+		err = bs_dev_create(ctx, name, type, o, out);
+	bs_opts_free(o);
+	free(type);
+	return err;
+}
+
+struct bs_dev *th_dev(struct bs_ctx *ctx, const char *name, const char *spec)
+{
+	struct bs_dev *d = NULL;
+	int err = th_dev_try(ctx, name, spec, &d);
+
+	if (err)
+		fail_msg("%s (%s): %d %s", name, spec, err, bs_last_error());
+	return d;
+}
+
+int th_dev_kv_try(struct bs_ctx *ctx, const char *name, const char *kv,
+		  struct bs_dev **out)
+{
+	struct bs_opts *o;
+	char *copy = strdup(kv), *tok, *save = NULL;
+	int err = bs_opts_new(&o);
+
+	for (tok = strtok_r(copy, ";", &save); tok && !err;
+	     tok = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		err = bs_opts_set(o, tok, eq + 1, "test");
+	}
+	if (!err)
+		err = bs_dev_create(ctx, name, NULL, o, out);
+	bs_opts_free(o);
+	free(copy);
+	return err;
+}
+
+struct bs_dev *th_dev_kv(struct bs_ctx *ctx, const char *name, const char *kv)
+{
+	struct bs_dev *d = NULL;
+	int err = th_dev_kv_try(ctx, name, kv, &d);
+
+	if (err)
+		fail_msg("%s (%s): %d %s", name, kv, err, bs_last_error());
+	return d;
+}
+
+uint64_t th_rand(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void th_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t v = th_rand(&seed);
+		memcpy(p + i, &v, 8);
+	}
+	for (; i < len; i++)
+		p[i] = (uint8_t)th_rand(&seed);
+}
+
+int th_is_zero(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+unsigned long long th_attr_u64(struct bs_dev *dev, const char *name)
+{
+	char buf[64];
+	unsigned long long v = 0;
+	int n = bs_attr_show(dev, name, buf, sizeof(buf));
+
+	if (n < 0)
+		fail_msg("%s: %s: %d", dev->name, name, n);
+	if (bs_attr_parse_u64(buf, &v))
+		fail_msg("%s: %s: not a number: %s", dev->name, name, buf);
+	return v;
+}
+
+uint64_t th_peak_rss(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)ru.ru_maxrss * 1024;
+}

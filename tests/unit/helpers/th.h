@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by the unit tests. */
+#ifndef BLKSTACK_TEST_HELPERS_H
+#define BLKSTACK_TEST_HELPERS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <blkstack/bdev.h>
+
+/* Create device @name from a spec ("mem:64M,chunk=4K"); fails the test. */
+struct bs_dev *th_dev(struct bs_ctx *ctx, const char *name, const char *spec);
+/* Same, returning the error (and leaving bs_last_error()). */
+int th_dev_try(struct bs_ctx *ctx, const char *name, const char *spec,
+	       struct bs_dev **out);
+/* Create a device from "key=value" pairs separated by ';' (any type). */
+struct bs_dev *th_dev_kv(struct bs_ctx *ctx, const char *name, const char *kv);
+int th_dev_kv_try(struct bs_ctx *ctx, const char *name, const char *kv,
+		  struct bs_dev **out);
+
+/* Deterministic pseudo-random bytes. */
+void th_fill(void *buf, size_t len, uint64_t seed);
+uint64_t th_rand(uint64_t *state);
+
+/* True if [buf, buf+len) is all zero. */
+int th_is_zero(const void *buf, size_t len);
+
+/* Read an attribute as an unsigned number; fails the test on error. */
+unsigned long long th_attr_u64(struct bs_dev *dev, const char *name);
+
+/* Peak resident set size of this process, bytes. */
+uint64_t th_peak_rss(void);
+
+#endif
