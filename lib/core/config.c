@@ -15,6 +15,8 @@ struct parse {
 	const char *label;
 	int line;		/* lines read so far */
 	char cur[256];		/* current section header */
+	bool header_seen;	/* a [header] line was read since the last key */
+	int header_line;	/* line of the last [header] */
 	int err;
 	char msg[512];
 	/* string reader state */
@@ -44,6 +46,15 @@ static char *reader(char *buf, int num, void *stream)
 		p->str += n;
 	}
 	p->line++;
+	{
+		const char *c = buf;
+		while (*c == ' ' || *c == '\t')
+			c++;
+		if (*c == '[') {
+			p->header_seen = true;
+			p->header_line = p->line;
+		}
+	}
 	return buf;
 }
 
@@ -110,7 +121,7 @@ static struct bs_config_section *new_section(struct parse *p,
 	memset(s, 0, sizeof(*s));
 	s->kind = strdup(kind);
 	s->name = strdup(name);
-	s->line = p->line;
+	s->line = p->header_line ? p->header_line : p->line;
 	if (!s->kind || !s->name || bs_opts_new(&s->opts)) {
 		free(s->kind);
 		free(s->name);
@@ -134,10 +145,17 @@ static int handler(void *user, const char *section, const char *key,
 		return 0;
 	if (!*section)
 		return fail(p, -EINVAL, "'%s' is outside any section", key);
-	if (strcmp(section, p->cur) || !cfg->nsections) {
+	if (p->header_seen || strcmp(section, p->cur) || !cfg->nsections) {
+		int key_line = p->line;
+
+		p->header_seen = false;
 		snprintf(p->cur, sizeof(p->cur), "%s", section);
+		/* errors about the section name point at its [header] */
+		if (p->header_line)
+			p->line = p->header_line;
 		if (!new_section(p, section))
 			return 0;
+		p->line = key_line;
 	}
 	s = &cfg->sections[cfg->nsections - 1];
 	/* lookups mark keys used; peek through the iterator instead */

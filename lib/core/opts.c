@@ -122,9 +122,8 @@ static int bad(const struct bs_opts *o, const char *key, const char *value,
 {
 	const char *w = bs_opts_where(o, key);
 
-	return bs_error(-EINVAL, "%s%s%s%s%s: %s = '%s': %s", w, *w ? ": " : "",
-			o->label, *o->label ? ": " : "", "option", key, value,
-			why);
+	return bs_error(-EINVAL, "%s%s%s%s%s = '%s': %s", w, *w ? ": " : "",
+			o->label, *o->label ? ": " : "", key, value, why);
 }
 
 int bs_opts_get_size(struct bs_opts *o, const char *key, uint64_t *out)

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* INI config and device specs: order, errors with file and line. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/config.h>
+#include <blkstack/opts.h>
+
+#include "helpers/th.h"
+
+static int load_and_create(const char *text, struct bs_ctx **ctxp)
+{
+	struct bs_config *cfg = NULL;
+	struct bs_ctx *ctx;
+	int err;
+
+	assert_int_equal(bs_ctx_new(&ctx), 0);
+	err = bs_config_load_string(text, "t.ini", &cfg);
+	if (!err)
+		err = bs_config_create_devices(cfg, ctx);
+	bs_config_free(cfg);
+	if (ctxp && !err)
+		*ctxp = ctx;
+	else
+		bs_ctx_free(ctx);
+	return err;
+}
+
+static void dependency_order(void **state)
+{
+	struct bs_ctx *ctx = NULL;
+	struct bs_dev *d;
+
+	(void)state;
+	/* the knob is set at start; components may come after their users */
+	assert_int_equal(load_and_create("[device a]\n"
+					 "type = mem\n"
+					 "size = 16M\n"
+					 "write_zeroes_unmap = 0\n"
+					 "[export e]\n"
+					 "device = a\n"
+					 "[daemon]\n"
+					 "state_dir = /tmp\n"
+					 "[device b]\n"
+					 "type = mem\n"
+					 "size = 1G ; inline comment\n",
+					 &ctx),
+			 0);
+	d = bs_dev_find(ctx, "a");
+	assert_non_null(d);
+	assert_false(bs_dev_write_zeroes_unmap(d));
+	d = bs_dev_find(ctx, "b");
+	assert_non_null(d);
+	assert_int_equal(d->size, 1 << 30);
+	assert_true(bs_dev_write_zeroes_unmap(d));
+	bs_ctx_free(ctx);
+}
+
+static void errors_name_file_and_line(void **state)
+{
+	static const struct {
+		const char *text;
+		int err;
+		const char *msg;
+	} rows[] = {
+		{ "[device a]\ntype = mem\nsize = 1M\ncolour = red\n", -EINVAL,
+		  "t.ini:4: a: unknown key 'colour'" },
+		{ "[device a]\ntype = mem\n", -EINVAL, "mem needs size" },
+		{ "[device a]\ntype = nosuch\nsize = 1M\n", -EINVAL,
+		  "t.ini:2: a: unknown device type 'nosuch'" },
+		{ "[device a]\ntype = mem\nsize = lots\n", -EINVAL,
+		  "t.ini:3: a: size = 'lots'" },
+		{ "[device a]\ntype = mem\nsize = 1M\n[device a]\ntype = mem\n",
+		  -EINVAL, "t.ini:4: [device a] defined twice (first at line 1)" },
+		{ "[disk a]\ntype = mem\n", -EINVAL, "t.ini:1: unknown section" },
+		{ "type = mem\n", -EINVAL, "t.ini:1: 'type' is outside" },
+		{ "[device a]\ntype = mem\ntype = mem\n", -EINVAL,
+		  "t.ini:3: [device a]: 'type' given twice" },
+		{ "[device a]\nthis is not ini\n", -EINVAL, "t.ini:2: syntax" },
+		{ "[device a]\ntype = mem\nsize = 1M\nwrite_zeroes_unmap = 2\n",
+		  -EINVAL, "t.ini:4: a: write_zeroes_unmap = '2'" },
+	};
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int err = load_and_create(rows[i].text, NULL);
+		print_message("row %u: %s\n", i, bs_last_error());
+		assert_int_equal(err, rows[i].err);
+		assert_non_null(strstr(bs_last_error(), rows[i].msg));
+	}
+}
+
+/* Stacked sections: missing component and cycles (needs a stacked type). */
+static int st_open(struct bs_dev *dev, struct bs_opts *opts)
+{
+	(void)opts;
+	dev->size = dev->components[0]->size;
+	return 0;
+}
+
+static int st_stack(struct bs_dev *dev, struct bs_limits *lim)
+{
+	return bs_limits_stack(lim, &dev->components[0]->limits, 0);
+}
+
+static void st_submit(struct bs_dev *dev, struct bs_req *req)
+{
+	bs_submit(dev->components[0], req);
+}
+
+static const struct bs_dev_type st_type = {
+	.name = "test-pass",
+	.stacked = true,
+	.open = st_open,
+	.submit = st_submit,
+	.stack_limits = st_stack,
+};
+BS_DEV_TYPE(st_type)
+
+static void stacked_sections(void **state)
+{
+	struct bs_ctx *ctx = NULL;
+
+	(void)state;
+	assert_int_equal(load_and_create("[device top]\ntype = test-pass\n"
+					 "devices = mid\n"
+					 "[device mid]\ntype = test-pass\n"
+					 "devices = low\n"
+					 "[device low]\ntype = mem\nsize = 4M\n",
+					 &ctx),
+			 0);
+	assert_int_equal(bs_dev_find(ctx, "top")->size, 4 << 20);
+	bs_ctx_free(ctx);
+
+	assert_int_equal(load_and_create("[device top]\ntype = test-pass\n"
+					 "devices = ghost\n",
+					 NULL),
+			 -ENOENT);
+	assert_non_null(strstr(bs_last_error(),
+			       "t.ini:3: top: component 'ghost' is not defined"));
+	assert_int_equal(load_and_create("[device a]\ntype = test-pass\n"
+					 "devices = b\n"
+					 "[device b]\ntype = test-pass\n"
+					 "devices = a\n",
+					 NULL),
+			 -ELOOP);
+	assert_non_null(strstr(bs_last_error(), "cycle: a -> b -> a"));
+}
+
+static void specs(void **state)
+{
+	struct bs_opts *o;
+	char *type;
+
+	(void)state;
+	assert_int_equal(bs_opts_parse_spec("file:/x/y.img,size=1G,direct=1",
+					    &type, &o),
+			 0);
+	assert_string_equal(type, "file");
+	assert_string_equal(bs_opts_get(o, "path"), "/x/y.img");
+	assert_string_equal(bs_opts_get(o, "size"), "1G");
+	assert_int_equal(bs_opts_check_unused(o), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "unknown key 'direct'"));
+	bs_opts_free(o);
+	free(type);
+	assert_int_equal(bs_opts_parse_spec("mem:64M", &type, &o), 0);
+	assert_string_equal(bs_opts_get(o, "size"), "64M");
+	bs_opts_free(o);
+	free(type);
+	assert_int_equal(bs_opts_parse_spec("nocolon", &type, &o), -EINVAL);
+	assert_int_equal(bs_opts_parse_spec(":x", &type, &o), -EINVAL);
+	assert_int_equal(bs_opts_parse_spec("mem:1M,=3", &type, &o), -EINVAL);
+}
+
+static void sizes(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(bs_parse_size("4096", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(bs_parse_size("64K", &v), 0);
+	assert_int_equal(v, 65536);
+	assert_int_equal(bs_parse_size("1g", &v), 0);
+	assert_int_equal(v, 1 << 30);
+	assert_int_equal(bs_parse_size("2TiB", &v), 0);
+	assert_int_equal(v, 2ull << 40);
+	assert_int_equal(bs_parse_size("16E", &v), -ERANGE);
+	assert_int_equal(bs_parse_size("-1", &v), -EINVAL);
+	assert_int_equal(bs_parse_size("1Q", &v), -EINVAL);
+	assert_int_equal(bs_parse_size("", &v), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(dependency_order),
+		cmocka_unit_test(errors_name_file_and_line),
+		cmocka_unit_test(stacked_sections),
+		cmocka_unit_test(specs),
+		cmocka_unit_test(sizes),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
