@@ -217,9 +217,10 @@ static void fua_flush_done(struct bs_req *r)
 	struct fua *f = r->priv;
 	struct bs_req *p = f->parent;
 	struct bs_dev *dev = r->dev;
+	int result = r->result;
 
 	free(f);
-	finish(dev, p, r->result);
+	finish(dev, p, result);
 }
 
 static void fua_write_done(struct bs_req *r)
