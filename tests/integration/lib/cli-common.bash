@@ -1,0 +1,64 @@
+# Shared by tests/integration/cli_*.sh (sourced, not run).
+set -euo pipefail
+
+BUILD=${BUILD:-build}
+BS="$BUILD/blkstack"
+SEEKDATA="$BUILD/tools/seekdata"
+[[ -x $SEEKDATA ]] || SEEKDATA=build/tools/seekdata
+
+[[ -x $BS ]] || { echo "FAIL: $BS not built"; exit 1; }
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+note() { echo "-- $*"; }
+
+# A temp dir on a disk filesystem (ext4 and the like), never tmpfs: tmpfs
+# lacks ZERO_RANGE, and du/SEEK_DATA checks need real blocks.
+make_tmp() {
+	local d
+	for d in "${TMPDIR:-}" /var/tmp /tmp "$PWD/build"; do
+		[[ -n $d && -d $d && -w $d ]] || continue
+		case $(stat -f -c %T "$d") in
+		tmpfs|ramfs|overlayfs) continue ;;
+		esac
+		T=$(mktemp -d "$d/blkstack-cli.XXXXXX")
+		trap 'rm -rf "$T"' EXIT
+		return 0
+	done
+	skip "no disk filesystem for temp files"
+}
+
+# run_bs EXPECTED_RC ARGS...: run blkstack; output in $OUT, errors in $ERR.
+run_bs() {
+	local want=$1 rc=0
+	shift
+	"$BS" "$@" >"$T/out" 2>"$T/err" || rc=$?
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+	if ((rc != want)); then
+		echo "stdout: $OUT" >&2
+		echo "stderr: $ERR" >&2
+		fail "blkstack $* exited $rc, expected $want"
+	fi
+}
+
+# The error must be exactly one line and contain every given string.
+expect_err() {
+	local s
+	[[ $(printf '%s\n' "$ERR" | wc -l) -eq 1 ]] ||
+		fail "expected one error line, got: $ERR"
+	for s in "$@"; do
+		[[ $ERR == *"$s"* ]] || fail "error line lacks '$s': $ERR"
+	done
+}
+
+has_type() { "$BS" --help | grep -Eq "^  $1( |$)"; }
+
+# is_zero FILE OFFSET LENGTH
+is_zero() {
+	cmp -s <(tail -c +"$(($2 + 1))" "$1" | head -c "$3") <(head -c "$3" /dev/zero)
+}
+
+allocated() { du --block-size=1 "$1" | cut -f1; }
+data_bytes() { "$SEEKDATA" "$@" | awk '$1 == "data" { print $2 }'; }
+sha() { sha256sum "$1" | cut -d' ' -f1; }
