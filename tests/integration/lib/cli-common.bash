@@ -8,6 +8,10 @@ SEEKDATA="$BUILD/tools/seekdata"
 
 [[ -x $BS ]] || { echo "FAIL: $BS not built"; exit 1; }
 
+# A sanitizer report must never pass for the expected "exit 1".
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=86:print_stacktrace=1"
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 note() { echo "-- $*"; }
@@ -35,6 +39,10 @@ run_bs() {
 	"$BS" "$@" >"$T/out" 2>"$T/err" || rc=$?
 	OUT=$(cat "$T/out")
 	ERR=$(cat "$T/err")
+	if [[ $ERR == *Sanitizer* || $ERR == *"runtime error:"* ]]; then
+		echo "$ERR" >&2
+		fail "blkstack $*: sanitizer report"
+	fi
 	if ((rc != want)); then
 		echo "stdout: $OUT" >&2
 		echo "stderr: $ERR" >&2
