@@ -49,6 +49,20 @@ run_bs 1 fallocate -z -o 64M -l 1M mem:64M
 expect_err "Invalid argument"
 run_bs 0 fallocate -z -k -o 63M -l 2M mem:64M
 
+note "progress bar on a terminal only, when zero buffers are written"
+# big enough to last over a second (the bar waits 300 ms before drawing)
+slow=mem:64G,zeroes=none
+[[ $BUILD == *asan* ]] && slow=mem:8G,zeroes=none
+run_bs 0 zeroout "$slow"
+[[ -z $ERR ]] || fail "no tty, yet stderr got: $ERR"
+if command -v script >/dev/null; then
+	script -qec "$BS zeroout $slow" "$T/typescript" \
+		</dev/null >/dev/null || fail "zeroout under script failed"
+	grep -q 'writing zeroes \[#*\.*\] *[0-9.]*%' "$T/typescript" ||
+		fail "no progress bar on a terminal: $(tr '\r' '\n' <"$T/typescript" | tail -3)"
+	grep -q $'\r\e\[K' "$T/typescript" || fail "progress bar not cleared"
+fi
+
 note "usage errors exit 2"
 run_bs 2 fallocate -z -p -l 1M mem:64M
 run_bs 2 fallocate -l 1Q mem:64M
