@@ -89,6 +89,19 @@ static void derive_name(struct bs_ctx *ctx, const char *type,
 		snprintf(name, len, "%s-%u", stem, n);
 }
 
+/* Skip "WORD: " at the start of @s when WORD is @word. */
+static const char *skip_prefix(const char *s, const char *word)
+{
+	size_t n;
+
+	if (!word || !*word)
+		return s;
+	n = strlen(word);
+	if (!strncmp(s, word, n) && s[n] == ':' && s[n + 1] == ' ')
+		return s + n + 2;
+	return s;
+}
+
 int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
 		   struct bs_dev **out)
 {
@@ -118,26 +131,21 @@ int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
 	err = bs_dev_create(env->ctx, name, type, opts, &dev);
 	bs_opts_free(opts);
 	free(type);
-	if (err)
+	if (err) {
+		/* the line names the spec; the derived name would only confuse */
+		const char *msg = skip_prefix(bs_last_error(), "spec");
+		char copy[512];
+
+		msg = skip_prefix(msg, name);
+		snprintf(copy, sizeof(copy), "%s", msg);
+		bs_error(err, "%s", copy);
 		return err;
+	}
 	*out = dev;
 	return 0;
 }
 
 /* ---- errors -------------------------------------------------------------- */
-
-/* Skip "WORD: " at the start of @s when WORD is @word. */
-static const char *skip_prefix(const char *s, const char *word)
-{
-	size_t n;
-
-	if (!word || !*word)
-		return s;
-	n = strlen(word);
-	if (!strncmp(s, word, n) && s[n] == ':' && s[n + 1] == ' ')
-		return s + n + 2;
-	return s;
-}
 
 int bs_cmd_fail(struct bs_cmd_env *env, const char *dev, const char *op,
 		int err)
