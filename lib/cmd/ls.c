@@ -12,16 +12,19 @@ static int ls_run(struct bs_cmd_env *env, int argc, char **argv)
 {
 	struct bs_dev *d;
 	char h[32];
-	size_t w = 4;
+	size_t w = 4, tw = 4;
 
 	if (argc > 1)
 		return cmd_usage(env, "ls", "%s", argv[1][0] == '-'
 				 ? "no options but --help" : "no arguments");
-	for (d = bs_dev_next(env->ctx, NULL); d; d = bs_dev_next(env->ctx, d))
+	for (d = bs_dev_next(env->ctx, NULL); d; d = bs_dev_next(env->ctx, d)) {
 		if (strlen(d->name) > w)
 			w = strlen(d->name);
-	fprintf(env->out, "%-*s  %-8s  %10s  %-18s  %s\n", (int)w, "NAME", "TYPE",
-		"SIZE", "WRITE_ZEROES_UNMAP", "COMPONENTS");
+		if (strlen(d->type->name) > tw)
+			tw = strlen(d->type->name);
+	}
+	fprintf(env->out, "%-*s  %-*s  %10s  %-18s  %s\n", (int)w, "NAME",
+		(int)tw, "TYPE", "SIZE", "WRITE_ZEROES_UNMAP", "COMPONENTS");
 	for (d = bs_dev_next(env->ctx, NULL); d; d = bs_dev_next(env->ctx, d)) {
 		char comps[256] = "-";
 		size_t n = 0;
@@ -30,8 +33,8 @@ static int ls_run(struct bs_cmd_env *env, int argc, char **argv)
 		for (i = 0; i < d->ncomponents && n < sizeof(comps); i++)
 			n += (size_t)snprintf(comps + n, sizeof(comps) - n, "%s%s",
 					       i ? " " : "", d->components[i]->name);
-		fprintf(env->out, "%-*s  %-8s  %10s  %-18s  %s\n", (int)w, d->name,
-			d->type->name, bs_fmt_size(d->size, h, sizeof(h)),
+		fprintf(env->out, "%-*s  %-*s  %10s  %-18s  %s\n", (int)w, d->name,
+			(int)tw, d->type->name, bs_fmt_size(d->size, h, sizeof(h)),
 			bs_dev_write_zeroes_unmap(d) ? "yes" : "no", comps);
 	}
 	return CMD_OK;

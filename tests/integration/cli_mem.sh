@@ -30,6 +30,10 @@ expect_err "Permission denied" "read-only"
 run_bs 1 attr mem:64M no/such
 expect_err "No such file or directory" "no/such"
 
+note "explain names the reason"
+run_bs 0 explain mem:64M,zeroes=write
+[[ $OUT == *"write_zeroes_unmap no"*"zeroes = write"* ]] || fail "explain: $OUT"
+
 note "zeroout --no-fallback without write-zeroes: EOPNOTSUPP"
 run_bs 1 zeroout --no-fallback -l 1M mem:64M,zeroes=none
 expect_err "blkstack: mem: zeroout: Operation not supported" "no write-zeroes"
@@ -80,7 +84,7 @@ run_bs 0 --help
 for w in "DEVICE SPECS" "DEVICE TYPES" "  mem - " "file:PATH" "EXIT STATUS"; do
 	[[ $OUT == *"$w"* ]] || fail "--help lacks '$w'"
 done
-for c in attr fallocate help info ls zeroout; do
+for c in attr explain fallocate help info ls zeroout; do
 	run_bs 0 help "$c"
 	for w in NAME SYNOPSIS DESCRIPTION "EXIT STATUS" EXAMPLES; do
 		[[ $OUT == *"$w"* ]] || fail "help $c lacks $w"
