@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,17 @@ static int run_help(FILE *out)
 	char *argv[] = { (char *)"help", NULL };
 
 	return bs_cmd_run(&env, 1, argv);
+}
+
+/* Interrupted on a terminal: do not leave half a progress bar behind. */
+static void on_interrupt(int sig)
+{
+	static const char clear[] = "\r\033[K";
+	ssize_t n = write(STDERR_FILENO, clear, sizeof(clear) - 1);
+
+	(void)n;
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 /* Make what the command wrote durable before the process goes away. */
@@ -123,6 +135,10 @@ int main(int argc, char **argv)
 		}
 	}
 	env.tty = isatty(STDERR_FILENO);
+	if (env.tty) {
+		signal(SIGINT, on_interrupt);
+		signal(SIGTERM, on_interrupt);
+	}
 	rc = bs_cmd_run(&env, argc - optind, argv + optind);
 	if (rc != 2) {
 		int frc = flush_all(&env);
