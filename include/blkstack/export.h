@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Exports: front ends that serve a device to clients over a protocol (NBD,
+ * later iSCSI, NVMe/TCP, ...). An export type is an ops table registered by
+ * name with one line (BS_EXPORT_TYPE); an export is created from the
+ * options of an `[export NAME]` config section:
+ *
+ *   [export vol0]
+ *   type = nbd                 the export type
+ *   device = vol0              the device served
+ *   readonly = 0|1             refuse writes (also when the device is RO)
+ *   description = text         shown to clients that ask
+ *   ...                        the type's options (nbd: listen, socket)
+ *
+ * Exports live in a set (struct bs_exports) tied to one context; everything
+ * runs on the context's loop. Types share per-set state (e.g. one listening
+ * socket for several NBD exports) through bs_exports_type_slot().
+ */
+#ifndef BLKSTACK_EXPORT_H
+#define BLKSTACK_EXPORT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include <blkstack/bdev.h>
+
+struct bs_ctx;
+struct bs_dev;
+struct bs_opts;
+struct bs_config;
+struct bs_exports;
+
+#define BS_EXPORT_NAME_MAX 256
+
+struct bs_export {
+	char name[BS_EXPORT_NAME_MAX];
+	const struct bs_export_type *type;
+	struct bs_exports *set;
+	struct bs_ctx *ctx;
+	struct bs_dev *dev;
+	bool readonly;		/* export or device read-only */
+	char *description;	/* "" when none */
+	void *priv;		/* the type's state */
+	struct bs_export *next;
+};
+
+struct bs_export_type {
+	const char *name;	/* "nbd" */
+	const char *summary;	/* one line */
+	const char *options;	/* "key=VALUE  text" lines */
+
+	/*
+	 * Read the type's options (bs_opts_get*) and start serving. exp->dev,
+	 * readonly and description are set. 0 or -errno with bs_error().
+	 */
+	int (*open)(struct bs_export *exp, struct bs_opts *opts);
+	/*
+	 * Stop accepting clients; let requests in flight finish, then close
+	 * every client. Asynchronous: watch clients() go to 0.
+	 */
+	void (*shutdown)(struct bs_export *exp);
+	/* Client connections still open. */
+	unsigned (*clients)(struct bs_export *exp);
+	/* Close everything now (clients too) and free exp->priv. */
+	void (*close)(struct bs_export *exp);
+	/* Optional: facts for listings ("listen", "socket", "clients"). */
+	void (*describe)(struct bs_export *exp, bs_kv_fn kv, void *arg);
+};
+
+void bs_export_type_register(const struct bs_export_type *type);
+const struct bs_export_type *bs_export_type_find(const char *name);
+const struct bs_export_type *bs_export_type_next(const struct bs_export_type *p);
+
+#define BS_EXPORT_TYPE(var)                                               \
+	__attribute__((constructor)) static void bs_export_register_##var(void) \
+	{                                                                 \
+		bs_export_type_register(&(var));                          \
+	}
+
+/* Log sink of a set: one line, no trailing newline. */
+typedef void (*bs_log_fn)(void *arg, const char *msg);
+
+int bs_exports_new(struct bs_ctx *ctx, struct bs_exports **out);
+/*
+ * Close every export at once, then run the loop until requests that
+ * clients left in flight have completed (no request outlives the set).
+ */
+void bs_exports_free(struct bs_exports *set);
+struct bs_ctx *bs_exports_ctx(struct bs_exports *set);
+void bs_exports_set_log(struct bs_exports *set, bs_log_fn fn, void *arg);
+void bs_exports_log(struct bs_exports *set, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Create export @name; @type NULL takes "type" from @opts. Options used
+ * here: type, device, readonly, description; the rest go to the type, and
+ * any left unread is an error "WHERE: NAME: unknown key 'k'".
+ */
+int bs_export_create(struct bs_exports *set, const char *name,
+		     const char *type, struct bs_opts *opts,
+		     struct bs_export **out);
+void bs_export_destroy(struct bs_export *exp);
+struct bs_export *bs_export_find(struct bs_exports *set, const char *name);
+struct bs_export *bs_export_next(struct bs_exports *set,
+				 struct bs_export *prev);
+
+/* Create every [export] section of @cfg; errors say "FILE:LINE: ...". */
+int bs_config_create_exports(struct bs_config *cfg, struct bs_exports *set);
+
+/* Graceful stop of every export (see bs_export_type.shutdown). */
+void bs_exports_shutdown(struct bs_exports *set);
+/* Clients still connected, over all exports. */
+unsigned bs_exports_clients(struct bs_exports *set);
+
+/* A per-set pointer owned by @type (shared listeners and the like). */
+void **bs_exports_type_slot(struct bs_exports *set,
+			    const struct bs_export_type *type);
+
+/*
+ * Work a type left running after its clients went away (requests still
+ * in the device): bs_exports_free() waits until every hold is released.
+ */
+void bs_exports_hold(struct bs_exports *set);
+void bs_exports_release(struct bs_exports *set);
+
+#endif
