@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* file driver: async data against a model, zeroing modes, allocation map. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <blkstack/attr.h>
+#include <blkstack/zero.h>
+
+#include "helpers/th.h"
+
+#define MiB (1ull << 20)
+#define SIZE (32 * MiB)
+
+struct fx {
+	struct bs_ctx *ctx;
+	char dir[64], path[128];
+};
+
+static int setup(void **state)
+{
+	struct fx *x = calloc(1, sizeof(*x));
+
+	snprintf(x->dir, sizeof(x->dir), "/var/tmp/bs-file.XXXXXX");
+	assert_non_null(mkdtemp(x->dir));
+	snprintf(x->path, sizeof(x->path), "%s/f.img", x->dir);
+	assert_int_equal(bs_ctx_new(&x->ctx), 0);
+	*state = x;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *x = *state;
+
+	bs_ctx_free(x->ctx);
+	unlink(x->path);
+	rmdir(x->dir);
+	free(x);
+	return 0;
+}
+
+static struct bs_dev *open_file(struct fx *x, const char *extra)
+{
+	char spec[256];
+
+	snprintf(spec, sizeof(spec), "file:%s,size=32M%s", x->path, extra);
+	return th_dev(x->ctx, "f", spec);
+}
+
+struct io {
+	struct bs_req req;
+	int *pending;
+	uint8_t *buf;
+};
+
+static void io_done(struct bs_req *req)
+{
+	struct io *io = req->priv;
+
+	assert_int_equal(req->result, 0);
+	(*io->pending)--;
+}
+
+/* Many requests in flight at once; every byte compared with a model. */
+static void async_model(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = open_file(x, "");
+	uint8_t *model = calloc(1, SIZE), *got = malloc(SIZE);
+	struct io ios[64];
+	uint64_t seed = 42;
+	int round, i, pending;
+
+	for (round = 0; round < 20; round++) {
+		pending = 0;
+		/* non-overlapping writes in one batch: 64 slots of 512 KiB */
+		for (i = 0; i < 64; i++) {
+			uint64_t slot = (uint64_t)i * (SIZE / 64);
+			uint64_t off = slot + (th_rand(&seed) % 512) * 512;
+			uint64_t len = 512 * (1 + th_rand(&seed) % 256);
+			ios[i].buf = malloc(len);
+			th_fill(ios[i].buf, len, th_rand(&seed));
+			memcpy(model + off, ios[i].buf, len);
+			ios[i].pending = &pending;
+			bs_req_init(&ios[i].req, BS_OP_WRITE, 0, off, len,
+				    ios[i].buf, io_done, &ios[i]);
+			pending++;
+			bs_submit(d, &ios[i].req);
+		}
+		while (pending)
+			assert_int_equal(bs_loop_run_once(bs_ctx_loop(x->ctx), 1000), 0);
+		for (i = 0; i < 64; i++)
+			free(ios[i].buf);
+		/* a zeroout and a discard across slots */
+		uint64_t zo = (th_rand(&seed) % (SIZE / 4096 - 600)) * 4096;
+		assert_int_equal(bs_zeroout_sync(d, zo, 600 * 4096,
+						 round & 1 ? BS_ZERO_NOUNMAP : 0,
+						 NULL, NULL), 0);
+		memset(model + zo, 0, 600 * 4096);
+	}
+	assert_int_equal(bs_read_sync(d, got, SIZE, 0), 0);
+	assert_memory_equal(got, model, SIZE);
+	assert_int_equal(bs_flush_sync(d), 0);
+	assert_true(d->stats.ops[BS_OP_FLUSH] >= 1);
+	free(model);
+	free(got);
+}
+
+static void errors_and_knob(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = open_file(x, ""), *e = NULL;
+	uint8_t *buf = malloc(MiB), *got = malloc(MiB);
+	struct stat st;
+	char spec[256];
+
+	th_fill(buf, MiB, 5);
+	assert_int_equal(bs_write_sync(d, buf, MiB, 0), 0);
+	assert_int_equal(bs_write_sync(d, buf, 4096, SIZE - 512), -EINVAL);
+	assert_int_equal(bs_write_sync(d, buf, 1000, 0), -EINVAL);
+	assert_int_equal(bs_fallocate_sync(d, BS_FALLOC_WRITE_ZEROES |
+					   BS_FALLOC_KEEP_SIZE, 0, MiB, NULL, NULL),
+			 -EOPNOTSUPP);
+	assert_int_equal(bs_attr_store(d, "queue/write_zeroes_unmap", "0"), 0);
+	assert_int_equal(bs_fallocate_sync(d, BS_FALLOC_WRITE_ZEROES, 0, MiB,
+					   NULL, NULL), -EOPNOTSUPP);
+	assert_int_equal(bs_read_sync(d, got, MiB, 0), 0);
+	assert_memory_equal(got, buf, MiB);
+	assert_int_equal(bs_attr_store(d, "queue/write_zeroes_unmap", "2"),
+			 -EINVAL);
+	assert_int_equal(bs_attr_store(d, "queue/write_zeroes_unmap", "1"), 0);
+	assert_int_equal(bs_flush_sync(d), 0);
+	stat(x->path, &st);
+	assert_true(st.st_blocks * 512 >= (long long)MiB);
+	assert_int_equal(bs_fallocate_sync(d, BS_FALLOC_WRITE_ZEROES, 0, MiB,
+					   NULL, NULL), 0);
+	stat(x->path, &st);
+	assert_true(st.st_blocks * 512 < (long long)MiB);
+	assert_int_equal(bs_read_sync(d, got, MiB, 0), 0);
+	assert_true(th_is_zero(got, MiB));
+	/* a size that does not match the existing file is refused */
+	snprintf(spec, sizeof(spec), "file:%s,size=64M", x->path);
+	assert_int_equal(th_dev_try(x->ctx, "g", spec, &e), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "not resizing"));
+	assert_int_equal(th_dev_try(x->ctx, "h", "file:/nonexistent/dir/x.img",
+				    &e), -ENOENT);
+	free(buf);
+	free(got);
+}
+
+static void zeroes_modes(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = open_file(x, ",zeroes=write");
+	struct bs_dev *n;
+	char spec[256];
+
+	assert_false(bs_dev_write_zeroes_unmap(d));
+	assert_true(th_attr_u64(d, "queue/write_zeroes_max_bytes") > 0);
+	assert_non_null(strstr(d->wz_reason, "zeroes = write"));
+	assert_int_equal(bs_dev_destroy(d), 0);
+	snprintf(spec, sizeof(spec), "file:%s,zeroes=none", x->path);
+	n = th_dev(x->ctx, "n", spec);
+	assert_int_equal(th_attr_u64(n, "queue/write_zeroes_max_bytes"), 0);
+	assert_int_equal(bs_zeroout_sync(n, 0, MiB, BS_ZERO_NOFALLBACK, NULL,
+					 NULL), -EOPNOTSUPP);
+}
+
+static int ext_fn(void *arg, uint64_t off, uint64_t len, uint32_t flags)
+{
+	int *n = arg;
+
+	(void)len;
+	if (*n == 0)
+		assert_int_equal(flags, BS_EXT_HOLE | BS_EXT_ZERO);
+	if (*n == 1) {
+		assert_int_equal(off, 4 * MiB);
+		assert_int_equal(flags, 0);
+	}
+	(*n)++;
+	return 0;
+}
+
+static void block_status(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = open_file(x, "");
+	uint8_t *buf = malloc(MiB);
+	int n = 0;
+
+	memset(buf, 7, MiB);
+	assert_int_equal(bs_write_sync(d, buf, MiB, 4 * MiB), 0);
+	assert_int_equal(bs_block_status(d, 0, SIZE, ext_fn, &n), 0);
+	assert_int_equal(n, 3);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(async_model, setup, teardown),
+		cmocka_unit_test_setup_teardown(errors_and_knob, setup, teardown),
+		cmocka_unit_test_setup_teardown(zeroes_modes, setup, teardown),
+		cmocka_unit_test_setup_teardown(block_status, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("file", tests, NULL, NULL);
+}
