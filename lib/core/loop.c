@@ -48,6 +48,7 @@ struct bs_loop {
 	struct timer *timers;		/* sorted by due time */
 	int next_timer_id;
 	bool stop;
+	int depth;			/* nesting of bs_loop_run_once() */
 	pthread_mutex_t post_lock;
 	struct posted *posted;
 };
@@ -371,6 +372,12 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 			return 0;
 		return -errno;
 	}
+	/*
+	 * A callback may run the loop again (a sync wrapper inside a
+	 * command): deleted watches are freed only by the outermost level,
+	 * whose batch may still point at them.
+	 */
+	loop->depth++;
 	for (i = 0; i < n; i++) {
 		struct fd_watch *w = evs[i].data.ptr;
 
@@ -382,7 +389,9 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 		if (w->fn)
 			w->fn(w->arg, evs[i].events);
 	}
-	free_dead(loop);
+	loop->depth--;
+	if (!loop->depth)
+		free_dead(loop);
 	run_timers(loop);
 	return 0;
 }
