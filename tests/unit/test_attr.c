@@ -8,21 +8,6 @@
 
 #include "helpers/th.h"
 
-static int setup(void **state)
-{
-	struct bs_ctx *ctx;
-
-	assert_int_equal(bs_ctx_new(&ctx), 0);
-	*state = ctx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	bs_ctx_free(*state);
-	return 0;
-}
-
 static void parse_like_sysfs(void **state)
 {
 	static const struct {
@@ -193,13 +178,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_like_sysfs),
-		cmocka_unit_test_setup_teardown(core_values, setup, teardown),
-		cmocka_unit_test_setup_teardown(knob_rules, setup, teardown),
-		cmocka_unit_test_setup_teardown(knob_above_4g, setup, teardown),
-		cmocka_unit_test_setup_teardown(knob_without_feature, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(max_sectors_and_cache, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(core_values, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(knob_rules, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(knob_above_4g, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(knob_without_feature, th_ctx_setup,
+						th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(max_sectors_and_cache, th_ctx_setup,
+						th_ctx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("attr", tests, NULL, NULL);

@@ -51,21 +51,6 @@ static const struct bs_dev_type cat_type = {
 };
 BS_DEV_TYPE(cat_type)
 
-static int setup(void **state)
-{
-	struct bs_ctx *ctx;
-
-	assert_int_equal(bs_ctx_new(&ctx), 0);
-	*state = ctx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	bs_ctx_free(*state);
-	return 0;
-}
-
 /* ---- bs_limits_stack itself ------------------------------------------- */
 
 static void stack_min_and_lcm(void **state)
@@ -281,11 +266,11 @@ int main(void)
 		cmocka_unit_test(stack_min_and_lcm),
 		cmocka_unit_test(stack_feature_rules),
 		cmocka_unit_test(stack_table),
-		cmocka_unit_test_setup_teardown(live_propagation, setup, teardown),
-		cmocka_unit_test_setup_teardown(runtime_disable_propagates, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(holders_and_errors, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(live_propagation, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(runtime_disable_propagates, th_ctx_setup,
+						th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(holders_and_errors, th_ctx_setup,
+						th_ctx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);

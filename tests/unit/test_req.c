@@ -11,21 +11,6 @@
 
 #define MiB (1ull << 20)
 
-static int setup(void **state)
-{
-	struct bs_ctx *ctx;
-
-	assert_int_equal(bs_ctx_new(&ctx), 0);
-	*state = ctx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	bs_ctx_free(*state);
-	return 0;
-}
-
 /* Misaligned or out-of-range requests fail EINVAL and change no byte. */
 static void invalid_requests_touch_nothing(void **state)
 {
@@ -263,13 +248,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(invalid_requests_touch_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(unsupported_ops, setup, teardown),
-		cmocka_unit_test_setup_teardown(split_read_write, setup, teardown),
-		cmocka_unit_test_setup_teardown(split_iovec, setup, teardown),
-		cmocka_unit_test_setup_teardown(fua_emulation, setup, teardown),
-		cmocka_unit_test_setup_teardown(mem_rules, setup, teardown),
-		cmocka_unit_test_setup_teardown(mem_block_status, setup, teardown),
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(unsupported_ops, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(split_read_write, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(split_iovec, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(fua_emulation, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(mem_rules, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(mem_block_status, th_ctx_setup, th_ctx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("req", tests, NULL, NULL);

@@ -12,21 +12,6 @@
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 
-static int setup(void **state)
-{
-	struct bs_ctx *ctx;
-
-	assert_int_equal(bs_ctx_new(&ctx), 0);
-	*state = ctx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	bs_ctx_free(*state);
-	return 0;
-}
-
 /* 10 GiB with an 8 MiB write-zeroes limit: exactly 1280 commands. */
 static void split_by_limit(void **state)
 {
@@ -225,18 +210,18 @@ static void inflight_bounded(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(split_by_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(nofallback_refuses, setup, teardown),
-		cmocka_unit_test_setup_teardown(fallback_bounded_memory, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(nounmap_keeps_allocation, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(split_by_limit, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(nofallback_refuses, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(fallback_bounded_memory, th_ctx_setup,
+						th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(nounmap_keeps_allocation, th_ctx_setup,
+						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(runtime_eopnotsupp_falls_back,
-						setup, teardown),
+						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(runtime_eopnotsupp_nofallback,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_ranges, setup, teardown),
-		cmocka_unit_test_setup_teardown(inflight_bounded, setup, teardown),
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(bad_ranges, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(inflight_bounded, th_ctx_setup, th_ctx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("zeroout", tests, NULL, NULL);

@@ -119,3 +119,18 @@ uint64_t th_peak_rss(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return (uint64_t)ru.ru_maxrss * 1024;
 }
+
+int th_ctx_setup(void **state)
+{
+	struct bs_ctx *ctx;
+
+	assert_int_equal(bs_ctx_new(&ctx), 0);
+	*state = ctx;
+	return 0;
+}
+
+int th_ctx_teardown(void **state)
+{
+	bs_ctx_free(*state);
+	return 0;
+}

@@ -11,6 +11,10 @@
 
 #include <blkstack/bdev.h>
 
+/* cmocka fixtures: *state is a fresh struct bs_ctx, freed afterwards. */
+int th_ctx_setup(void **state);
+int th_ctx_teardown(void **state);
+
 /* Create device @name from a spec ("mem:64M,chunk=4K"); fails the test. */
 struct bs_dev *th_dev(struct bs_ctx *ctx, const char *name, const char *spec);
 /* Same, returning the error (and leaving bs_last_error()). */
