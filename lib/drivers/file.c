@@ -350,20 +350,25 @@ static bool queue_sqe(struct bs_dev *dev, struct bs_req *req)
 	return true;
 }
 
+/* Park a request until the ring has room (FIFO through req->work.next). */
+static void wait_push(struct file_dev *f, struct bs_req *req)
+{
+	req->work.next = NULL;
+	if (f->wait_tail)
+		f->wait_tail->work.next = (struct bs_work *)req;
+	else
+		f->wait_head = req;
+	f->wait_tail = req;
+}
+
 static void file_submit(struct bs_dev *dev, struct bs_req *req)
 {
 	struct file_dev *f = dev->priv;
 
 	req->drv_u64 = 0;
 	req->drv = NULL;
-	if (f->wait_head || !queue_sqe(dev, req)) {
-		req->work.next = NULL;
-		if (f->wait_tail)
-			f->wait_tail->work.next = (struct bs_work *)req;
-		else
-			f->wait_head = req;
-		f->wait_tail = req;
-	}
+	if (f->wait_head || !queue_sqe(dev, req))
+		wait_push(f, req);
 }
 
 static void file_prepoll(void *arg)
@@ -446,12 +451,7 @@ static void file_reap(void *arg, uint32_t events)
 		bs_req_complete(req, 0);
 		continue;
 wait:
-		req->work.next = NULL;
-		if (f->wait_tail)
-			f->wait_tail->work.next = (struct bs_work *)req;
-		else
-			f->wait_head = req;
-		f->wait_tail = req;
+		wait_push(f, req);
 	}
 	if (f->dirty || f->wait_head)
 		file_prepoll(dev);
