@@ -24,6 +24,9 @@ enum bs_cap {
 /* "write-zeroes" (also "write_zeroes_unmap", "wz") or "discard"; -EINVAL. */
 int bs_cap_parse(const char *s, enum bs_cap *out);
 const char *bs_cap_name(enum bs_cap cap);
+/* The word of explain's lines: "write_zeroes_unmap" (the attribute) or
+ * "discard". */
+const char *bs_cap_attr(enum bs_cap cap);
 
 bool bs_dev_has_cap(const struct bs_dev *dev, enum bs_cap cap);
 
@@ -48,7 +51,8 @@ void bs_explain_rule(const struct bs_dev *dev, enum bs_cap cap, char *buf,
 
 /*
  * Print the tree under @dev, one node a line ("├─ disk1 (mem, 1 GiB):
- * no: knob write_zeroes_unmap=0 set by user"). Returns 0.
+ * write_zeroes_unmap no: knob write_zeroes_unmap=0 set by user").
+ * Returns 0.
  */
 int bs_explain_print(struct bs_dev *dev, enum bs_cap cap, FILE *out);
 

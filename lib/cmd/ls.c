@@ -1,56 +1,45 @@
 /* SPDX-License-Identifier: MIT */
-/* `blkstack ls`: the devices of the config file (or of the daemon). */
+/*
+ * `blkstack ls`: the devices of the config file (or of the daemon) as
+ * trees, with sizes and capabilities. The view is the explain library's.
+ */
 #include <stdio.h>
-#include <string.h>
 
 #include <blkstack/bdev.h>
 #include <blkstack/cmd.h>
+#include <blkstack/explain.h>
 
 #include "cmd/internal.h"
 
 static int ls_run(struct bs_cmd_env *env, int argc, char **argv)
 {
-	struct bs_dev *d;
-	char h[32];
-	size_t w = 4, tw = 4;
-
 	if (argc > 1)
 		return cmd_usage(env, "ls", "%s", argv[1][0] == '-'
 				 ? "no options but --help" : "no arguments");
-	for (d = bs_dev_next(env->ctx, NULL); d; d = bs_dev_next(env->ctx, d)) {
-		if (strlen(d->name) > w)
-			w = strlen(d->name);
-		if (strlen(d->type->name) > tw)
-			tw = strlen(d->type->name);
-	}
-	fprintf(env->out, "%-*s  %-*s  %10s  %-18s  %s\n", (int)w, "NAME",
-		(int)tw, "TYPE", "SIZE", "WRITE_ZEROES_UNMAP", "COMPONENTS");
-	for (d = bs_dev_next(env->ctx, NULL); d; d = bs_dev_next(env->ctx, d)) {
-		char comps[256] = "-";
-		size_t n = 0;
-		unsigned i;
-
-		for (i = 0; i < d->ncomponents && n < sizeof(comps); i++)
-			n += (size_t)snprintf(comps + n, sizeof(comps) - n, "%s%s",
-					       i ? " " : "", d->components[i]->name);
-		fprintf(env->out, "%-*s  %-*s  %10s  %-18s  %s\n", (int)w, d->name,
-			(int)tw, d->type->name, bs_fmt_size(d->size, h, sizeof(h)),
-			bs_dev_write_zeroes_unmap(d) ? "yes" : "no", comps);
-	}
+	bs_ls_print(env->ctx, env->out);
 	return CMD_OK;
 }
 
 static const struct bs_cmd ls_cmd = {
 	.name = "ls",
 	.usage = "ls",
-	.summary = "list the devices of the config file or the daemon",
+	.summary = "list the devices of the config file or the daemon, as trees",
 	.run = ls_run,
 	.help =
 	"DESCRIPTION\n"
 	"  Lists the devices defined by -c FILE (or, with -s SOCKET, served by\n"
-	"  the daemon), in creation order: name, type, size, whether the\n"
-	"  device zeroes by unmapping (write_zeroes_unmap), and the components\n"
-	"  of stacked devices. Without -c or -s the list is empty.\n"
+	"  the daemon) in creation order. Devices that no other device uses are\n"
+	"  roots; the components of a stacked device are indented under it.\n"
+	"  Columns:\n"
+	"    NAME      the device (with its place in the tree)\n"
+	"    TYPE      its type (mem, file, hostbdev, linear, striped, ...)\n"
+	"    SIZE      its size\n"
+	"    WZ-UNMAP  yes when it zeroes by unmapping (queue/write_zeroes_unmap\n"
+	"              reads 1); `blkstack explain DEV` says why not\n"
+	"    WZ-MAX    largest write-zeroes command (queue/write_zeroes_max_bytes),\n"
+	"              - when it has none\n"
+	"    DISCARD   largest discard (queue/discard_max_bytes), - when none\n"
+	"  Without -c or -s the list is empty.\n"
 	"\n"
 	"OPTIONS\n"
 	"  --help    show this text.\n"

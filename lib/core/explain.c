@@ -40,6 +40,11 @@ static bool lim_has(const struct bs_limits *l, enum bs_cap cap)
 	return bs_limits_write_zeroes_unmap(l) && l->max_write_zeroes_sectors;
 }
 
+const char *bs_cap_attr(enum bs_cap cap)
+{
+	return cap == BS_CAP_DISCARD ? "discard" : "write_zeroes_unmap";
+}
+
 bool bs_dev_has_cap(const struct bs_dev *dev, enum bs_cap cap)
 {
 	return lim_has(&dev->limits, cap);
@@ -218,9 +223,9 @@ static void node_line(struct tree *t, struct bs_dev *dev, const char *branch,
 	}
 	(void)depth;
 	bs_explain_rule(dev, t->cap, rule, sizeof(rule));
-	fprintf(t->out, "%s%s%s (%s, %s): %s: %s\n", t->prefix, branch,
+	fprintf(t->out, "%s%s%s (%s, %s): %s %s: %s\n", t->prefix, branch,
 		dev->name, dev->type->name,
-		bs_fmt_size(dev->size, sz, sizeof(sz)),
+		bs_fmt_size(dev->size, sz, sizeof(sz)), bs_cap_attr(t->cap),
 		bs_dev_has_cap(dev, t->cap) ? "yes" : "no", rule);
 }
 
