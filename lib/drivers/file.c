@@ -10,19 +10,19 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <linux/falloc.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <blkstack/bdev.h>
 #include <blkstack/opts.h>
+
+#include "drivers/uring.h"
 
 #ifndef FALLOC_FL_WRITE_ZEROES
 #define FALLOC_FL_WRITE_ZEROES 0x80
@@ -42,11 +42,9 @@ struct file_dev {
 	int zeroes;
 	bool can_punch, can_zero_range, can_write_zeroes;
 	int nounmap;
-	struct io_uring ring;
-	unsigned depth;
-	unsigned inflight;
-	struct bs_req *wait_head, *wait_tail; /* waiting for a free SQE */
-	bool dirty;			      /* SQEs queued, not submitted */
+	uint32_t dio_mem_align;	/* direct=1: buffer alignment (0 = not direct) */
+	const char *dio_align_from; /* which fact gave the alignments */
+	struct drv_uring uring;
 };
 
 static const char *fs_name(long type)
@@ -103,8 +101,33 @@ static void probe(struct file_dev *f)
 	close(fd);
 }
 
-static void file_prepoll(void *arg);
-static void file_reap(void *arg, uint32_t events);
+static const struct drv_uring_ops file_uring_ops;
+
+/*
+ * O_DIRECT alignment: statx(STATX_DIOALIGN) where the kernel and the
+ * filesystem tell it (offset alignment raises the logical block size,
+ * memory alignment decides which user buffers are bounced); else the
+ * st_blksize rule (logical block size up to 4K) for both.
+ */
+static void dio_align(struct file_dev *f, const struct stat *st, uint32_t *lbs)
+{
+	struct statx stx;
+
+	if (statx(f->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align &&
+	    stx.stx_dio_offset_align <= 65536 && stx.stx_dio_mem_align) {
+		if (*lbs < stx.stx_dio_offset_align)
+			*lbs = stx.stx_dio_offset_align;
+		f->dio_mem_align = stx.stx_dio_mem_align;
+		f->dio_align_from = "statx";
+		return;
+	}
+	if (*lbs < st->st_blksize && st->st_blksize <= 65536)
+		*lbs = (uint32_t)st->st_blksize < 4096 ?
+			       (uint32_t)st->st_blksize : 4096;
+	f->dio_mem_align = *lbs;
+	f->dio_align_from = "st_blksize";
+}
 
 static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 {
@@ -112,19 +135,25 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 	const char *path = bs_opts_get(opts, "path");
 	uint64_t size = 0;
 	uint32_t lbs = 512, depth = 128;
-	bool have_size, direct = false;
+	bool direct = false;
 	struct statfs sfs;
 	struct stat st;
 	int err, flags;
 
 	if (!path || !*path)
 		return bs_error(-EINVAL, "%s: file needs path = PATH", dev->name);
-	if ((err = bs_opts_get_size(opts, "size", &size)) < 0 ||
-	    (err = bs_opts_get_u32(opts, "logical_block_size", &lbs)) < 0 ||
+	err = bs_opts_get_size(opts, "size", &size);
+	if (err < 0)
+		return err;
+	/* an explicit 0 is a mistake, not "absent": say so */
+	if (err == 0 && !size)
+		return bs_error(-EINVAL, "%s: file: size must be > 0 (leave it "
+				"out to use the size of an existing file)",
+				dev->name);
+	if ((err = bs_opts_get_u32(opts, "logical_block_size", &lbs)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "queue_depth", &depth)) < 0 ||
 	    (err = bs_opts_get_bool(opts, "direct", &direct)) < 0)
 		return err;
-	have_size = err == 0 || size;
 	if (lbs < 512 || lbs > 65536 || (lbs & (lbs - 1)))
 		return bs_error(-EINVAL, "%s: logical_block_size %u is not a "
 				"power of two from 512 to 64K", dev->name, lbs);
@@ -171,16 +200,15 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 			       path);
 		goto fail_close;
 	}
-	if (have_size && size && (uint64_t)st.st_size != size) {
+	if (size && (uint64_t)st.st_size != size) {
 		err = bs_error(-EINVAL, "%s: file: %s is %llu bytes, the config "
 			       "says size = %llu; not resizing", dev->name, path,
 			       (unsigned long long)st.st_size,
 			       (unsigned long long)size);
 		goto fail_close;
 	}
-	if (direct && lbs < st.st_blksize && st.st_blksize <= 65536)
-		lbs = (uint32_t)st.st_blksize < 4096 ? (uint32_t)st.st_blksize :
-						       4096;
+	if (direct)
+		dio_align(f, &st, &lbs);
 	dev->size = (uint64_t)st.st_size & ~((uint64_t)lbs - 1);
 	if (!dev->size) {
 		err = bs_error(-EINVAL, "%s: file: %s is empty", dev->name, path);
@@ -190,22 +218,12 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 		snprintf(f->fstype, sizeof(f->fstype), "%s", fs_name(sfs.f_type));
 	probe(f);
 
-	f->depth = depth;
-	err = io_uring_queue_init(depth, &f->ring, 0);
-	if (err < 0) {
-		bs_error(err, "%s: file: io_uring setup: %s", dev->name,
-			 strerror(-err));
+	err = drv_uring_init(&f->uring, dev, f->fd, depth, &file_uring_ops,
+			     "file");
+	if (err)
 		goto fail_close;
-	}
-	err = bs_loop_add_fd(bs_ctx_loop(dev->ctx), f->ring.ring_fd, EPOLLIN,
-			     file_reap, dev);
-	if (!err)
-		err = bs_loop_add_prepoll(bs_ctx_loop(dev->ctx), file_prepoll,
-					  dev);
-	if (err) {
-		io_uring_queue_exit(&f->ring);
-		goto fail_close;
-	}
+	f->uring.mem_align = f->dio_mem_align;
+	f->uring.eof_zeroes = true;
 
 	dev->priv = f;
 	dev->limits.logical_block_size = lbs;
@@ -252,73 +270,26 @@ fail_free:
 static void file_close(struct bs_dev *dev)
 {
 	struct file_dev *f = dev->priv;
-	struct bs_loop *loop = bs_ctx_loop(dev->ctx);
 
-	/* let what is in flight finish before the ring goes */
-	while (f->inflight || f->wait_head)
-		if (bs_loop_run_once(loop, 100))
-			break;
-	bs_loop_del_prepoll(loop, file_prepoll, dev);
-	bs_loop_del_fd(loop, f->ring.ring_fd);
-	io_uring_queue_exit(&f->ring);
+	drv_uring_exit(&f->uring);
 	close(f->fd);
 	free(f->path);
 	free(f);
 }
 
 /*
- * Each request becomes one SQE; drv_u64 counts bytes done (short I/O),
- * drv holds the phase of two-step NOUNMAP zeroing.
+ * DISCARD and WRITE_ZEROES become one fallocate SQE each; req->drv holds
+ * the phase of two-step NOUNMAP zeroing (punch, then allocate again).
  */
-static bool queue_sqe(struct bs_dev *dev, struct bs_req *req)
+static int file_prep(struct bs_dev *dev, struct bs_req *req,
+		     struct io_uring_sqe *sqe)
 {
 	struct file_dev *f = dev->priv;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
-	uint64_t off = req->offset + req->drv_u64;
-	uint64_t len = req->len - req->drv_u64;
 	int mode;
 
-	if (!sqe)
-		return false;
 	switch (req->op) {
-	case BS_OP_READ:
-	case BS_OP_WRITE:
-		if (req->drv_u64 || req->iovcnt != 1) {
-			/* resume a short transfer: one piece at a time */
-			uint64_t skip = req->drv_u64;
-			int i;
-			for (i = 0; i < req->iovcnt && skip >= req->iov[i].iov_len; i++)
-				skip -= req->iov[i].iov_len;
-			if (req->drv_u64 || i) {
-				void *p = (char *)req->iov[i].iov_base + skip;
-				unsigned n = (unsigned)(req->iov[i].iov_len - skip);
-				if (req->op == BS_OP_READ)
-					io_uring_prep_read(sqe, f->fd, p, n, off);
-				else
-					io_uring_prep_write(sqe, f->fd, p, n, off);
-				break;
-			}
-			if (req->op == BS_OP_READ)
-				io_uring_prep_readv(sqe, f->fd, req->iov,
-						    (unsigned)req->iovcnt, off);
-			else
-				io_uring_prep_writev(sqe, f->fd, req->iov,
-						     (unsigned)req->iovcnt, off);
-			break;
-		}
-		if (req->op == BS_OP_READ)
-			io_uring_prep_read(sqe, f->fd, req->iov[0].iov_base,
-					   (unsigned)len, off);
-		else
-			io_uring_prep_write(sqe, f->fd, req->iov[0].iov_base,
-					    (unsigned)len, off);
-		break;
-	case BS_OP_FLUSH:
-		io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
-		break;
 	case BS_OP_DISCARD:
-		io_uring_prep_fallocate(sqe, f->fd, FALLOC_FL_PUNCH_HOLE |
-					FALLOC_FL_KEEP_SIZE, off, len);
+		mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
 		break;
 	case BS_OP_WRITE_ZEROES:
 		if (!(req->flags & BS_REQ_NOUNMAP) && f->zeroes == Z_UNMAP &&
@@ -333,128 +304,38 @@ static bool queue_sqe(struct bs_dev *dev, struct bs_req *req)
 			mode = req->drv ? FALLOC_FL_KEEP_SIZE :
 					  FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
 		else
-			mode = -1;
-		if (mode < 0) {
-			io_uring_prep_nop(sqe);
-			req->drv = (void *)-1;
-			break;
-		}
-		io_uring_prep_fallocate(sqe, f->fd, mode, off, len);
+			return -EOPNOTSUPP;
 		break;
 	default:
-		io_uring_prep_nop(sqe);
+		return -EOPNOTSUPP;
 	}
-	io_uring_sqe_set_data(sqe, req);
-	f->inflight++;
-	f->dirty = true;
-	return true;
+	io_uring_prep_fallocate(sqe, f->fd, mode, req->offset, req->len);
+	return 0;
 }
 
-/* Park a request until the ring has room (FIFO through req->work.next). */
-static void wait_push(struct file_dev *f, struct bs_req *req)
+static bool file_again(struct bs_dev *dev, struct bs_req *req)
 {
-	req->work.next = NULL;
-	if (f->wait_tail)
-		f->wait_tail->work.next = (struct bs_work *)req;
-	else
-		f->wait_head = req;
-	f->wait_tail = req;
+	struct file_dev *f = dev->priv;
+
+	if (req->op == BS_OP_WRITE_ZEROES && f->nounmap == NU_PUNCH_ALLOC &&
+	    !req->drv &&
+	    ((req->flags & BS_REQ_NOUNMAP) || f->zeroes != Z_UNMAP)) {
+		req->drv = (void *)1; /* now allocate again */
+		return true;
+	}
+	return false;
 }
+
+static const struct drv_uring_ops file_uring_ops = {
+	.prep = file_prep,
+	.again = file_again,
+};
 
 static void file_submit(struct bs_dev *dev, struct bs_req *req)
 {
 	struct file_dev *f = dev->priv;
 
-	req->drv_u64 = 0;
-	req->drv = NULL;
-	if (f->wait_head || !queue_sqe(dev, req))
-		wait_push(f, req);
-}
-
-static void file_prepoll(void *arg)
-{
-	struct bs_dev *dev = arg;
-	struct file_dev *f = dev->priv;
-
-	while (f->wait_head) {
-		struct bs_req *r = f->wait_head;
-		if (!queue_sqe(dev, r))
-			break;
-		f->wait_head = (struct bs_req *)r->work.next;
-		if (!f->wait_head)
-			f->wait_tail = NULL;
-	}
-	if (f->dirty) {
-		f->dirty = false;
-		io_uring_submit(&f->ring);
-	}
-}
-
-static void file_reap(void *arg, uint32_t events)
-{
-	struct bs_dev *dev = arg;
-	struct file_dev *f = dev->priv;
-	struct io_uring_cqe *cqe;
-
-	(void)events;
-	while (io_uring_peek_cqe(&f->ring, &cqe) == 0) {
-		struct bs_req *req = io_uring_cqe_get_data(cqe);
-		int res = cqe->res;
-
-		io_uring_cqe_seen(&f->ring, cqe);
-		f->inflight--;
-		if (req->drv == (void *)-1) {
-			bs_req_complete(req, -EOPNOTSUPP);
-			continue;
-		}
-		if (res == -EAGAIN || res == -EINTR) {
-			file_submit_again:
-			if (!queue_sqe(dev, req))
-				goto wait;
-			continue;
-		}
-		if (res < 0) {
-			bs_req_complete(req, res);
-			continue;
-		}
-		if (req->op == BS_OP_READ || req->op == BS_OP_WRITE) {
-			if (res == 0) {
-				if (req->op == BS_OP_WRITE) {
-					bs_req_complete(req, -EIO);
-					continue;
-				}
-				/* past EOF of a shorter file: zeroes */
-				uint64_t skip = req->drv_u64;
-				int i;
-				for (i = 0; i < req->iovcnt; i++) {
-					struct iovec *v = &req->iov[i];
-					if (skip >= v->iov_len) {
-						skip -= v->iov_len;
-						continue;
-					}
-					memset((char *)v->iov_base + skip, 0,
-					       v->iov_len - skip);
-					skip = 0;
-				}
-				bs_req_complete(req, 0);
-				continue;
-			}
-			req->drv_u64 += (uint64_t)res;
-			if (req->drv_u64 < req->len)
-				goto file_submit_again;
-		} else if (req->op == BS_OP_WRITE_ZEROES &&
-			   f->nounmap == NU_PUNCH_ALLOC && !req->drv &&
-			   ((req->flags & BS_REQ_NOUNMAP) || f->zeroes != Z_UNMAP)) {
-			req->drv = (void *)1; /* now allocate again */
-			goto file_submit_again;
-		}
-		bs_req_complete(req, 0);
-		continue;
-wait:
-		wait_push(f, req);
-	}
-	if (f->dirty || f->wait_head)
-		file_prepoll(dev);
+	drv_uring_submit(&f->uring, req);
 }
 
 static int file_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
@@ -508,7 +389,12 @@ static void file_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 
 	kv(arg, "path", "%s", f->path);
 	kv(arg, "filesystem", "%s", f->fstype);
-	kv(arg, "direct", "%d", f->direct);
+	if (f->direct)
+		kv(arg, "direct", "1 (buffers aligned to %u bytes, by %s; "
+		   "others bounced: %llu so far)", f->dio_mem_align,
+		   f->dio_align_from, (unsigned long long)f->uring.bounced);
+	else
+		kv(arg, "direct", "0");
 	kv(arg, "zeroes", "%s", zeroes_modes[f->zeroes]);
 	kv(arg, "probe", "punch_hole=%s zero_range=%s write_zeroes=%s",
 	   f->can_punch ? "yes" : "no", f->can_zero_range ? "yes" : "no",
@@ -521,8 +407,8 @@ static const struct bs_dev_type file_type = {
 	.summary = "a regular file (created sparse if missing), io_uring",
 	.options =
 		"path=PATH            the file (required; file:PATH)\n"
-		"size=SIZE            create it sparse at SIZE if missing; must match if present\n"
-		"direct=0|1           O_DIRECT (0)\n"
+		"size=SIZE            create it sparse at SIZE if missing; must match if present (> 0)\n"
+		"direct=0|1           O_DIRECT (0); unaligned buffers are bounced\n"
 		"logical_block_size=N 512..65536 (512)\n"
 		"zeroes=unmap|write|none  what zeroing may do (unmap)\n"
 		"queue_depth=N        io_uring entries (128)\n",

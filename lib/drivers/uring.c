@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/* The io_uring request path of the file and hostbdev drivers (uring.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include <blkstack/bdev.h>
+
+#include "drivers/uring.h"
+
+static void uring_prepoll(void *arg);
+static void uring_reap(void *arg, uint32_t events);
+
+int drv_uring_init(struct drv_uring *u, struct bs_dev *dev, int fd,
+		   unsigned depth, const struct drv_uring_ops *ops,
+		   const char *what)
+{
+	struct bs_loop *loop = bs_ctx_loop(dev->ctx);
+	int err;
+
+	u->dev = dev;
+	u->fd = fd;
+	u->ops = ops;
+	u->depth = depth;
+	err = io_uring_queue_init(depth, &u->ring, 0);
+	if (err < 0)
+		return bs_error(err, "%s: %s: io_uring setup: %s", dev->name,
+				what, strerror(-err));
+	err = bs_loop_add_fd(loop, u->ring.ring_fd, EPOLLIN, uring_reap, u);
+	if (!err) {
+		err = bs_loop_add_prepoll(loop, uring_prepoll, u);
+		if (err)
+			bs_loop_del_fd(loop, u->ring.ring_fd);
+	}
+	if (err) {
+		io_uring_queue_exit(&u->ring);
+		return bs_error(err, "%s: %s: cannot watch the io_uring: %s",
+				dev->name, what, strerror(-err));
+	}
+	return 0;
+}
+
+void drv_uring_exit(struct drv_uring *u)
+{
+	struct bs_loop *loop = bs_ctx_loop(u->dev->ctx);
+
+	/* let what is in flight finish before the ring goes */
+	while (u->inflight || u->wait_head)
+		if (bs_loop_run_once(loop, 100))
+			break;
+	bs_loop_del_prepoll(loop, uring_prepoll, u);
+	bs_loop_del_fd(loop, u->ring.ring_fd);
+	io_uring_queue_exit(&u->ring);
+}
+
+static bool aligned(const struct drv_uring *u, const struct bs_req *req)
+{
+	int i;
+
+	if (u->mem_align <= 1)
+		return true;
+	for (i = 0; i < req->iovcnt; i++)
+		if (((uintptr_t)req->iov[i].iov_base | req->iov[i].iov_len) &
+		    (u->mem_align - 1))
+			return false;
+	return true;
+}
+
+static void copy_from_iov(void *dst, const struct bs_req *req)
+{
+	char *p = dst;
+	int i;
+
+	for (i = 0; i < req->iovcnt; i++) {
+		memcpy(p, req->iov[i].iov_base, req->iov[i].iov_len);
+		p += req->iov[i].iov_len;
+	}
+}
+
+static void copy_to_iov(const struct bs_req *req, const void *src)
+{
+	const char *p = src;
+	int i;
+
+	for (i = 0; i < req->iovcnt; i++) {
+		memcpy(req->iov[i].iov_base, p, req->iov[i].iov_len);
+		p += req->iov[i].iov_len;
+	}
+}
+
+static void bounce_free(struct drv_uring *u, struct bs_req *req)
+{
+	if (req->drv && (req->op == BS_OP_READ || req->op == BS_OP_WRITE)) {
+		free(req->drv);
+		req->drv = NULL;
+		u->bounces--;
+	}
+}
+
+static void uring_complete(struct drv_uring *u, struct bs_req *req, int res)
+{
+	if (!res && req->op == BS_OP_READ && req->drv)
+		copy_to_iov(req, req->drv);
+	bounce_free(u, req);
+	bs_req_complete(req, res);
+}
+
+/* Prepare the SQE of a READ/WRITE from where it stands (drv_u64 done). */
+static void prep_rw(struct drv_uring *u, struct bs_req *req,
+		    struct io_uring_sqe *sqe)
+{
+	uint64_t off = req->offset + req->drv_u64;
+	uint64_t len = req->len - req->drv_u64;
+	bool rd = req->op == BS_OP_READ;
+
+	if (req->drv) {
+		char *p = (char *)req->drv + req->drv_u64;
+		if (rd)
+			io_uring_prep_read(sqe, u->fd, p, (unsigned)len, off);
+		else
+			io_uring_prep_write(sqe, u->fd, p, (unsigned)len, off);
+	} else if (req->drv_u64 || req->iovcnt != 1) {
+		/* resume a short transfer: one piece at a time */
+		uint64_t skip = req->drv_u64;
+		int i;
+
+		for (i = 0; i < req->iovcnt && skip >= req->iov[i].iov_len; i++)
+			skip -= req->iov[i].iov_len;
+		if (req->drv_u64 || i) {
+			void *p = (char *)req->iov[i].iov_base + skip;
+			unsigned n = (unsigned)(req->iov[i].iov_len - skip);
+			if (rd)
+				io_uring_prep_read(sqe, u->fd, p, n, off);
+			else
+				io_uring_prep_write(sqe, u->fd, p, n, off);
+		} else if (rd) {
+			io_uring_prep_readv(sqe, u->fd, req->iov,
+					    (unsigned)req->iovcnt, off);
+		} else {
+			io_uring_prep_writev(sqe, u->fd, req->iov,
+					     (unsigned)req->iovcnt, off);
+		}
+	} else if (rd) {
+		io_uring_prep_read(sqe, u->fd, req->iov[0].iov_base,
+				   (unsigned)len, off);
+	} else {
+		io_uring_prep_write(sqe, u->fd, req->iov[0].iov_base,
+				    (unsigned)len, off);
+	}
+	if (!rd && (req->flags & BS_REQ_FUA))
+		sqe->rw_flags |= RWF_DSYNC;
+}
+
+/* Queue one SQE for @req; false when the ring (or the bounce pool) is full. */
+static bool queue_sqe(struct drv_uring *u, struct bs_req *req)
+{
+	struct io_uring_sqe *sqe;
+	bool rw = req->op == BS_OP_READ || req->op == BS_OP_WRITE;
+	int err;
+
+	if (rw && !req->drv && !req->drv_u64 && !aligned(u, req)) {
+		void *b;
+
+		if (u->bounces >= DRV_URING_MAX_BOUNCES)
+			return false;
+		if (posix_memalign(&b, u->mem_align, req->len)) {
+			bs_req_complete(req, -ENOMEM);
+			return true;
+		}
+		if (req->op == BS_OP_WRITE)
+			copy_from_iov(b, req);
+		req->drv = b;
+		u->bounces++;
+		u->bounced++;
+	}
+	sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe)
+		return false; /* the bounce buffer, if any, stays with req */
+	switch (req->op) {
+	case BS_OP_READ:
+	case BS_OP_WRITE:
+		prep_rw(u, req, sqe);
+		break;
+	case BS_OP_FLUSH:
+		io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
+		break;
+	default:
+		err = u->ops && u->ops->prep ? u->ops->prep(u->dev, req, sqe)
+					     : -EOPNOTSUPP;
+		if (err) {
+			/* the SQE is taken: make it a no-op nobody waits for */
+			io_uring_prep_nop(sqe);
+			io_uring_sqe_set_data(sqe, NULL);
+			u->inflight++;
+			u->dirty = true;
+			bs_req_complete(req, err);
+			return true;
+		}
+	}
+	io_uring_sqe_set_data(sqe, req);
+	u->inflight++;
+	u->dirty = true;
+	return true;
+}
+
+/* Park a request until the ring has room (FIFO through req->work.next). */
+static void wait_push(struct drv_uring *u, struct bs_req *req)
+{
+	req->work.next = NULL;
+	if (u->wait_tail)
+		u->wait_tail->work.next = (struct bs_work *)req;
+	else
+		u->wait_head = req;
+	u->wait_tail = req;
+}
+
+void drv_uring_submit(struct drv_uring *u, struct bs_req *req)
+{
+	req->drv_u64 = 0;
+	req->drv = NULL;
+	if (u->wait_head || !queue_sqe(u, req))
+		wait_push(u, req);
+}
+
+static void uring_prepoll(void *arg)
+{
+	struct drv_uring *u = arg;
+
+	while (u->wait_head) {
+		struct bs_req *r = u->wait_head;
+		if (!queue_sqe(u, r))
+			break;
+		u->wait_head = (struct bs_req *)r->work.next;
+		if (!u->wait_head)
+			u->wait_tail = NULL;
+	}
+	if (u->dirty) {
+		u->dirty = false;
+		io_uring_submit(&u->ring);
+	}
+}
+
+/* A READ/WRITE came back with @res >= 0: true when it is finished. */
+static bool rw_done(struct drv_uring *u, struct bs_req *req, int res)
+{
+	if (res == 0) {
+		uint64_t skip = req->drv_u64;
+		int i;
+
+		if (req->op == BS_OP_WRITE || !u->eof_zeroes) {
+			uring_complete(u, req, -EIO);
+			return true;
+		}
+		/* past EOF of a shorter file: zeroes */
+		if (req->drv) {
+			memset((char *)req->drv + skip, 0, req->len - skip);
+		} else {
+			for (i = 0; i < req->iovcnt; i++) {
+				struct iovec *v = &req->iov[i];
+				if (skip >= v->iov_len) {
+					skip -= v->iov_len;
+					continue;
+				}
+				memset((char *)v->iov_base + skip, 0,
+				       v->iov_len - skip);
+				skip = 0;
+			}
+		}
+		uring_complete(u, req, 0);
+		return true;
+	}
+	req->drv_u64 += (uint64_t)res;
+	if (req->drv_u64 < req->len)
+		return false;
+	uring_complete(u, req, 0);
+	return true;
+}
+
+static void uring_reap(void *arg, uint32_t events)
+{
+	struct drv_uring *u = arg;
+	struct io_uring_cqe *cqe;
+
+	(void)events;
+	while (io_uring_peek_cqe(&u->ring, &cqe) == 0) {
+		struct bs_req *req = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&u->ring, cqe);
+		u->inflight--;
+		if (!req)
+			continue; /* a no-op for a request already completed */
+		if (res == -EAGAIN || res == -EINTR)
+			goto again;
+		if (res < 0) {
+			uring_complete(u, req, res);
+			continue;
+		}
+		if (req->op == BS_OP_READ || req->op == BS_OP_WRITE) {
+			if (rw_done(u, req, res))
+				continue;
+			goto again;
+		}
+		if (u->ops && u->ops->again && u->ops->again(u->dev, req))
+			goto again;
+		bs_req_complete(req, 0);
+		continue;
+again:
+		if (u->wait_head || !queue_sqe(u, req))
+			wait_push(u, req);
+	}
+	if (u->dirty || u->wait_head)
+		uring_prepoll(u);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The io_uring request path shared by the drivers that do I/O on a file
+ * descriptor (file, hostbdev); not a public API.
+ *
+ * READ, WRITE (FUA as RWF_DSYNC) and FLUSH (fdatasync) are handled here,
+ * including short transfers and, for O_DIRECT, bouncing user buffers that
+ * are not aligned as the kernel requires. Other ops are prepared by the
+ * driver's prep() hook. A request that finds the ring full waits in FIFO
+ * order and is queued before the loop next blocks.
+ *
+ * Scratch use: req->drv_u64 counts bytes done (READ/WRITE); req->drv holds
+ * the bounce buffer for READ/WRITE and belongs to the driver for other ops.
+ */
+#ifndef BLKSTACK_DRIVERS_URING_H
+#define BLKSTACK_DRIVERS_URING_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <blkstack/bdev.h>
+
+/* At most this many bounce buffers (each up to one request) at a time. */
+#define DRV_URING_MAX_BOUNCES 16
+
+struct drv_uring_ops {
+	/*
+	 * Prepare @sqe for @req (an op other than READ, WRITE, FLUSH) over
+	 * [req->offset, +req->len). Return 0, or -errno to complete @req
+	 * with that error without asking the kernel.
+	 */
+	int (*prep)(struct bs_dev *dev, struct bs_req *req,
+		    struct io_uring_sqe *sqe);
+	/*
+	 * Optional: @req (not READ/WRITE) succeeded; return true to queue
+	 * it again for a next step (prep() then sees the state it left).
+	 */
+	bool (*again)(struct bs_dev *dev, struct bs_req *req);
+};
+
+struct drv_uring {
+	struct io_uring ring;
+	struct bs_dev *dev;
+	const struct drv_uring_ops *ops;
+	int fd;
+	unsigned depth;
+	unsigned inflight;
+	/* O_DIRECT memory alignment: 0 = none; else unaligned buffers bounce */
+	size_t mem_align;
+	unsigned bounces;		/* bounce buffers in use */
+	uint64_t bounced;		/* requests bounced, ever */
+	struct bs_req *wait_head, *wait_tail;
+	bool dirty;			/* SQEs queued, not submitted */
+	bool eof_zeroes;		/* reads past EOF give zeroes (files) */
+};
+
+/*
+ * Set up a ring of @depth entries on @fd for @dev, watched by the loop of
+ * @dev's context. Returns 0 or -errno with bs_error() naming @what.
+ */
+int drv_uring_init(struct drv_uring *u, struct bs_dev *dev, int fd,
+		   unsigned depth, const struct drv_uring_ops *ops,
+		   const char *what);
+/* Wait for every request in flight or waiting, then tear down. */
+void drv_uring_exit(struct drv_uring *u);
+/* Queue @req; it completes through bs_req_complete() from the loop. */
+void drv_uring_submit(struct drv_uring *u, struct bs_req *req);
+
+#endif
