@@ -38,7 +38,10 @@ static void kid_done(struct bs_req *req)
 
 	if (io->kid_done && io->kid_done(kid))
 		return; /* resubmitted */
-	if (req->result) {
+	if (req->result && kid->excused) {
+		if (!io->excused_result)
+			io->excused_result = req->result;
+	} else if (req->result) {
 		if (!io->result)
 			io->result = req->result;
 	} else {
@@ -48,6 +51,8 @@ static void kid_done(struct bs_req *req)
 		struct bs_req *parent = io->parent;
 		int result = io->result;
 
+		if (!result && !io->nok)
+			result = io->excused_result;
 		io_free(io);
 		bs_req_complete(parent, result);
 	}

@@ -22,6 +22,11 @@ struct mp_kid {
 	unsigned comp;		/* index into dev->components */
 	struct iovec *iov;	/* owned; slices of the parent's buffers */
 	int iovcnt, iovcap;
+	/*
+	 * Set by kid_done: this child's error is excused when another child
+	 * of the io succeeded (a mirror leg that was just marked faulty).
+	 */
+	bool excused;
 };
 
 /*
@@ -36,6 +41,7 @@ struct mp_io {
 	struct bs_dev *dev;
 	unsigned pending;
 	int result;		/* first error */
+	int excused_result;	/* first excused error (mp_kid.excused) */
 	unsigned nok;		/* children that succeeded */
 	mp_kid_fn kid_done;
 	unsigned nkids;
@@ -59,7 +65,8 @@ int mp_kid_add_iov(struct mp_kid *kid, const struct bs_req *parent,
 
 /*
  * Submit the first @n children (io->nkids = n). The parent completes with
- * the first error (or 0) once all of them have. @n == 0 completes at once.
+ * the first error (or 0) once all of them have; errors of excused
+ * children count only when no child succeeded. @n == 0 completes at once.
  */
 void mp_io_submit(struct mp_io *io, unsigned n);
 
