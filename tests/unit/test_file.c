@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* file driver: async data against a model, zeroing modes, allocation map. */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,112 @@ static void block_status(void **state)
 	free(buf);
 }
 
+static void kv_direct(void *arg, const char *key, const char *fmt, ...)
+{
+	char *out = arg;
+	va_list ap;
+
+	if (strcmp(key, "direct"))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out, 256, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * direct=1: user buffers at odd addresses and iovecs of odd pieces are
+ * bounced through aligned memory; many at once (more than the bounce
+ * pool) still all land, and the file holds exactly those bytes.
+ */
+static void direct_unaligned(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = NULL;
+	enum { N = 48, LEN = 64 * 1024 };
+	uint8_t *raw[N], *model = calloc(1, SIZE), *got = malloc(SIZE + 1);
+	struct io ios[N];
+	struct iovec iov[3];
+	struct bs_req req;
+	char spec[256], desc[256] = "";
+	int i, pending = 0, fd, err;
+	uint32_t lbs;
+
+	snprintf(spec, sizeof(spec), "file:%s,size=32M,direct=1", x->path);
+	err = th_dev_try(x->ctx, "f", spec, &d);
+	if (err == -EINVAL && strstr(bs_last_error(), "open")) {
+		print_message("SKIP: O_DIRECT refused on %s: %s\n", x->dir,
+			      bs_last_error());
+		free(model);
+		free(got);
+		skip();
+	}
+	assert_int_equal(err, 0);
+	lbs = d->limits.logical_block_size;
+	for (i = 0; i < N; i++) {
+		uint64_t off = (uint64_t)i * (SIZE / N) / lbs * lbs + lbs;
+
+		raw[i] = malloc(LEN + 1);
+		ios[i].buf = raw[i] + 1; /* never aligned */
+		th_fill(ios[i].buf, LEN, (uint64_t)i + 100);
+		memcpy(model + off, ios[i].buf, LEN);
+		ios[i].pending = &pending;
+		bs_req_init(&ios[i].req, BS_OP_WRITE, 0, off, LEN, ios[i].buf,
+			    io_done, &ios[i]);
+		pending++;
+		bs_submit(d, &ios[i].req);
+	}
+	while (pending)
+		assert_int_equal(bs_loop_run_once(bs_ctx_loop(x->ctx), 1000), 0);
+	for (i = 0; i < N; i++)
+		free(raw[i]);
+
+	/* a write from three pieces of odd lengths, one request */
+	uint8_t *pieces = malloc(3 * lbs + 7);
+	th_fill(pieces, 3 * lbs + 7, 9);
+	iov[0] = (struct iovec){ pieces + 3, 100 };
+	iov[1] = (struct iovec){ pieces + 103, 2 * lbs - 200 };
+	iov[2] = (struct iovec){ pieces + 3 + 2 * lbs - 100, lbs + 100 };
+	memcpy(model + 8 * lbs, pieces + 3, 3 * lbs);
+	memset(&req, 0, sizeof(req));
+	bs_req_init(&req, BS_OP_WRITE, 0, 8 * lbs, 3 * lbs, NULL, io_done,
+		    &ios[0]);
+	req.iov = iov;
+	req.iovcnt = 3;
+	pending = 1;
+	ios[0].pending = &pending;
+	bs_submit(d, &req);
+	while (pending)
+		assert_int_equal(bs_loop_run_once(bs_ctx_loop(x->ctx), 1000), 0);
+	free(pieces);
+
+	/* read back into an odd address, through the device and the file */
+	assert_int_equal(bs_read_sync(d, got + 1, SIZE, 0), 0);
+	assert_memory_equal(got + 1, model, SIZE);
+	fd = open(x->path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, got, SIZE, 0), SIZE);
+	close(fd);
+	assert_memory_equal(got, model, SIZE);
+	bs_dev_describe(d, kv_direct, desc);
+	assert_non_null(strstr(desc, "bounced"));
+	assert_null(strstr(desc, "bounced: 0 "));
+	free(model);
+	free(got);
+}
+
+/* An explicit size=0 is an error, not "use the file's size". */
+static void size_zero_refused(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = NULL;
+	char spec[256];
+
+	snprintf(spec, sizeof(spec), "file:%s,size=0", x->path);
+	assert_int_equal(th_dev_try(x->ctx, "z", spec, &d), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "size must be > 0"));
+	assert_int_equal(access(x->path, F_OK), -1); /* nothing created */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +314,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(errors_and_knob, setup, teardown),
 		cmocka_unit_test_setup_teardown(zeroes_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(block_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(direct_unaligned, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(size_zero_refused, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests_name("file", tests, NULL, NULL);
