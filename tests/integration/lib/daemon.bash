@@ -1,0 +1,85 @@
+# Shared by the tests that run blkstackd (sourced after cli-common.bash).
+# Starts the real daemon in the foreground on a loopback port / UNIX
+# socket of its own, and stops only the PID it started.
+
+BSD="$BUILD/blkstackd"
+[[ -x $BSD ]] || fail "$BSD not built"
+DPID=
+
+# A free TCP port on 127.0.0.1 (the kernel picks; tiny race accepted).
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_daemon CONF: run blkstackd -f -c CONF, wait until its control
+# socket answers ($CTL, from [daemon] control in CONF). Log in $T/d.log.
+start_daemon() {
+	local conf=$1 i
+	"$BSD" -f -c "$conf" >>"$T/d.log" 2>&1 &
+	DPID=$!
+	for ((i = 0; i < 200; i++)); do
+		if ! kill -0 "$DPID" 2>/dev/null; then
+			cat "$T/d.log" >&2
+			DPID=
+			fail "blkstackd exited while starting"
+		fi
+		grep -q 'ready:' "$T/d.log" && return 0
+		sleep 0.05
+	done
+	fail "blkstackd not ready after 10 s"
+}
+
+# stop_daemon: SIGTERM, wait (bounded), expect a clean exit 0.
+stop_daemon() {
+	local i rc=0
+	[[ -n $DPID ]] || return 0
+	kill -TERM "$DPID" 2>/dev/null || true
+	for ((i = 0; i < 400; i++)); do
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$DPID" 2>/dev/null; then
+		kill -KILL "$DPID"
+		DPID=
+		fail "blkstackd did not stop within 20 s of SIGTERM"
+	fi
+	wait "$DPID" || rc=$?
+	DPID=
+	check_daemon_log
+	((rc == 0)) || { tail -20 "$T/d.log" >&2; fail "blkstackd exited $rc"; }
+}
+
+check_daemon_log() {
+	if grep -q -e 'Sanitizer' -e 'runtime error:' "$T/d.log"; then
+		cat "$T/d.log" >&2
+		fail "sanitizer report from blkstackd"
+	fi
+}
+
+# Kill what we started if the test dies early.
+daemon_cleanup() {
+	if [[ -n $DPID ]]; then
+		kill -KILL "$DPID" 2>/dev/null || true
+		wait "$DPID" 2>/dev/null || true
+	fi
+	rm -rf "$T"
+}
+
+# ctl ARGS...: blkstack -s $CTL ARGS; output in $OUT/$ERR (see run_bs).
+ctl() {
+	local want=$1
+	shift
+	run_bs "$want" -s "$CTL" "$@"
+}
+
+# nbd_flag URI KEY: the value nbdinfo --json gives for KEY.
+nbd_flag() {
+	timeout 20 nbdinfo --json "$1" | jq -r ".exports[0][\"$2\"]"
+}
+
+need() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || skip "$c not installed"
+	done
+}
