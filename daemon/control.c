@@ -322,7 +322,7 @@ int ctl_start(struct bsd *d, const char *path)
 					   sizeof(sa))) {
 			close(probe);
 			return bs_error(-EADDRINUSE, "control socket %s: "
-					"another blkstackd is running there",
+					"in use by another running blkstackd",
 					path);
 		}
 		if (probe >= 0)
