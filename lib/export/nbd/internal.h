@@ -13,6 +13,9 @@
 #include "export/nbd/proto.h"
 #include "export/nbd/session.h"
 
+/* Output queued during the handshake before input stops being read. */
+#define NBD_HS_OUT_MAX (256u << 10)
+
 /* One queued message: inline header bytes, then optional payload data. */
 struct nbd_out {
 	struct nbd_out *next;

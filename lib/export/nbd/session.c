@@ -36,6 +36,8 @@ void nbd_end(struct nbd_session *s, const char *fmt, ...)
 	}
 	s->ended = true;
 	s->in = IN_NONE;
+	/* a write still receiving its payload never reaches the device */
+	nbd_tx_drop_partial(s);
 	nbd_kick(s);
 }
 
@@ -110,6 +112,9 @@ static bool accepting(const struct nbd_session *s)
 		return false;
 	/* a client that does not read its replies gets no more served */
 	if (s->inflight_bytes > NBD_INFLIGHT_BYTES)
+		return false;
+	/* option replies are small: a client that does not read them stops */
+	if (!s->transmission && s->inflight_bytes > NBD_HS_OUT_MAX)
 		return false;
 	if (s->shutdown && s->in == IN_REQ_HDR && s->have == 0)
 		return false;

@@ -50,18 +50,22 @@ uint16_t nbd_tx_flags(const struct nbd_session *s, const struct bs_export *exp)
 {
 	const struct bs_dev *dev = exp->dev;
 	uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
-		     NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_WRITE_ZEROES |
 		     NBD_FLAG_SEND_CACHE |
 		     /* one device behind every connection; FLUSH is device-wide */
 		     NBD_FLAG_CAN_MULTI_CONN;
 
-	if (exp->readonly)
+	if (exp->readonly) {
+		/* nothing that writes is offered: those commands get EPERM */
 		f |= NBD_FLAG_READ_ONLY;
-	if (dev->limits.max_discard_sectors)
-		f |= NBD_FLAG_SEND_TRIM;
-	/* read at negotiation: the knob decides for the next connection */
-	if (bs_dev_write_zeroes_unmap(dev))
-		f |= NBD_FLAG_SEND_FAST_ZERO;
+	} else {
+		/* the core falls back to writing zeroes: always offered */
+		f |= NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_WRITE_ZEROES;
+		if (dev->limits.max_discard_sectors)
+			f |= NBD_FLAG_SEND_TRIM;
+		/* read at negotiation: the knob decides for the next connection */
+		if (bs_dev_write_zeroes_unmap(dev))
+			f |= NBD_FLAG_SEND_FAST_ZERO;
+	}
 	/* reads always go out as one data chunk, so DF always holds */
 	if (s->structured)
 		f |= NBD_FLAG_SEND_DF;
@@ -76,7 +80,8 @@ void nbd_tx_block_sizes(const struct bs_export *exp, uint32_t *min,
 	const struct bs_limits *l = &exp->dev->limits;
 	uint32_t p = l->physical_block_size;
 
-	if (p < l->logical_block_size)
+	/* preferred: a power of two, at least the minimum and 512 */
+	if (p < l->logical_block_size || (p & (p - 1)))
 		p = l->logical_block_size;
 	if (l->io_opt && !(l->io_opt & (l->io_opt - 1)) && l->io_opt > p &&
 	    l->io_opt <= NBD_MAX_PAYLOAD)
@@ -229,8 +234,12 @@ static void io_done(struct bs_req *breq)
 {
 	struct nbd_req *r = breq->priv;
 
+	/*
+	 * TRIM is a hint the server may ignore: a device that stopped
+	 * discarding since negotiation is not an error for the client.
+	 */
 	if (r->type == NBD_CMD_TRIM)
-		then_flush(r, breq->result);
+		then_flush(r, breq->result == -EOPNOTSUPP ? 0 : breq->result);
 	else
 		finish(r, breq->result);
 }
@@ -393,6 +402,10 @@ static uint32_t validate(const struct nbd_session *s, uint16_t type,
 	bool writes = type == NBD_CMD_WRITE || type == NBD_CMD_TRIM ||
 		      type == NBD_CMD_WRITE_ZEROES;
 
+	if (writes && s->ro) {
+		*msg = "read-only export";
+		return NBD_EPERM;
+	}
 	if (s->tflags & NBD_FLAG_SEND_FUA)
 		allowed |= NBD_CMD_FLAG_FUA; /* valid on every command */
 	switch (type) {
@@ -417,6 +430,7 @@ static uint32_t validate(const struct nbd_session *s, uint16_t type,
 		*msg = "unknown command";
 		return NBD_EINVAL;
 	}
+	/* FAST_ZERO not offered included: EINVAL, as the protocol asks */
 	if (flags & ~allowed) {
 		*msg = "command flag not valid for this command";
 		return NBD_EINVAL;
@@ -428,19 +442,19 @@ static uint32_t validate(const struct nbd_session *s, uint16_t type,
 		}
 		return 0;
 	}
-	if (writes && s->ro) {
-		*msg = "read-only export";
-		return NBD_EPERM;
-	}
 	if (!len) {
 		*msg = "zero-length request";
 		return NBD_EINVAL;
 	}
 	if ((type == NBD_CMD_READ || type == NBD_CMD_WRITE ||
 	     type == NBD_CMD_CACHE) && len > NBD_MAX_PAYLOAD) {
+		/*
+		 * Beyond the advertised maximum: EINVAL; EOVERFLOW is only
+		 * for a read that cannot be sent unfragmented (DF).
+		 */
 		*msg = "length exceeds the maximum block size";
-		return type == NBD_CMD_READ && s->structured ? NBD_EOVERFLOW
-							     : NBD_EINVAL;
+		return type == NBD_CMD_READ && (flags & NBD_CMD_FLAG_DF) ?
+			       NBD_EOVERFLOW : NBD_EINVAL;
 	}
 	if (off + len < off) {
 		*msg = "offset + length overflows";
