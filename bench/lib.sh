@@ -105,7 +105,7 @@ time_cmd() {
 	s=$(date +%s.%N)
 	"$@" >/dev/null 2>&1 || { echo "FAILED"; return 1; }
 	e=$(date +%s.%N)
-	echo "$e - $s" | bc -l | awk '{printf "%.3f", $1}'
+	awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f", e - s}'
 }
 
 ratio() {	# A B -> A/B with two decimals, "-" when unknown
