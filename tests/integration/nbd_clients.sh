@@ -161,6 +161,12 @@ timeout 120 qemu-img convert -n -f raw -O raw "$T/src.img" "$U/vol0" ||
 timeout 120 qemu-img compare -f raw -F raw "$T/src.img" "$U/vol0" >"$T/q" ||
 	{ cat "$T/q"; fail "qemu-img compare"; }
 grep -q 'identical' "$T/q" || fail "compare: $(cat "$T/q")"
+if command -v nbdcopy >/dev/null; then
+	note "nbdcopy out of the export reproduces the image"
+	timeout 120 nbdcopy "$U/vol0" "$T/back.img" || fail "nbdcopy from the export"
+	cmp "$T/src.img" "$T/back.img" || fail "nbdcopy copy differs"
+	rm -f "$T/back.img"
+fi
 M=$(timeout 60 qemu-img map -f raw --output=json "$U/vol0")
 holes=$(jq '[.[] | select(.data == false)] | length' <<<"$M")
 ((holes >= 2)) || fail "qemu-img map shows $holes holes: $M"
