@@ -152,8 +152,12 @@ void bs_explain_rule(const struct bs_dev *dev, enum bs_cap cap, char *buf,
 		return;
 	}
 	if (dev->wz_broken) {
-		snprintf(buf, len, "write-zeroes failed with EOPNOTSUPP at run "
-			 "time");
+		/* the reason recorded when it broke names the failing call */
+		if (strstr(dev->wz_reason, "EOPNOTSUPP"))
+			snprintf(buf, len, "%s", dev->wz_reason);
+		else
+			snprintf(buf, len, "write-zeroes failed with EOPNOTSUPP "
+				 "at run time");
 		return;
 	}
 	if (dev->type->stacked) {

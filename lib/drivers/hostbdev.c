@@ -160,15 +160,17 @@ static uint32_t clamp32(uint64_t v)
 /*
  * Find the host's name of @rdev and its queue directory: a partition has
  * no queue of its own, its limits are the disk's (the parent directory).
+ * BLKSTACK_SYSFS_ROOT (tests only) puts a fake sysfs tree in place of /sys.
  */
 static int find_sysfs(struct hostbdev *h, dev_t rdev)
 {
-	char link[64], real[PATH_MAX], tmp[PATH_MAX], part[PATH_MAX + 16];
+	char link[PATH_MAX], real[PATH_MAX], tmp[PATH_MAX], part[PATH_MAX + 16];
+	const char *root = secure_getenv("BLKSTACK_SYSFS_ROOT");
 	struct stat st;
 	int n;
 
-	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(rdev),
-		 minor(rdev));
+	snprintf(link, sizeof(link), "%.*s/dev/block/%u:%u", PATH_MAX - 64,
+		 root && *root ? root : "/sys", major(rdev), minor(rdev));
 	if (!realpath(link, real))
 		return bs_error(-errno, "%s: hostbdev %s: %s: %s", h->dev->name,
 				h->path, link, strerror(errno));
@@ -380,12 +382,25 @@ static void complete_blocking(struct hostbdev *h, struct bs_req *req)
 {
 	int res = (int)(int64_t)req->drv_u64;
 
-	if (res)
-		/* name device, driver, path and call; the core acts on
-		 * -EOPNOTSUPP from write-zeroes (it stops offering it) */
+	if (res) {
+		enum hb_how how = (enum hb_how)(uintptr_t)req->drv;
+		char why[NAME_MAX + 96];
+
 		bs_error(res, "%s: hostbdev %s: %s: %s", h->dev->name, h->path,
-			 how_name((enum hb_how)(uintptr_t)req->drv),
-			 strerror(-res));
+			 how_name(how), strerror(-res));
+		/*
+		 * The core's rule for a write-zeroes refused at run time: stop
+		 * offering it here and above. Done here first so that the
+		 * reason names the call that failed.
+		 */
+		if (res == -EOPNOTSUPP && req->op == BS_OP_WRITE_ZEROES &&
+		    h->dev->limits.max_write_zeroes_sectors) {
+			snprintf(why, sizeof(why), "hostbdev %s: %s failed with "
+				 "EOPNOTSUPP at run time", h->host,
+				 how_name(how));
+			bs_dev_disable_write_zeroes(h->dev, why);
+		}
+	}
 	req->drv = NULL;
 	bs_req_complete(req, res);
 }

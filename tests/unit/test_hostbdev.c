@@ -9,10 +9,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <blkstack/attr.h>
@@ -37,6 +39,9 @@ static void detach(void)
 	}
 	if (img[0]) {
 		unlink(img);
+		snprintf(cmd, sizeof(cmd), "rm -rf %s/sys", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "warning: %s failed\n", cmd);
 		rmdir(dir);
 		img[0] = 0;
 	}
@@ -280,6 +285,177 @@ static void not_a_block_device(void **state)
 	assert_non_null(strstr(bs_last_error(), "y: hostbdev /dev/no-such-disk"));
 }
 
+/* ---- a fake sysfs: the host's other forms of the unmap attribute ------ */
+
+static char fake[160];
+
+static void put(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(val, f);
+	fclose(f);
+}
+
+static void run(const char *cmd)
+{
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+}
+
+/*
+ * A copy of the loop device's sysfs under @fake: its queue files, and
+ * dev/block/MAJ:MIN pointing at the disk (or, @partition, at a partition
+ * directory below it that has a "partition" file and no queue).
+ */
+static void fake_sysfs(bool partition)
+{
+	char cmd[4096], disk[320], qdir[352], target[400];
+	const char *n = loopdev + 5;
+	struct stat st;
+
+	assert_int_equal(stat(loopdev, &st), 0);
+	snprintf(fake, sizeof(fake), "%s/sys", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fake);
+	run(cmd);
+	snprintf(disk, sizeof(disk), "%s/devices/virtual/block/%s", fake, n);
+	snprintf(qdir, sizeof(qdir), "%s/queue", disk);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s %s/dev/block && "
+		 "for f in /sys/class/block/%s/queue/*; do "
+		 "[ -f \"$f\" ] && cat \"$f\" > %s/${f##*/} 2>/dev/null; done; true",
+		 qdir, fake, n, qdir);
+	run(cmd);
+	if (partition) {
+		snprintf(target, sizeof(target), "%s/%sp1", disk, n);
+		snprintf(cmd, sizeof(cmd), "mkdir -p %s && echo 1 > %s/partition",
+			 target, target);
+		run(cmd);
+	} else {
+		snprintf(target, sizeof(target), "%s", disk);
+	}
+	snprintf(cmd, sizeof(cmd), "ln -s %s %s/dev/block/%u:%u", target, fake,
+		 major(st.st_rdev), minor(st.st_rdev));
+	run(cmd);
+	setenv("BLKSTACK_SYSFS_ROOT", fake, 1);
+}
+
+static void fake_queue_file(const char *name, const char *val)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/devices/virtual/block/%s/queue/%s", fake,
+		 loopdev + 5, name);
+	if (val)
+		put(p, val);
+	else
+		unlink(p);
+}
+
+static void kv_host(void *arg, const char *key, const char *fmt, ...)
+{
+	char *out = arg;
+	va_list ap;
+
+	if (strcmp(key, "host"))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out, 128, fmt, ap);
+	va_end(ap);
+}
+
+/* The boolean form decides where the merged form is absent; neither = no. */
+static void unmap_attribute_forms(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *d;
+
+	fake_sysfs(false);
+	fake_queue_file("write_zeroes_unmap_max_bytes", NULL);
+	fake_queue_file("write_zeroes_unmap", "1\n");
+	d = th_dev(ctx, "b1", spec);
+	assert_true(bs_dev_write_zeroes_unmap(d));
+	assert_non_null(strstr(d->wz_reason, "host queue/write_zeroes_unmap = 1"));
+	assert_int_equal(bs_dev_destroy(d), 0);
+
+	fake_queue_file("write_zeroes_unmap", "0\n");
+	d = th_dev(ctx, "b0", spec);
+	assert_false(bs_dev_write_zeroes_unmap(d));
+	assert_non_null(strstr(d->wz_reason, "host queue/write_zeroes_unmap = 0"));
+	assert_int_equal(bs_dev_destroy(d), 0);
+
+	fake_queue_file("write_zeroes_unmap", NULL);
+	d = th_dev(ctx, "none", spec);
+	assert_false(bs_dev_write_zeroes_unmap(d));
+	assert_non_null(strstr(d->wz_reason, "has no queue/write_zeroes_unmap"));
+	assert_int_equal(bs_dev_destroy(d), 0);
+
+	/* the host claims write-zeroes but not unmap zeroing */
+	fake_queue_file("write_zeroes_unmap_max_bytes", "0\n");
+	fake_queue_file("write_zeroes_max_bytes", "0\n");
+	d = th_dev(ctx, "nowz", spec);
+	assert_int_equal(d->limits.max_write_zeroes_sectors, 0);
+	assert_non_null(strstr(d->wz_reason, "write_zeroes_max_bytes = 0"));
+	assert_int_equal(bs_zeroout_sync(d, 0, MiB, BS_ZERO_NOFALLBACK, NULL,
+					 NULL), -EOPNOTSUPP);
+	unsetenv("BLKSTACK_SYSFS_ROOT");
+}
+
+/*
+ * A host that claims unmap zeroing the device then refuses: the first
+ * zeroout still yields zeroes (fallback), and afterwards the device offers
+ * no write-zeroes (the core's run-time EOPNOTSUPP rule).
+ */
+static void host_refuses_at_run_time(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	uint8_t *buf = malloc(MiB);
+	struct bs_dev *d;
+	char desc[128] = "";
+
+	if (sys_u64("write_zeroes_unmap_max_bytes") > 0) {
+		print_message("SKIP: %s really has unmap zeroing\n", loopdev);
+		free(buf);
+		skip();
+	}
+	fake_sysfs(false);
+	fake_queue_file("write_zeroes_unmap_max_bytes", "4294966784\n");
+	d = th_dev(ctx, "liar", spec);
+	unsetenv("BLKSTACK_SYSFS_ROOT");
+	assert_true(bs_dev_write_zeroes_unmap(d));
+	memset(buf, 0xee, MiB);
+	assert_int_equal(bs_write_sync(d, buf, MiB, 0), 0);
+	assert_int_equal(bs_zeroout_sync(d, 0, MiB, 0, NULL, NULL), 0);
+	assert_int_equal(bs_read_sync(d, buf, MiB, 0), 0);
+	assert_true(th_is_zero(buf, MiB));
+	assert_false(bs_dev_write_zeroes_unmap(d));
+	assert_int_equal(d->limits.max_write_zeroes_sectors, 0);
+	assert_true(d->wz_broken);
+	assert_non_null(strstr(d->wz_reason, "FALLOC_FL_WRITE_ZEROES"));
+	bs_dev_describe(d, kv_host, desc);
+	assert_string_equal(desc, loopdev + 5);
+	free(buf);
+}
+
+/* A partition reads the limits of its disk. */
+static void partition_reads_the_disk(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *d;
+	char desc[128] = "", want[160];
+
+	fake_sysfs(true);
+	fake_queue_file("logical_block_size", "4096\n");
+	fake_queue_file("physical_block_size", "4096\n");
+	d = th_dev(ctx, "part", spec);
+	unsetenv("BLKSTACK_SYSFS_ROOT");
+	assert_int_equal(d->limits.logical_block_size, 4096);
+	bs_dev_describe(d, kv_host, desc);
+	snprintf(want, sizeof(want), "%sp1 (partition of %s)", loopdev + 5,
+		 loopdev + 5);
+	assert_string_equal(desc, want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +468,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(pool_backlog, th_ctx_setup,
 						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(not_a_block_device,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(unmap_attribute_forms,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(host_refuses_at_run_time,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(partition_reads_the_disk,
 						th_ctx_setup, th_ctx_teardown),
 	};
 	const char *why = make_loop();
