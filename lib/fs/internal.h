@@ -3,7 +3,9 @@
 #ifndef BLKSTACK_FS_INTERNAL_H
 #define BLKSTACK_FS_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <ext2fs/ext2fs.h>
 
@@ -18,5 +20,57 @@ extern io_manager bs_fs_io_manager;
  */
 int bs_fs_io_register(struct bs_dev *dev, char *name, size_t len);
 void bs_fs_io_unregister(const char *name);
+
+struct bs_fs {
+	struct bs_dev *dev;
+	ext2_filsys e2;
+	char ioname[32];
+	bool rw;
+	bool was_clean;		/* s_state at open */
+};
+
+/* Largest file size: 2^32 - 1 blocks (extents address 32-bit blocks). */
+static inline uint64_t fs_max_bytes(const struct bs_fs *fs)
+{
+	return (((uint64_t)1 << 32) - 1) * fs->e2->blocksize;
+}
+
+/* A libext2fs error code as a negative errno. */
+int fs_errno(errcode_t code);
+/*
+ * bs_error() "DEV: ext4: WHAT: libext2fs message" for @code; returns the
+ * errno. @fmt describes what was being done.
+ */
+int fs_fail(struct bs_fs *fs, errcode_t code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* bs_error() "DEV: ext4: message" with @err. */
+int fs_err(struct bs_fs *fs, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Free libext2fs' static zeroing buffer (after anything that zeroes). */
+void fs_free_zero_buf(void);
+
+int fs_read_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
+int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
+/* Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else. */
+int fs_check_reg(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
+/* Refuse writes on a read-only open: -EROFS with a reason. */
+int fs_check_rw(struct bs_fs *fs, const char *what);
+/* Write bitmaps, group descriptors and superblock, then flush the device. */
+int fs_sync(struct bs_fs *fs);
+
+/*
+ * The mapping of file block @lblk: *@pblk (0 for a hole), *@len blocks
+ * (at most @max) with the same state, *@uninit for unwritten extents.
+ */
+int fs_map_run(struct bs_fs *fs, ext2_extent_handle_t h, blk64_t lblk,
+	       blk64_t max, blk64_t *pblk, blk64_t *len, bool *uninit);
+/*
+ * Make bytes [@off, @off+@len) of one block of file @ino read as zeroes by
+ * writing, where the block is mapped and written (holes and unwritten
+ * blocks read zeroes already).
+ */
+int fs_zero_partial(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		    uint64_t off, uint64_t len);
 
 #endif

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The filesystem layer: real ext4 (through libext2fs) on a blkstack
+ * device, for the CLI and the NFS server. Images made here are checked by
+ * e2fsck and mounted by the kernel's ext4.
+ *
+ * A struct bs_fs is used by one thread at a time (the caller serialises).
+ * Every function returns 0 (or a byte count) or a negative errno, with a
+ * one-line reason in bs_last_error() naming the device and the layer.
+ * Paths are absolute ("/a/b"); components are looked up one by one, with
+ * no symlinks followed. Inode numbers are ext4's (the root is 2).
+ *
+ * libext2fs keeps no journal: each call writes its metadata in place and
+ * the superblock says "not clean" from bs_fs_open() (read-write) to
+ * bs_fs_close(), so a crash in between is repaired by e2fsck, which the
+ * next read-write open insists on (-EUCLEAN). Data and metadata are
+ * durable after bs_fs_fsync() or bs_fs_close(); bs_fs_fallocate() with
+ * WRITE_ZEROES flushes by itself, as its ordering needs.
+ */
+#ifndef BLKSTACK_FS_H
+#define BLKSTACK_FS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bs_dev;
+struct bs_fs;
+
+#define BS_FS_ROOT_INO 2u
+
+struct bs_fs_mkfs_opts {
+	uint32_t block_size;	/* 1024, 2048 or 4096; 0 = 4096 */
+	uint32_t inode_ratio;	/* bytes per inode; 0 = 16384 */
+	uint32_t journal_blocks; /* 0 = the size mke2fs would choose */
+	const char *label;	/* volume name, up to 16 bytes; NULL = none */
+};
+
+/*
+ * Make an ext4 filesystem on @dev: extents, 64bit, flex_bg, dir_index,
+ * metadata_csum, huge_file, dir_nlink, extra_isize and a journal; inode
+ * tables and the journal are zeroed through the device's zeroout. @opts
+ * may be NULL.
+ */
+int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts);
+
+#define BS_FS_RDONLY (1u << 0)	/* open read-only; the image is not written */
+
+/*
+ * Open the filesystem on @dev. Read-write opens write the superblock as
+ * not cleanly unmounted at once; bs_fs_close() marks it clean again.
+ * Refuses a filesystem that needs journal recovery or an e2fsck run
+ * (-EUCLEAN), or has features this layer does not know (-EOPNOTSUPP).
+ */
+int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out);
+/*
+ * Write everything back, mark clean, flush the device, free. @fs is freed
+ * even when an error is returned (the image then stays "not clean").
+ */
+int bs_fs_close(struct bs_fs *fs);
+
+struct bs_dev *bs_fs_dev(const struct bs_fs *fs);
+uint32_t bs_fs_block_size(const struct bs_fs *fs);
+
+/* The filesystem as a whole, for `blkstack fs stat DEV`. */
+struct bs_fs_info {
+	uint32_t block_size;
+	uint64_t blocks, free_blocks;
+	uint32_t inodes, free_inodes;
+	uint32_t journal_blocks;	/* 0: no journal */
+	bool clean;			/* as found at open */
+	char label[17];
+	char uuid[37];
+};
+int bs_fs_info(struct bs_fs *fs, struct bs_fs_info *info);
+
+struct bs_fs_stat {
+	uint32_t ino;
+	uint32_t mode;		/* S_IFREG | 0644 ... */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;
+	uint64_t blocks;	/* 512-byte units allocated, as st_blocks */
+	int64_t atime, mtime, ctime;	/* seconds */
+	uint32_t generation;
+};
+
+/* Lookup: @path absolute; -ENOENT, -ENOTDIR on a file in the middle. */
+int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino);
+/* One component @name in directory @dir. */
+int bs_fs_lookup_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t *ino);
+int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st);
+
+/* Create a regular file (-EEXIST if the name exists). @mode: permissions. */
+int bs_fs_create(struct bs_fs *fs, const char *path, uint32_t mode,
+		 uint32_t *ino);
+int bs_fs_create_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t mode, uint32_t *ino);
+int bs_fs_mkdir(struct bs_fs *fs, const char *path, uint32_t mode,
+		uint32_t *ino);
+int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		   uint32_t mode, uint32_t *ino);
+/* Remove a file, or an empty directory (-ENOTEMPTY otherwise). */
+int bs_fs_unlink(struct bs_fs *fs, const char *path);
+int bs_fs_unlink_at(struct bs_fs *fs, uint32_t dir, const char *name);
+/*
+ * rename(2): replaces an existing target of the same kind (a directory
+ * only when empty); -EISDIR / -ENOTDIR on a kind mismatch, -EINVAL when
+ * moving a directory below itself.
+ */
+int bs_fs_rename(struct bs_fs *fs, const char *from, const char *to);
+int bs_fs_rename_at(struct bs_fs *fs, uint32_t fdir, const char *fname,
+		    uint32_t tdir, const char *tname);
+
+/* Bytes read (short at EOF) or -errno; holes and unwritten extents read 0. */
+int64_t bs_fs_read(struct bs_fs *fs, uint32_t ino, void *buf, uint64_t len,
+		   uint64_t off);
+/* Bytes written or -errno; allocates blocks, grows the size. */
+int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
+		    uint64_t len, uint64_t off);
+int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size);
+/* Make data and all metadata durable (metadata written, device flushed). */
+int bs_fs_fsync(struct bs_fs *fs, uint32_t ino);
+
+/* Directory entries other than "." and ".."; return non-zero to stop. */
+typedef int (*bs_fs_dirent_fn)(void *arg, const char *name, uint32_t ino,
+			       uint32_t mode);
+int bs_fs_readdir(struct bs_fs *fs, uint32_t dir, bs_fs_dirent_fn fn,
+		  void *arg);
+
+struct bs_fs_extent {
+	uint64_t logical;	/* file block */
+	uint64_t physical;	/* filesystem block */
+	uint64_t len;		/* blocks */
+	bool unwritten;		/* allocated, reads as zeroes */
+};
+/* Leaf extents in logical order; return non-zero to stop. */
+typedef int (*bs_fs_extent_fn)(void *arg, const struct bs_fs_extent *ext);
+int bs_fs_map(struct bs_fs *fs, uint32_t ino, bs_fs_extent_fn fn, void *arg);
+
+/*
+ * fallocate(2) on a regular file, as the kernel's ext4 does it (mode bits
+ * of <blkstack/zero.h>): bs_falloc_check() first, then
+ *   0 / KEEP_SIZE           allocate holes as unwritten extents; 0 grows
+ *                           the size to offset + len
+ *   PUNCH_HOLE|KEEP_SIZE    free whole blocks, zero partial ones by writing
+ *   ZERO_RANGE [|KEEP_SIZE] the range reads zero: whole blocks become
+ *                           unwritten extents, partial ones are written
+ *   WRITE_ZEROES            -EOPNOTSUPP unless bs_dev_write_zeroes_unmap();
+ *                           the range becomes written extents of zeroes,
+ *                           made by the device's unmap zeroing; no block
+ *                           is marked written before its zeroes are
+ *                           durable
+ * COLLAPSE_RANGE, INSERT_RANGE and UNSHARE_RANGE: -EOPNOTSUPP.
+ */
+int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
+		    int64_t len);
+
+#endif

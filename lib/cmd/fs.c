@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `blkstack fs ...`: ext4 on a device through the filesystem layer
+ * (lib/fs): mkfs, ls, stat, put, cat, rm, mkdir, mv, truncate, fallocate
+ * and map. Each run opens the filesystem, does one thing and closes it
+ * cleanly, so the image is consistent (e2fsck -fn clean) between runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/cmd.h>
+#include <blkstack/fs.h>
+#include <blkstack/zero.h>
+
+#include "cmd/internal.h"
+
+#define IO_CHUNK (1u << 20)
+
+struct fs_ctx {
+	struct bs_cmd_env *env;
+	const char *sub;	/* "put" */
+	struct bs_dev *dev;
+	struct bs_fs *fs;
+	char op[320];		/* "fs put /a/b", for error lines */
+};
+
+static void set_op(struct fs_ctx *c, const char *path)
+{
+	snprintf(c->op, sizeof(c->op), "fs %s%s%s", c->sub, path ? " " : "",
+		 path ? path : "");
+}
+
+static int fail(struct fs_ctx *c, int err)
+{
+	return bs_cmd_fail(c->env, c->dev ? c->dev->name : NULL, c->op, err);
+}
+
+/* Resolve DEV and open the filesystem on it. */
+static int open_fs(struct fs_ctx *c, const char *devarg, bool rw)
+{
+	int err = 0;
+
+	if (!c->dev)
+		err = bs_cmd_get_dev(c->env, devarg, &c->dev);
+	if (err) {
+		bs_cmd_fail(c->env, devarg, "open", err);
+		return CMD_FAILED;
+	}
+	err = bs_fs_open(c->dev, rw ? 0 : BS_FS_RDONLY, &c->fs);
+	if (err) {
+		fail(c, err);
+		return CMD_FAILED;
+	}
+	return 0;
+}
+
+/* Close; a failure here is reported unless one was already (@rc). */
+static int close_fs(struct fs_ctx *c, int rc)
+{
+	int err = bs_fs_close(c->fs);
+
+	c->fs = NULL;
+	if (err && rc == CMD_OK) {
+		set_op(c, NULL);
+		return fail(c, err);
+	}
+	return rc;
+}
+
+static int want_args(struct fs_ctx *c, int argc, char **argv, int n,
+		     const char *what)
+{
+	if (argc - optind != n)
+		return cmd_usage(c->env, "fs", "fs %s: %s %s", c->sub,
+				 argc - optind < n ? "missing arguments; want"
+						   : "too many arguments; want",
+				 what);
+	return 0;
+}
+
+static int bad_option(struct fs_ctx *c, char **argv, int ch)
+{
+	return cmd_bad_option(c->env, "fs", argv, ch);
+}
+
+/* ---- mkfs ------------------------------------------------------------------ */
+
+static int parse_u32(struct fs_ctx *c, const char *opt, const char *arg,
+		     uint32_t *out)
+{
+	uint64_t v;
+	int err = cmd_parse_size(c->env, "fs", opt, arg, &v);
+
+	if (err)
+		return err;
+	if (v > UINT32_MAX)
+		return cmd_usage(c->env, "fs", "%s '%s': too large", opt, arg);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int sub_mkfs(struct fs_ctx *c, int argc, char **argv)
+{
+	struct bs_fs_mkfs_opts o = { 0 };
+	struct bs_fs_info info;
+	int ch, err;
+	char a[32];
+
+	while ((ch = getopt(argc, argv, "+:b:i:J:L:")) != -1) {
+		switch (ch) {
+		case 'b':
+			if ((err = parse_u32(c, "-b", optarg, &o.block_size)))
+				return err;
+			break;
+		case 'i':
+			if ((err = parse_u32(c, "-i", optarg, &o.inode_ratio)))
+				return err;
+			break;
+		case 'J':
+			if ((err = parse_u32(c, "-J", optarg, &o.journal_blocks)))
+				return err;
+			break;
+		case 'L':
+			o.label = optarg;
+			break;
+		default:
+			return bad_option(c, argv, ch);
+		}
+	}
+	if ((err = want_args(c, argc, argv, 1, "DEV")))
+		return err;
+	set_op(c, NULL);
+	err = bs_cmd_get_dev(c->env, argv[optind], &c->dev);
+	if (err)
+		return bs_cmd_fail(c->env, argv[optind], "open", err);
+	err = bs_fs_mkfs(c->dev, &o);
+	if (err)
+		return fail(c, err);
+	/* say what was made, read back from the image */
+	if (open_fs(c, argv[optind], false))
+		return CMD_FAILED;
+	bs_fs_info(c->fs, &info);
+	fprintf(c->env->out, "%s: ext4, %s, %" PRIu64 " blocks of %u, %u "
+		"inodes, journal %u blocks, uuid %s\n", c->dev->name,
+		bs_fmt_size(info.blocks * info.block_size, a, sizeof(a)),
+		info.blocks, info.block_size, info.inodes,
+		info.journal_blocks, info.uuid);
+	return close_fs(c, CMD_OK);
+}
+
+/* ---- ls / stat --------------------------------------------------------------- */
+
+static void mode_string(uint32_t mode, char s[11])
+{
+	static const char rwx[] = "rwxrwxrwx";
+	int i;
+
+	s[0] = S_ISDIR(mode)	? 'd' :
+	       S_ISLNK(mode)	? 'l' :
+	       S_ISCHR(mode)	? 'c' :
+	       S_ISBLK(mode)	? 'b' :
+	       S_ISFIFO(mode)	? 'p' :
+	       S_ISSOCK(mode)	? 's' : '-';
+	for (i = 0; i < 9; i++)
+		s[i + 1] = (mode & (1u << (8 - i))) ? rwx[i] : '-';
+	s[10] = '\0';
+}
+
+struct ls_arg {
+	struct fs_ctx *c;
+	bool lng;
+	int err;
+};
+
+static int ls_cb(void *arg, const char *name, uint32_t ino, uint32_t mode)
+{
+	struct ls_arg *l = arg;
+	struct bs_fs_stat st;
+	char m[11], t[32];
+	time_t tt;
+	struct tm tm;
+	int err;
+
+	if (!l->lng) {
+		fprintf(l->c->env->out, "%s%s\n", name, S_ISDIR(mode) ? "/" : "");
+		return 0;
+	}
+	err = bs_fs_stat(l->c->fs, ino, &st);
+	if (err) {
+		l->err = err;
+		return 1;
+	}
+	mode_string(st.mode, m);
+	tt = (time_t)st.mtime;
+	gmtime_r(&tt, &tm);
+	strftime(t, sizeof(t), "%Y-%m-%d %H:%M", &tm);
+	fprintf(l->c->env->out, "%s %3u %5u %5u %12" PRIu64 " %s %8u %s%s\n", m,
+		st.nlink, st.uid, st.gid, st.size, t, ino, name,
+		S_ISDIR(st.mode) ? "/" : "");
+	return 0;
+}
+
+static int sub_ls(struct fs_ctx *c, int argc, char **argv)
+{
+	struct ls_arg l = { c, false, 0 };
+	struct bs_fs_stat st;
+	const char *path;
+	uint32_t ino;
+	int ch, err, rc;
+
+	while ((ch = getopt(argc, argv, "+:l")) != -1) {
+		if (ch == 'l')
+			l.lng = true;
+		else
+			return bad_option(c, argv, ch);
+	}
+	if (argc - optind == 1)
+		path = "/";
+	else if ((err = want_args(c, argc, argv, 2, "DEV [/PATH]")))
+		return err;
+	else
+		path = argv[optind + 1];
+	set_op(c, path);
+	if (open_fs(c, argv[optind], false))
+		return CMD_FAILED;
+	err = bs_fs_lookup(c->fs, path, &ino);
+	if (!err)
+		err = bs_fs_stat(c->fs, ino, &st);
+	if (!err && !S_ISDIR(st.mode)) {
+		/* ls of a file names the file, as ls(1) */
+		const char *base = strrchr(path, '/');
+		l.err = 0;
+		ls_cb(&l, base ? base + 1 : path, ino, st.mode);
+		err = l.err;
+	} else if (!err) {
+		err = bs_fs_readdir(c->fs, ino, ls_cb, &l);
+		if (err > 0)
+			err = l.err;
+	}
+	rc = err ? fail(c, err) : CMD_OK;
+	return close_fs(c, rc);
+}
+
+static void print_time(FILE *f, const char *key, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	char buf[40];
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(f, "  %-12s %s\n", key, buf);
+}
+
+static int sub_stat(struct fs_ctx *c, int argc, char **argv)
+{
+	struct bs_fs_stat st;
+	struct bs_fs_info info;
+	FILE *f = c->env->out;
+	uint32_t ino;
+	char m[11], a[32];
+	int ch, err, rc;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if (argc - optind == 1) {
+		/* the filesystem itself */
+		set_op(c, NULL);
+		if (open_fs(c, argv[optind], false))
+			return CMD_FAILED;
+		bs_fs_info(c->fs, &info);
+		fprintf(f, "%s\n", c->dev->name);
+		fprintf(f, "  %-12s ext4\n", "type");
+		fprintf(f, "  %-12s %s\n", "uuid", info.uuid);
+		fprintf(f, "  %-12s %s\n", "label", info.label);
+		fprintf(f, "  %-12s %u\n", "block size", info.block_size);
+		fprintf(f, "  %-12s %" PRIu64 " (%s)\n", "blocks", info.blocks,
+			bs_fmt_size(info.blocks * info.block_size, a, sizeof(a)));
+		fprintf(f, "  %-12s %" PRIu64 " (%s)\n", "free blocks",
+			info.free_blocks,
+			bs_fmt_size(info.free_blocks * info.block_size, a,
+				    sizeof(a)));
+		fprintf(f, "  %-12s %u\n", "inodes", info.inodes);
+		fprintf(f, "  %-12s %u\n", "free inodes", info.free_inodes);
+		fprintf(f, "  %-12s %u blocks\n", "journal", info.journal_blocks);
+		fprintf(f, "  %-12s %s\n", "state",
+			info.clean ? "clean" : "not clean (run e2fsck -f)");
+		return close_fs(c, CMD_OK);
+	}
+	if ((err = want_args(c, argc, argv, 2, "DEV [/PATH]")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], false))
+		return CMD_FAILED;
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	if (!err)
+		err = bs_fs_stat(c->fs, ino, &st);
+	if (err) {
+		rc = fail(c, err);
+		return close_fs(c, rc);
+	}
+	mode_string(st.mode, m);
+	fprintf(f, "%s\n", argv[optind + 1]);
+	fprintf(f, "  %-12s %u\n", "inode", st.ino);
+	fprintf(f, "  %-12s %s (0%o)\n", "mode", m, st.mode & 07777);
+	fprintf(f, "  %-12s %s\n", "type",
+		S_ISDIR(st.mode) ? "directory" :
+		S_ISREG(st.mode) ? "regular file" : "other");
+	fprintf(f, "  %-12s %u\n", "links", st.nlink);
+	fprintf(f, "  %-12s %u / %u\n", "uid / gid", st.uid, st.gid);
+	fprintf(f, "  %-12s %" PRIu64 " (%s)\n", "size", st.size,
+		bs_fmt_size(st.size, a, sizeof(a)));
+	fprintf(f, "  %-12s %" PRIu64 " (%s allocated)\n", "blocks", st.blocks,
+		bs_fmt_size(st.blocks * 512, a, sizeof(a)));
+	print_time(f, "atime", st.atime);
+	print_time(f, "mtime", st.mtime);
+	print_time(f, "ctime", st.ctime);
+	fprintf(f, "  %-12s %u\n", "generation", st.generation);
+	return close_fs(c, CMD_OK);
+}
+
+/* ---- put / cat ----------------------------------------------------------- */
+
+static int sub_put(struct fs_ctx *c, int argc, char **argv)
+{
+	const char *host, *path;
+	uint8_t *buf = NULL;
+	uint64_t off = 0;
+	uint32_t ino;
+	int ch, err = 0, rc = CMD_OK, fd;
+	uint32_t mode = 0644;
+	struct stat hst;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 3, "DEV HOSTFILE /PATH")))
+		return err;
+	host = argv[optind + 1];
+	path = argv[optind + 2];
+	set_op(c, path);
+	fd = open(host, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &hst)) {
+		err = -errno;
+		bs_error(err, "cannot read host file %s", host);
+		if (fd >= 0)
+			close(fd);
+		return bs_cmd_fail(c->env, NULL, c->op, err);
+	}
+	if (!S_ISREG(hst.st_mode) && !S_ISFIFO(hst.st_mode) &&
+	    !S_ISCHR(hst.st_mode)) {
+		close(fd);
+		bs_error(-EINVAL, "host file %s is not a regular file", host);
+		return bs_cmd_fail(c->env, NULL, c->op, -EINVAL);
+	}
+	if (S_ISREG(hst.st_mode))
+		mode = hst.st_mode & 0777;
+	buf = malloc(IO_CHUNK);
+	if (!buf) {
+		close(fd);
+		bs_error(-ENOMEM, "out of memory");
+		return bs_cmd_fail(c->env, NULL, c->op, -ENOMEM);
+	}
+	if (open_fs(c, argv[optind], true)) {
+		free(buf);
+		close(fd);
+		return CMD_FAILED;
+	}
+	err = bs_fs_lookup(c->fs, path, &ino);
+	if (!err) {
+		/* an existing file is replaced, as cp(1) overwrites */
+		err = bs_fs_truncate(c->fs, ino, 0);
+	} else if (err == -ENOENT) {
+		err = bs_fs_create(c->fs, path, mode, &ino);
+	}
+	while (!err) {
+		ssize_t n = read(fd, buf, IO_CHUNK);
+		int64_t w;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = bs_error(-errno, "reading host file %s at %" PRIu64,
+				       host, off);
+			break;
+		}
+		if (!n)
+			break;
+		w = bs_fs_write(c->fs, ino, buf, (uint64_t)n, off);
+		if (w < 0)
+			err = (int)w;
+		else
+			off += (uint64_t)n;
+	}
+	if (err)
+		rc = fail(c, err);
+	free(buf);
+	close(fd);
+	return close_fs(c, rc);
+}
+
+static int sub_cat(struct fs_ctx *c, int argc, char **argv)
+{
+	uint8_t *buf;
+	uint64_t off = 0;
+	uint32_t ino;
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	buf = malloc(IO_CHUNK);
+	if (!buf) {
+		bs_error(-ENOMEM, "out of memory");
+		return bs_cmd_fail(c->env, NULL, c->op, -ENOMEM);
+	}
+	if (open_fs(c, argv[optind], false)) {
+		free(buf);
+		return CMD_FAILED;
+	}
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	while (!err) {
+		int64_t n = bs_fs_read(c->fs, ino, buf, IO_CHUNK, off);
+
+		if (n < 0) {
+			err = (int)n;
+			break;
+		}
+		if (!n)
+			break;
+		if (fwrite(buf, 1, (size_t)n, c->env->out) != (size_t)n) {
+			err = bs_error(-EIO, "writing the output failed");
+			break;
+		}
+		off += (uint64_t)n;
+	}
+	if (err)
+		rc = fail(c, err);
+	free(buf);
+	return close_fs(c, rc);
+}
+
+/* ---- rm / mkdir / mv / truncate ------------------------------------------- */
+
+static int sub_rm(struct fs_ctx *c, int argc, char **argv)
+{
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_unlink(c->fs, argv[optind + 1]);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int sub_mkdir(struct fs_ctx *c, int argc, char **argv)
+{
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_mkdir(c->fs, argv[optind + 1], 0755, NULL);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int sub_mv(struct fs_ctx *c, int argc, char **argv)
+{
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 3, "DEV /FROM /TO")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_rename(c->fs, argv[optind + 1], argv[optind + 2]);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int sub_truncate(struct fs_ctx *c, int argc, char **argv)
+{
+	uint64_t size = 0;
+	bool have = false;
+	uint32_t ino;
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:s:")) != -1) {
+		if (ch != 's')
+			return bad_option(c, argv, ch);
+		if ((err = cmd_parse_size(c->env, "fs", "-s", optarg, &size)))
+			return err;
+		have = true;
+	}
+	if (!have)
+		return cmd_usage(c->env, "fs", "fs truncate: -s SIZE is missing");
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	if (!err)
+		err = bs_fs_truncate(c->fs, ino, size);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+/* ---- fallocate / map ------------------------------------------------------- */
+
+static int sub_fallocate(struct fs_ctx *c, int argc, char **argv)
+{
+	uint64_t offset = 0, length = 0;
+	bool have_len = false;
+	int mode = 0, modes = 0, ch, err, rc = CMD_OK;
+	uint32_t ino;
+
+	while ((ch = getopt(argc, argv, "+:knzpwo:l:")) != -1) {
+		switch (ch) {
+		case 'k':
+		case 'n':
+			mode |= BS_FALLOC_KEEP_SIZE;
+			break;
+		case 'z':
+			mode |= BS_FALLOC_ZERO_RANGE;
+			modes++;
+			break;
+		case 'p':
+			/* as util-linux: punching implies keeping the size */
+			mode |= BS_FALLOC_PUNCH_HOLE | BS_FALLOC_KEEP_SIZE;
+			modes++;
+			break;
+		case 'w':
+			mode |= BS_FALLOC_WRITE_ZEROES;
+			modes++;
+			break;
+		case 'o':
+			if ((err = cmd_parse_size(c->env, "fs", "-o", optarg,
+						  &offset)))
+				return err;
+			break;
+		case 'l':
+			if ((err = cmd_parse_size(c->env, "fs", "-l", optarg,
+						  &length)))
+				return err;
+			have_len = true;
+			break;
+		default:
+			return bad_option(c, argv, ch);
+		}
+	}
+	if (modes > 1)
+		return cmd_usage(c->env, "fs", "fs fallocate: -z, -p and -w are "
+				 "mutually exclusive");
+	if (!have_len)
+		return cmd_usage(c->env, "fs", "fs fallocate: -l LENGTH is "
+				 "missing");
+	if (offset > INT64_MAX || length > INT64_MAX)
+		return cmd_usage(c->env, "fs", "fs fallocate: offset and length "
+				 "must be below 8 EiB");
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	/* like fallocate(1): the file is created when missing */
+	if (err == -ENOENT)
+		err = bs_fs_create(c->fs, argv[optind + 1], 0644, &ino);
+	if (!err)
+		err = bs_fs_fallocate(c->fs, ino, mode, (int64_t)offset,
+				      (int64_t)length);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+struct map_arg {
+	FILE *out;
+	unsigned n;
+};
+
+static int map_cb(void *arg, const struct bs_fs_extent *e)
+{
+	struct map_arg *m = arg;
+
+	fprintf(m->out, "%4u %12" PRIu64 " %12" PRIu64 " %10" PRIu64 "  %s\n",
+		m->n++, e->logical, e->physical, e->len,
+		e->unwritten ? "unwritten" : "written");
+	return 0;
+}
+
+static int sub_map(struct fs_ctx *c, int argc, char **argv)
+{
+	struct map_arg m;
+	struct bs_fs_stat st;
+	uint32_t ino;
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], false))
+		return CMD_FAILED;
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	if (!err)
+		err = bs_fs_stat(c->fs, ino, &st);
+	if (!err) {
+		m.out = c->env->out;
+		m.n = 0;
+		fprintf(m.out, "%s: inode %u, size %" PRIu64 ", %u-byte blocks\n",
+			argv[optind + 1], ino, st.size, bs_fs_block_size(c->fs));
+		fprintf(m.out, "%4s %12s %12s %10s  %s\n", "ext", "logical",
+			"physical", "length", "state");
+		err = bs_fs_map(c->fs, ino, map_cb, &m);
+	}
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int (*run)(struct fs_ctx *c, int argc, char **argv);
+} subs[] = {
+	{ "mkfs", sub_mkfs },	  { "ls", sub_ls },
+	{ "stat", sub_stat },	  { "put", sub_put },
+	{ "cat", sub_cat },	  { "rm", sub_rm },
+	{ "mkdir", sub_mkdir },	  { "mv", sub_mv },
+	{ "truncate", sub_truncate }, { "fallocate", sub_fallocate },
+	{ "map", sub_map },
+};
+
+static int fs_run(struct bs_cmd_env *env, int argc, char **argv)
+{
+	struct fs_ctx c = { .env = env };
+	size_t i;
+
+	if (argc < 2)
+		return cmd_usage(env, "fs", "a subcommand is missing (mkfs, ls, "
+				 "stat, put, cat, rm, mkdir, mv, truncate, "
+				 "fallocate, map)");
+	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		if (strcmp(argv[1], subs[i].name))
+			continue;
+		c.sub = subs[i].name;
+		cmd_getopt_reset();
+		/* argv[0] of the subcommand is its name */
+		return subs[i].run(&c, argc - 1, argv + 1);
+	}
+	return cmd_usage(env, "fs", "'%s' is not a subcommand of fs", argv[1]);
+}
+
+static const struct bs_cmd fs_cmd = {
+	.name = "fs",
+	.usage = "fs SUBCOMMAND [OPTIONS] DEV [/PATH...]",
+	.summary = "ext4 on a device: mkfs, ls, put, cat, fallocate -w, map",
+	.run = fs_run,
+	.help =
+	"DESCRIPTION\n"
+	"  Makes and works on a real ext4 filesystem on DEV, through\n"
+	"  libext2fs: images it writes pass e2fsck and mount with the kernel's\n"
+	"  ext4. Each run opens the filesystem, marks it \"not clean\" while it\n"
+	"  changes it, and marks it clean again when done; a run that was\n"
+	"  killed leaves it not clean, and read-write runs then refuse it until\n"
+	"  e2fsck -f has checked it. PATHs are absolute inside the filesystem;\n"
+	"  symbolic links are not followed.\n"
+	"\n"
+	"SUBCOMMANDS\n"
+	"  mkfs [-b BLOCKSIZE] [-i BYTES-PER-INODE] [-J JOURNAL-BLOCKS]\n"
+	"       [-L LABEL] DEV\n"
+	"      Make ext4 as mke2fs -t ext4 would: extents, 64bit, flex_bg,\n"
+	"      dir_index, metadata_csum, huge_file, dir_nlink, extra_isize and\n"
+	"      a journal (default size). Inode tables and the journal are zeroed\n"
+	"      through the device's zeroout, so a thin device stays thin.\n"
+	"      Defaults: -b 4096, -i 16384.\n"
+	"  ls [-l] DEV [/PATH]\n"
+	"      List a directory (default /); -l adds mode, links, uid, gid,\n"
+	"      size, mtime (UTC) and inode number.\n"
+	"  stat DEV [/PATH]\n"
+	"      Without PATH: the filesystem (blocks, inodes, journal, whether\n"
+	"      it was clean). With PATH: the inode (mode, size, blocks, times).\n"
+	"  put DEV HOSTFILE /PATH\n"
+	"      Copy HOSTFILE in as /PATH (replacing an existing file; the\n"
+	"      parent directory must exist; the mode is HOSTFILE's). A pipe\n"
+	"      such as /dev/stdin works too.\n"
+	"  cat DEV /PATH\n"
+	"      Write the file's bytes to stdout. Holes and unwritten extents\n"
+	"      read as zeroes.\n"
+	"  rm DEV /PATH\n"
+	"      Remove a file, or an empty directory.\n"
+	"  mkdir DEV /PATH\n"
+	"      Make a directory (mode 0755).\n"
+	"  mv DEV /FROM /TO\n"
+	"      rename(2): replaces a file, or an empty directory, at /TO.\n"
+	"  truncate -s SIZE DEV /PATH\n"
+	"      Set the size; blocks past it are freed.\n"
+	"  fallocate [-k] [-z|-p|-w] [-o OFFSET] -l LENGTH DEV /PATH\n"
+	"      fallocate(2) on the file (created when missing), with ext4's\n"
+	"      semantics and util-linux's letters:\n"
+	"        (no mode)  allocate holes as unwritten extents; the size grows\n"
+	"                   to OFFSET+LENGTH unless -k.\n"
+	"        -p         punch a hole (implies -k): whole blocks are freed,\n"
+	"                   partial blocks at the edges zeroed by writing.\n"
+	"        -z         zero range: the range reads zeroes; whole blocks\n"
+	"                   become unwritten extents, edges are written.\n"
+	"        -w         write zeroes (FALLOC_FL_WRITE_ZEROES): the range\n"
+	"                   becomes WRITTEN extents of zeroes, made by the\n"
+	"                   device's unmap zeroing instead of by writing, so\n"
+	"                   later overwrites need no unwritten conversion.\n"
+	"                   Allocated unwritten first, that metadata flushed,\n"
+	"                   zeroed by the device and flushed, and only then\n"
+	"                   marked written: a crash never exposes old data.\n"
+	"                   Refused with EOPNOTSUPP unless DEV has\n"
+	"                   write_zeroes_unmap (see `blkstack info DEV`), and\n"
+	"                   with -k (as the kernel does).\n"
+	"      -k, -n  keep the size; -o OFFSET (default 0); -l LENGTH\n"
+	"      (required). Sizes take K, M, G, T suffixes (1024-based).\n"
+	"  map DEV /PATH\n"
+	"      The file's extents: logical block, physical block, length in\n"
+	"      blocks, and written / unwritten (allocated, reads zeroes).\n"
+	"\n"
+	CMD_HELP_DEV
+	CMD_HELP_EXIT
+	"  Errors name the device, the subcommand, the path and the reason:\n"
+	"    blkstack: img: fs fallocate /f: Operation not supported (ext4:\n"
+	"    fallocate: write zeroes: ...)\n"
+	"\n"
+	"EXAMPLES\n"
+	"  truncate -s 4G disk.img\n"
+	"  blkstack fs mkfs file:disk.img\n"
+	"  blkstack fs fallocate -w -l 1G file:disk.img /f\n"
+	"  blkstack fs map file:disk.img /f          # written extents\n"
+	"  blkstack fs put file:disk.img /etc/hosts /hosts\n"
+	"  blkstack fs ls -l file:disk.img /\n"
+	"  e2fsck -fn disk.img                      # clean\n",
+};
+
+BS_CMD(fs_cmd)

@@ -1,0 +1,702 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Names: path lookup, stat, create, mkdir, unlink, rename and readdir on
+ * the ext4 of lib/fs/, with the errors of the POSIX calls they stand for.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <ext2fs/ext2fs.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/fs.h>
+
+#include "fs/internal.h"
+
+#define NAME_MAX_EXT4 255
+
+static __u32 now32(void)
+{
+	return (__u32)time(NULL);
+}
+
+static int check_name(struct bs_fs *fs, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n)
+		return fs_err(fs, -ENOENT, "empty name");
+	if (n > NAME_MAX_EXT4)
+		return fs_err(fs, -ENAMETOOLONG, "name '%.32s...' is longer "
+			      "than %d bytes", name, NAME_MAX_EXT4);
+	if (strchr(name, '/'))
+		return fs_err(fs, -EINVAL, "name '%s' contains '/'", name);
+	return 0;
+}
+
+static int check_dir(struct bs_fs *fs, uint32_t dir)
+{
+	struct ext2_inode inode;
+	int err = fs_read_inode(fs, dir, &inode);
+
+	if (err)
+		return err;
+	if (!LINUX_S_ISDIR(inode.i_mode))
+		return fs_err(fs, -ENOTDIR, "inode %u is not a directory", dir);
+	if (!inode.i_links_count)
+		return fs_err(fs, -ENOENT, "directory inode %u was removed", dir);
+	return 0;
+}
+
+int bs_fs_lookup_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t *ino)
+{
+	ext2_ino_t found;
+	errcode_t ret;
+	int err;
+
+	if ((err = check_name(fs, name)) || (err = check_dir(fs, dir)))
+		return err;
+	ret = ext2fs_lookup(fs->e2, dir, name, (int)strlen(name), NULL, &found);
+	if (ret == EXT2_ET_FILE_NOT_FOUND)
+		return fs_err(fs, -ENOENT, "'%s': no such file or directory",
+			      name);
+	if (ret)
+		return fs_fail(fs, ret, "looking up '%s'", name);
+	*ino = found;
+	return 0;
+}
+
+/*
+ * Walk @path; with @last set, stop before the last component and return
+ * it there (for create/unlink/rename), else resolve all of it.
+ */
+static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
+		char *last, size_t lastlen)
+{
+	const char *p = path, *end;
+	uint32_t cur = BS_FS_ROOT_INO;
+	char name[NAME_MAX_EXT4 + 1];
+	int err;
+
+	if (!path || path[0] != '/')
+		return fs_err(fs, -EINVAL, "path '%s' is not absolute",
+			      path ? path : "(null)");
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchr(p, '/');
+		if (!end)
+			end = p + strlen(p);
+		if ((size_t)(end - p) > NAME_MAX_EXT4)
+			return fs_err(fs, -ENAMETOOLONG, "%s: a component is "
+				      "longer than %d bytes", path,
+				      NAME_MAX_EXT4);
+		memcpy(name, p, (size_t)(end - p));
+		name[end - p] = '\0';
+		p = end;
+		if (last) {
+			const char *q = p;
+			while (*q == '/')
+				q++;
+			if (!*q) {
+				if ((size_t)snprintf(last, lastlen, "%s", name) >=
+				    lastlen)
+					return fs_err(fs, -ENAMETOOLONG,
+						      "%s: name too long", path);
+				*ino = cur;
+				return 0;
+			}
+		}
+		err = bs_fs_lookup_at(fs, cur, name, &cur);
+		if (err == -ENOENT)
+			return fs_err(fs, -ENOENT, "%s: '%s' not found", path,
+				      name);
+		if (err == -ENOTDIR)
+			return fs_err(fs, -ENOTDIR, "%s: a component before "
+				      "'%s' is not a directory", path, name);
+		if (err)
+			return err;
+	}
+	if (last)
+		return fs_err(fs, -EINVAL, "%s: the root has no name to "
+			      "create or remove", path);
+	*ino = cur;
+	return 0;
+}
+
+int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino)
+{
+	return walk(fs, path, ino, NULL, 0);
+}
+
+int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
+{
+	struct ext2_inode inode;
+	int err = fs_read_inode(fs, ino, &inode);
+
+	if (err)
+		return err;
+	if (!inode.i_links_count && !LINUX_S_ISDIR(inode.i_mode) &&
+	    !ext2fs_test_inode_bitmap2(fs->e2->inode_map, ino))
+		return fs_err(fs, -ENOENT, "inode %u is not in use", ino);
+	memset(st, 0, sizeof(*st));
+	st->ino = ino;
+	st->mode = inode.i_mode;
+	st->nlink = inode.i_links_count;
+	st->uid = inode_uid(inode);
+	st->gid = inode_gid(inode);
+	st->size = EXT2_I_SIZE(&inode);
+	st->blocks = ext2fs_get_stat_i_blocks(fs->e2, &inode);
+	st->atime = (int32_t)inode.i_atime;
+	st->mtime = (int32_t)inode.i_mtime;
+	st->ctime = (int32_t)inode.i_ctime;
+	st->generation = inode.i_generation;
+	return 0;
+}
+
+/* Set mtime and ctime of a directory whose entries changed. */
+static int touch(struct bs_fs *fs, uint32_t ino, int links_delta)
+{
+	struct ext2_inode inode;
+	int err = fs_read_inode(fs, ino, &inode);
+
+	if (err)
+		return err;
+	inode.i_mtime = inode.i_ctime = now32();
+	if (links_delta < 0 && inode.i_links_count > 1)
+		inode.i_links_count--;
+	else if (links_delta > 0 && inode.i_links_count < EXT2_LINK_MAX)
+		inode.i_links_count++;
+	/* dir_nlink: past the limit a directory counts 1, "many" */
+	else if (links_delta > 0)
+		inode.i_links_count = 1;
+	return fs_write_inode(fs, ino, &inode);
+}
+
+/* Link @name -> @ino in @dir, growing the directory when it is full. */
+static int dir_link(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t ino, int ftype)
+{
+	errcode_t ret;
+
+	ret = ext2fs_link(fs->e2, dir, name, ino, ftype);
+	if (ret == EXT2_ET_DIR_NO_SPACE) {
+		ret = ext2fs_expand_dir(fs->e2, dir);
+		if (ret)
+			return fs_fail(fs, ret, "growing directory %u", dir);
+		ret = ext2fs_link(fs->e2, dir, name, ino, ftype);
+	}
+	if (ret)
+		return fs_fail(fs, ret, "adding '%s' to directory %u", name,
+			      dir);
+	return 0;
+}
+
+struct room {
+	unsigned need;
+	bool found;
+};
+
+static int room_cb(struct ext2_dir_entry *de, int offset, int blocksize,
+		   char *buf, void *priv)
+{
+	struct room *r = priv;
+	unsigned namelen = ext2fs_dirent_name_len(de);
+	unsigned rec_len = de->rec_len, used;
+
+	/* the checksum tail of a block is no room */
+	if (!de->inode && !namelen && ext2fs_dirent_file_type(de) ==
+	    EXT2_DIR_NAME_LEN_CSUM >> 8)
+		return 0;
+	used = de->inode ? (unsigned)EXT2_DIR_REC_LEN(namelen) : 0;
+	if (rec_len >= used + r->need) {
+		r->found = true;
+		return DIRENT_ABORT;
+	}
+	return 0;
+}
+
+/*
+ * ext2fs_mkdir() leaves a half-made inode behind when the parent has no
+ * room for the name; give the parent room first, as a kernel would.
+ */
+static int make_room(struct bs_fs *fs, uint32_t dir, const char *name)
+{
+	struct room r = { .need = EXT2_DIR_REC_LEN(strlen(name)) };
+	errcode_t ret;
+
+	ret = ext2fs_dir_iterate(fs->e2, dir, DIRENT_FLAG_INCLUDE_EMPTY, NULL,
+				 room_cb, &r);
+	if (ret)
+		return fs_fail(fs, ret, "reading directory %u", dir);
+	if (r.found)
+		return 0;
+	ret = ext2fs_expand_dir(fs->e2, dir);
+	if (ret)
+		return fs_fail(fs, ret, "growing directory %u", dir);
+	return 0;
+}
+
+static int exists(struct bs_fs *fs, uint32_t dir, const char *name)
+{
+	ext2_ino_t found;
+	errcode_t ret;
+
+	ret = ext2fs_lookup(fs->e2, dir, name, (int)strlen(name), NULL, &found);
+	if (!ret)
+		return fs_err(fs, -EEXIST, "'%s' exists", name);
+	if (ret != EXT2_ET_FILE_NOT_FOUND)
+		return fs_fail(fs, ret, "looking up '%s'", name);
+	return 0;
+}
+
+int bs_fs_create_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t mode, uint32_t *ino)
+{
+	struct ext2_inode inode;
+	ext2_extent_handle_t h;
+	ext2_ino_t child;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_check_rw(fs, "create")) || (err = check_name(fs, name)) ||
+	    (err = check_dir(fs, dir)) || (err = exists(fs, dir, name)))
+		return err;
+	ret = ext2fs_new_inode(fs->e2, dir, LINUX_S_IFREG | 0600, NULL, &child);
+	if (ret)
+		return fs_fail(fs, ret, "creating '%s': no free inode", name);
+	err = dir_link(fs, dir, name, child, EXT2_FT_REG_FILE);
+	if (err)
+		return err;
+	memset(&inode, 0, sizeof(inode));
+	inode.i_mode = LINUX_S_IFREG | (mode & 07777);
+	inode.i_links_count = 1;
+	inode.i_atime = inode.i_mtime = inode.i_ctime = now32();
+	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
+		inode.i_generation = now32();
+	/* an empty extent tree in i_block, EXTENTS_FL set */
+	ret = ext2fs_extent_open2(fs->e2, child, &inode, &h);
+	if (ret)
+		return fs_fail(fs, ret, "creating '%s': extent tree", name);
+	ext2fs_extent_free(h);
+	ret = ext2fs_write_new_inode(fs->e2, child, &inode);
+	if (ret)
+		return fs_fail(fs, ret, "creating '%s': writing inode %u", name,
+			      child);
+	ext2fs_inode_alloc_stats2(fs->e2, child, +1, 0);
+	err = touch(fs, dir, 0);
+	if (err)
+		return err;
+	if (ino)
+		*ino = child;
+	return 0;
+}
+
+int bs_fs_create(struct bs_fs *fs, const char *path, uint32_t mode,
+		 uint32_t *ino)
+{
+	char name[NAME_MAX_EXT4 + 1];
+	uint32_t dir;
+	int err = walk(fs, path, &dir, name, sizeof(name));
+
+	return err ? err : bs_fs_create_at(fs, dir, name, mode, ino);
+}
+
+int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		   uint32_t mode, uint32_t *ino)
+{
+	struct ext2_inode inode;
+	ext2_ino_t child;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_check_rw(fs, "mkdir")) || (err = check_name(fs, name)) ||
+	    (err = check_dir(fs, dir)) || (err = exists(fs, dir, name)) ||
+	    (err = make_room(fs, dir, name)))
+		return err;
+	ret = ext2fs_mkdir(fs->e2, dir, 0, name);
+	if (ret == EXT2_ET_DIR_NO_SPACE) {
+		/* our room check was wrong: the half-made inode is reused */
+		ret = ext2fs_expand_dir(fs->e2, dir);
+		if (!ret)
+			ret = ext2fs_mkdir(fs->e2, dir, 0, name);
+	}
+	if (ret)
+		return fs_fail(fs, ret, "mkdir '%s'", name);
+	ret = ext2fs_lookup(fs->e2, dir, name, (int)strlen(name), NULL, &child);
+	if (ret)
+		return fs_fail(fs, ret, "mkdir '%s': looking it up", name);
+	if ((err = fs_read_inode(fs, child, &inode)))
+		return err;
+	inode.i_mode = LINUX_S_IFDIR | (mode & 07777);
+	/* not i_generation: it seeds the checksum of the block just written */
+	inode.i_atime = inode.i_mtime = inode.i_ctime = now32();
+	if ((err = fs_write_inode(fs, child, &inode)) ||
+	    (err = touch(fs, dir, 0)))
+		return err;
+	if (ino)
+		*ino = child;
+	return 0;
+}
+
+int bs_fs_mkdir(struct bs_fs *fs, const char *path, uint32_t mode,
+		uint32_t *ino)
+{
+	char name[NAME_MAX_EXT4 + 1];
+	uint32_t dir;
+	int err = walk(fs, path, &dir, name, sizeof(name));
+
+	return err ? err : bs_fs_mkdir_at(fs, dir, name, mode, ino);
+}
+
+/* ---- removing -------------------------------------------------------------- */
+
+static int empty_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *de,
+		    int offset, int blocksize, char *buf, void *priv)
+{
+	bool *empty = priv;
+
+	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE ||
+	    !de->inode)
+		return 0;
+	*empty = false;
+	return DIRENT_ABORT;
+}
+
+static int dir_empty(struct bs_fs *fs, uint32_t dir, bool *empty)
+{
+	errcode_t ret;
+
+	*empty = true;
+	ret = ext2fs_dir_iterate2(fs->e2, dir, 0, NULL, empty_cb, empty);
+	if (ret)
+		return fs_fail(fs, ret, "reading directory %u", dir);
+	return 0;
+}
+
+/*
+ * Drop one name of @ino (its entry is already gone). At zero links the
+ * blocks and the inode are freed.
+ */
+static int drop_link(struct bs_fs *fs, uint32_t ino)
+{
+	struct ext2_inode inode;
+	bool dir;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_read_inode(fs, ino, &inode)))
+		return err;
+	dir = LINUX_S_ISDIR(inode.i_mode);
+	if (!dir && inode.i_links_count > 1) {
+		inode.i_links_count--;
+		inode.i_ctime = now32();
+		return fs_write_inode(fs, ino, &inode);
+	}
+	inode.i_links_count = 0;
+	inode.i_ctime = inode.i_dtime = now32();
+	if (ext2fs_inode_has_valid_blocks2(fs->e2, &inode)) {
+		ret = ext2fs_punch(fs->e2, ino, &inode, NULL, 0, ~0ULL);
+		if (ret)
+			return fs_fail(fs, ret, "freeing the blocks of inode %u",
+				      ino);
+	}
+	if (ext2fs_file_acl_block(fs->e2, &inode)) {
+		blk64_t blk = ext2fs_file_acl_block(fs->e2, &inode);
+		ret = ext2fs_adjust_ea_refcount3(fs->e2, blk, NULL, -1, NULL,
+						 ino);
+		if (!ret) {
+			ext2fs_block_alloc_stats2(fs->e2, blk, -1);
+			ext2fs_file_acl_block_set(fs->e2, &inode, 0);
+		}
+	}
+	if ((err = fs_write_inode(fs, ino, &inode)))
+		return err;
+	ext2fs_inode_alloc_stats2(fs->e2, ino, -1, dir);
+	return 0;
+}
+
+static int mode_ftype(uint32_t mode)
+{
+	switch (mode & LINUX_S_IFMT) {
+	case LINUX_S_IFREG: return EXT2_FT_REG_FILE;
+	case LINUX_S_IFDIR: return EXT2_FT_DIR;
+	case LINUX_S_IFCHR: return EXT2_FT_CHRDEV;
+	case LINUX_S_IFBLK: return EXT2_FT_BLKDEV;
+	case LINUX_S_IFIFO: return EXT2_FT_FIFO;
+	case LINUX_S_IFSOCK: return EXT2_FT_SOCK;
+	case LINUX_S_IFLNK: return EXT2_FT_SYMLINK;
+	default: return EXT2_FT_UNKNOWN;
+	}
+}
+
+static int get_kind2(struct bs_fs *fs, uint32_t ino, bool *dir, int *ftype)
+{
+	struct ext2_inode inode;
+	int err = fs_read_inode(fs, ino, &inode);
+
+	if (!err) {
+		*dir = LINUX_S_ISDIR(inode.i_mode);
+		if (ftype)
+			*ftype = mode_ftype(inode.i_mode);
+	}
+	return err;
+}
+
+static int get_kind(struct bs_fs *fs, uint32_t ino, bool *dir)
+{
+	return get_kind2(fs, ino, dir, NULL);
+}
+
+int bs_fs_unlink_at(struct bs_fs *fs, uint32_t dir, const char *name)
+{
+	uint32_t ino;
+	bool isdir, empty;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_check_rw(fs, "unlink")))
+		return err;
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return fs_err(fs, -EINVAL, "cannot remove '%s'", name);
+	if ((err = bs_fs_lookup_at(fs, dir, name, &ino)) ||
+	    (err = get_kind(fs, ino, &isdir)))
+		return err;
+	if (isdir) {
+		if ((err = dir_empty(fs, ino, &empty)))
+			return err;
+		if (!empty)
+			return fs_err(fs, -ENOTEMPTY, "'%s': directory not "
+				      "empty", name);
+	}
+	ret = ext2fs_unlink(fs->e2, dir, name, ino, 0);
+	if (ret)
+		return fs_fail(fs, ret, "removing '%s'", name);
+	if ((err = drop_link(fs, ino)))
+		return err;
+	/* a directory's ".." counted in its parent */
+	return touch(fs, dir, isdir ? -1 : 0);
+}
+
+int bs_fs_unlink(struct bs_fs *fs, const char *path)
+{
+	char name[NAME_MAX_EXT4 + 1];
+	uint32_t dir;
+	int err = walk(fs, path, &dir, name, sizeof(name));
+
+	return err ? err : bs_fs_unlink_at(fs, dir, name);
+}
+
+/* ---- rename ---------------------------------------------------------------- */
+
+struct retarget {
+	const char *name;	/* entry to change, or NULL for ".." */
+	uint32_t ino;
+	int ftype;
+	bool done;
+};
+
+static int retarget_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *de,
+		       int offset, int blocksize, char *buf, void *priv)
+{
+	struct retarget *r = priv;
+	unsigned n = ext2fs_dirent_name_len(de);
+
+	if (!de->inode)
+		return 0;
+	if (r->name ? (n != strlen(r->name) || memcmp(de->name, r->name, n))
+		    : entry != DIRENT_DOT_DOT_FILE)
+		return 0;
+	de->inode = r->ino;
+	if (r->ftype >= 0)
+		ext2fs_dirent_set_file_type(de, r->ftype);
+	r->done = true;
+	return DIRENT_CHANGED | DIRENT_ABORT;
+}
+
+/* Point entry @name (NULL: "..") of @dir at @ino, in place. */
+static int retarget(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t ino, int ftype)
+{
+	struct retarget r = { name, ino, ftype, false };
+	errcode_t ret;
+
+	ret = ext2fs_dir_iterate2(fs->e2, dir, 0, NULL, retarget_cb, &r);
+	if (ret)
+		return fs_fail(fs, ret, "updating directory %u", dir);
+	if (!r.done)
+		return fs_err(fs, -EUCLEAN, "directory %u has no entry '%s'",
+			      dir, name ? name : "..");
+	return 0;
+}
+
+/* Is @dir @anc or below it? Walks ".." up to the root, bounded. */
+static int is_below(struct bs_fs *fs, uint32_t dir, uint32_t anc, bool *below)
+{
+	uint32_t cur = dir, up;
+	unsigned depth;
+	int err;
+
+	*below = false;
+	for (depth = 0; depth < 4096; depth++) {
+		if (cur == anc) {
+			*below = true;
+			return 0;
+		}
+		if (cur == BS_FS_ROOT_INO)
+			return 0;
+		if ((err = bs_fs_lookup_at(fs, cur, "..", &up)))
+			return err;
+		cur = up;
+	}
+	return fs_err(fs, -ELOOP, "directory %u is more than 4096 levels "
+		      "deep or loops", dir);
+}
+
+int bs_fs_rename_at(struct bs_fs *fs, uint32_t fdir, const char *fname,
+		    uint32_t tdir, const char *tname)
+{
+	uint32_t ino, target = 0;
+	bool isdir, tisdir = false, empty, below;
+	errcode_t ret;
+	int err, ftype;
+
+	if ((err = fs_check_rw(fs, "rename")) || (err = check_name(fs, tname)))
+		return err;
+	if (!strcmp(fname, ".") || !strcmp(fname, "..") ||
+	    !strcmp(tname, ".") || !strcmp(tname, ".."))
+		return fs_err(fs, -EINVAL, "cannot rename '.' or '..'");
+	if ((err = bs_fs_lookup_at(fs, fdir, fname, &ino)) ||
+	    (err = get_kind2(fs, ino, &isdir, &ftype)) ||
+	    (err = check_dir(fs, tdir)))
+		return err;
+	err = bs_fs_lookup_at(fs, tdir, tname, &target);
+	if (err && err != -ENOENT)
+		return err;
+	if (err == -ENOENT)
+		target = 0;
+	if (target == ino)
+		return 0; /* the same file: nothing to do, as rename(2) */
+	if (target) {
+		if ((err = get_kind(fs, target, &tisdir)))
+			return err;
+		if (isdir && !tisdir)
+			return fs_err(fs, -ENOTDIR, "'%s' is not a directory",
+				      tname);
+		if (!isdir && tisdir)
+			return fs_err(fs, -EISDIR, "'%s' is a directory", tname);
+		if (tisdir) {
+			if ((err = dir_empty(fs, target, &empty)))
+				return err;
+			if (!empty)
+				return fs_err(fs, -ENOTEMPTY, "'%s': directory "
+					      "not empty", tname);
+		}
+	}
+	if (isdir) {
+		if ((err = is_below(fs, tdir, ino, &below)))
+			return err;
+		if (below)
+			return fs_err(fs, -EINVAL, "cannot move directory '%s' "
+				      "below itself", fname);
+	}
+
+	/* the new name first: a crash leaves two names, never none */
+	if (target)
+		err = retarget(fs, tdir, tname, ino, ftype);
+	else
+		err = dir_link(fs, tdir, tname, ino, ftype);
+	if (err)
+		return err;
+	ret = ext2fs_unlink(fs->e2, fdir, fname, ino, 0);
+	if (ret)
+		return fs_fail(fs, ret, "removing the old name '%s'", fname);
+	if (target && (err = drop_link(fs, target)))
+		return err;
+	if (isdir && fdir != tdir) {
+		if ((err = retarget(fs, ino, NULL, tdir, -1)) ||
+		    (err = touch(fs, fdir, -1)) || (err = touch(fs, tdir, +1)))
+			return err;
+	} else if ((err = touch(fs, fdir, 0))) {
+		return err;
+	}
+	/* a replaced directory's ".." counted in tdir */
+	if (tisdir && (err = touch(fs, tdir, -1)))
+		return err;
+	if (fdir != tdir && !isdir && (err = touch(fs, tdir, 0)))
+		return err;
+	return 0;
+}
+
+int bs_fs_rename(struct bs_fs *fs, const char *from, const char *to)
+{
+	char fname[NAME_MAX_EXT4 + 1], tname[NAME_MAX_EXT4 + 1];
+	uint32_t fdir, tdir;
+	int err;
+
+	if ((err = walk(fs, from, &fdir, fname, sizeof(fname))) ||
+	    (err = walk(fs, to, &tdir, tname, sizeof(tname))))
+		return err;
+	return bs_fs_rename_at(fs, fdir, fname, tdir, tname);
+}
+
+/* ---- readdir --------------------------------------------------------------- */
+
+struct rd {
+	bs_fs_dirent_fn fn;
+	void *arg;
+	int rc;
+};
+
+static uint32_t ftype_mode(int ft)
+{
+	switch (ft) {
+	case EXT2_FT_REG_FILE: return S_IFREG;
+	case EXT2_FT_DIR: return S_IFDIR;
+	case EXT2_FT_CHRDEV: return S_IFCHR;
+	case EXT2_FT_BLKDEV: return S_IFBLK;
+	case EXT2_FT_FIFO: return S_IFIFO;
+	case EXT2_FT_SOCK: return S_IFSOCK;
+	case EXT2_FT_SYMLINK: return S_IFLNK;
+	default: return 0;
+	}
+}
+
+static int rd_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *de,
+		 int offset, int blocksize, char *buf, void *priv)
+{
+	struct rd *r = priv;
+	char name[NAME_MAX_EXT4 + 1];
+	unsigned n = ext2fs_dirent_name_len(de);
+
+	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE ||
+	    !de->inode)
+		return 0;
+	memcpy(name, de->name, n);
+	name[n] = '\0';
+	r->rc = r->fn(r->arg, name, de->inode,
+		      ftype_mode(ext2fs_dirent_file_type(de)));
+	return r->rc ? DIRENT_ABORT : 0;
+}
+
+int bs_fs_readdir(struct bs_fs *fs, uint32_t dir, bs_fs_dirent_fn fn,
+		  void *arg)
+{
+	struct rd r = { fn, arg, 0 };
+	errcode_t ret;
+	int err;
+
+	if ((err = check_dir(fs, dir)))
+		return err;
+	ret = ext2fs_dir_iterate2(fs->e2, dir, 0, NULL, rd_cb, &r);
+	if (ret)
+		return fs_fail(fs, ret, "reading directory %u", dir);
+	return r.rc;
+}
