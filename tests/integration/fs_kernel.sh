@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# blkstack's ext4 read by the kernel's own ext4: `fs mkfs` on a 4 GiB sparse
+# image, a 1 GiB FALLOC_FL_WRITE_ZEROES file and a plainly fallocated one;
+# mounted through a loop device, the first reads 1 GiB of zeroes with
+# written extents (filefrag: no "unwritten"), the second shows "unwritten";
+# the image's allocated size grows far less than 1 GiB; e2fsck is clean.
+source "$(dirname "$0")/lib/cli-common.bash"
+has_type file || skip "no 'file' device type in this build"
+command -v e2fsck >/dev/null || skip "e2fsck not installed"
+make_tmp
+
+IMG="$T/fs.img"
+DEV="file:$IMG"
+MNT="$T/mnt"
+GiB=$((1024 * 1024 * 1024))
+mounted=0
+cleanup() {
+	if ((mounted)); then umount "$MNT" 2>/dev/null || umount -l "$MNT" || true; fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fsck_clean() {
+	local out rc=0
+	out=$(e2fsck -fn "$IMG" 2>&1) || rc=$?
+	((rc == 0)) || { echo "$out" >&2; fail "e2fsck -fn after $1: exit $rc"; }
+}
+
+truncate -s 4G "$IMG"
+note "fs mkfs on a 4 GiB sparse image"
+run_bs 0 fs mkfs "$DEV"
+fsck_clean mkfs
+
+run_bs 0 info --json "$DEV"
+jq -e '.write_zeroes_unmap == true' <<<"$OUT" >/dev/null ||
+	skip "the file device here has no write_zeroes_unmap: $(jq -r .write_zeroes_unmap_why_not <<<"$OUT")"
+
+note "fs fallocate -w -l 1G /f, fs fallocate -l 256M /g"
+before=$(allocated "$IMG")
+run_bs 0 fs fallocate -w -l 1G "$DEV" /f
+run_bs 0 fs fallocate -l 256M "$DEV" /g
+after=$(allocated "$IMG")
+grown=$((after - before))
+((grown < 64 * 1024 * 1024)) ||
+	fail "image allocation grew by $grown bytes for 1 GiB of zeroes"
+echo "image allocation grew by $grown bytes"
+run_bs 0 fs map "$DEV" /f
+grep -q unwritten <<<"$OUT" && fail "fs map /f shows unwritten extents: $OUT"
+grep -q ' written' <<<"$OUT" || fail "fs map /f shows no written extent: $OUT"
+run_bs 0 fs map "$DEV" /g
+grep -q unwritten <<<"$OUT" || fail "fs map /g shows no unwritten extent: $OUT"
+fsck_clean "fallocate"
+
+note "the kernel's ext4 reads it (loop, read-only)"
+[[ $(id -u) == 0 ]] || skip "not root: cannot loop-mount (blkstack side passed)"
+mkdir -p "$MNT"
+if ! mount -t ext4 -o loop,ro "$IMG" "$MNT" 2>"$T/mount.err"; then
+	skip "mount -o loop failed: $(head -1 "$T/mount.err")"
+fi
+mounted=1
+[[ $(stat -c %s "$MNT/f") == "$GiB" ]] || fail "/f is not 1 GiB in the kernel"
+cmp -n "$GiB" "$MNT/f" /dev/zero || fail "/f does not read 1 GiB of zeroes"
+ff=$(filefrag -v "$MNT/f")
+grep -q unwritten <<<"$ff" && { echo "$ff" >&2; fail "filefrag shows /f unwritten"; }
+grep -Eq '^ +[0-9]+:' <<<"$ff" || { echo "$ff" >&2; fail "filefrag shows no extent of /f"; }
+fg=$(filefrag -v "$MNT/g")
+grep -q unwritten <<<"$fg" || { echo "$fg" >&2; fail "filefrag shows /g written"; }
+cmp -n $((256 * 1024 * 1024)) "$MNT/g" /dev/zero || fail "/g does not read zeroes"
+umount "$MNT"
+mounted=0
+fsck_clean "the kernel mount"
+
+note "blkstack still opens it after the kernel"
+run_bs 0 fs ls "$DEV" /
+grep -qx f <<<"$OUT" || fail "fs ls lost /f: $OUT"
+echo "PASS"
