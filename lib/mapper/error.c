@@ -180,6 +180,7 @@ static int error_open(struct bs_dev *dev, struct bs_opts *opts)
 	struct errdev *e;
 	struct bs_limits lim;
 	uint64_t size = 0;
+	bool wc = false;
 	int err;
 
 	e = calloc(1, sizeof(*e));
@@ -192,14 +193,15 @@ static int error_open(struct bs_dev *dev, struct bs_opts *opts)
 	if ((s = bs_opts_get(opts, "ops")) && (err = parse_ops(dev, s, &e->ops)))
 		goto fail;
 	if ((err = bs_opts_get_size(opts, "after", &e->after)) < 0 ||
-	    (err = bs_opts_get_size(opts, "size", &size)) < 0)
+	    (err = bs_opts_get_size(opts, "size", &size)) < 0 ||
+	    (err = bs_opts_get_bool(opts, "write_cache", &wc)) < 0)
 		goto fail;
 	err = take_component(dev, opts);
 	if (err)
 		goto fail;
-	if (dev->ncomponents && size) {
-		err = bs_error(-EINVAL, "%s: error: give size (standalone) or "
-			       "devices (over a component), not both", dev->name);
+	if (dev->ncomponents && (size || wc)) {
+		err = bs_error(-EINVAL, "%s: error: over a component, size and "
+			       "write_cache are the component's", dev->name);
 		goto fail;
 	}
 	if (!dev->ncomponents && !size) {
@@ -218,8 +220,8 @@ static int error_open(struct bs_dev *dev, struct bs_opts *opts)
 		e->leaf.max_write_zeroes_sectors = STANDALONE_MAX_SECTORS;
 		e->leaf.max_discard_sectors = STANDALONE_MAX_SECTORS;
 		e->leaf.features |= BS_FEAT_WRITE_ZEROES_UNMAP;
-		/* a volatile cache, so that flushes reach it and can fail */
-		if (e->ops & (1u << BS_OP_FLUSH))
+		/* a volatile cache: the core sends flushes (to fail) only then */
+		if (wc)
 			e->leaf.features |= BS_FEAT_WRITE_CACHE;
 		bs_limits_finish(&e->leaf);
 		dev->limits = e->leaf;
@@ -384,6 +386,8 @@ static const struct bs_dev_type error_type = {
 		"                     read zeroes and drop writes\n"
 		"devices=X            or over one component: requests that pass\n"
 		"                     go to X (give size or devices, not both)\n"
+		"write_cache=0|1      standalone: claim a volatile cache, so that\n"
+		"                     flushes reach it and can fail (0)\n"
 		"errno=ERR            error returned: a name (EIO, ENOSPC,\n"
 		"                     EOPNOTSUPP, ETIMEDOUT, ...) or a number (EIO)\n"
 		"ops=OP,...           ops that fail: read, write, flush, discard,\n"

@@ -18,7 +18,7 @@ static void test_error_standalone_fails_all(void **state)
 	struct bs_dev *e;
 	uint8_t buf[4096];
 
-	e = th_dev_kv(ctx, "e", "type=error;size=1M");
+	e = th_dev_kv(ctx, "e", "type=error;size=1M;write_cache=1");
 	assert_int_equal(e->size, 1u << 20);
 	assert_int_equal(bs_read_sync(e, buf, 4096, 0), -EIO);
 	assert_int_equal(bs_write_sync(e, buf, 4096, 0), -EIO);
@@ -37,7 +37,11 @@ static void test_error_errno_and_ops(void **state)
 	struct bs_dev *e;
 	uint8_t buf[4096];
 
-	e = th_dev_kv(ctx, "e", "type=error;size=1M;errno=ENOSPC;ops=write,flush");
+	/* no cache claimed: flushes complete in the core, never fail */
+	e = th_dev_kv(ctx, "n", "type=error;size=1M");
+	assert_int_equal(bs_flush_sync(e), 0);
+	e = th_dev_kv(ctx, "e", "type=error;size=1M;errno=ENOSPC;ops=write,flush;"
+		      "write_cache=1");
 	assert_int_equal(bs_write_sync(e, buf, 4096, 0), -ENOSPC);
 	assert_int_equal(bs_flush_sync(e), -ENOSPC);
 	/* other ops pass: standalone, they act as on a zero device */
@@ -71,6 +75,9 @@ static void test_error_bad_options(void **state)
 	assert_non_null(strstr(bs_last_error(), "needs size"));
 	assert_int_equal(th_dev_kv_try(ctx, "e", "type=error;size=1M;devices=m",
 				       &e), -EINVAL);
+	assert_int_equal(th_dev_kv_try(ctx, "e",
+				       "type=error;devices=m;write_cache=1", &e),
+			 -EINVAL);
 	assert_int_equal(th_dev_kv_try(ctx, "e", "type=error;devices=m n", &e),
 			 -EINVAL);
 	assert_non_null(strstr(bs_last_error(), "one component"));
