@@ -274,8 +274,12 @@ static int write_pid_file(struct bsd *d)
 	char buf[32];
 	int fd, n;
 
-	snprintf(d->pid_file, sizeof(d->pid_file), "%s/blkstackd.pid",
-		 d->state_dir);
+	if ((size_t)snprintf(d->pid_file, sizeof(d->pid_file),
+			     "%.*s/blkstackd.pid", PATH_MAX - 16, d->state_dir) >=
+	    sizeof(d->pid_file)) {
+		d->pid_file[0] = '\0';
+		return -ENAMETOOLONG;
+	}
 	fd = open(d->pid_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		int err = -errno;

@@ -77,7 +77,7 @@ run_bs 2
 run_bs 1 info no-such-device
 expect_err "no-such-device" "No such file or directory"
 run_bs 1 -s "$T/nosock" info x
-expect_err "-s: no daemon support yet"
+expect_err "$T/nosock" "cannot reach blkstackd"
 
 note "help: the overview and a manual per command"
 run_bs 0 --help
