@@ -528,6 +528,39 @@ static void falloc_modes(void **state)
 	free(want);
 }
 
+/* Writes into unwritten extents turn just those blocks written. */
+static void write_into_unwritten(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *dev = th_dev(x->ctx, "m", "mem:64M");
+	struct bs_fs *fs;
+	uint8_t *want = calloc(1, 2 * MiB);
+	struct emap m;
+	uint32_t ino;
+
+	assert_non_null(want);
+	fill_stale(dev);
+	fs = mkfs_open(dev);
+	assert_int_equal(bs_fs_create(fs, "/u", 0644, &ino), 0);
+	assert_int_equal(bs_fs_fallocate(fs, ino, 0, 0, 2 * MiB), 0);
+	th_fill(want + 5000, 100, 21);		/* partial block 1 */
+	assert_int_equal(bs_fs_write(fs, ino, want + 5000, 100, 5000), 100);
+	th_fill(want + MiB, 3 * BS, 22);	/* whole blocks 256..258 */
+	assert_int_equal(bs_fs_write(fs, ino, want + MiB, 3 * BS, MiB),
+			 3 * BS);
+	expect_bytes(fs, ino, want, 2 * MiB);
+	m = get_map(fs, ino);
+	assert_int_equal(m.written, 4);
+	assert_int_equal(m.unwritten, 2 * MiB / BS - 4);
+	assert_int_equal(fsize(fs, ino), 2 * MiB);
+	close_ok(fs);
+	fsck_clean(x, dev);
+	assert_int_equal(bs_fs_open(dev, BS_FS_RDONLY, &fs), 0);
+	expect_bytes(fs, ino, want, 2 * MiB);
+	close_ok(fs);
+	free(want);
+}
+
 /* Every physical block of the file's extents reads zero on the device. */
 static void device_zero_under(struct bs_dev *dev, const struct emap *m)
 {
@@ -705,6 +738,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(names_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(data_ops, setup, teardown),
+		cmocka_unit_test_setup_teardown(write_into_unwritten, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(falloc_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(write_zeroes_mem, setup,
 						teardown),

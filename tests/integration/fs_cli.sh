@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# `blkstack fs ...` end to end on a file device: every subcommand, the
+# one-line errors naming device, path and reason, usage errors (exit 2),
+# the WRITE_ZEROES refusals that change nothing, e2fsck -fn clean at the end.
+source "$(dirname "$0")/lib/cli-common.bash"
+has_type file || skip "no 'file' device type in this build"
+command -v e2fsck >/dev/null || skip "e2fsck not installed"
+make_tmp
+
+IMG="$T/fs.img"
+DEV="file:$IMG"
+truncate -s 128M "$IMG"
+
+fsck_clean() {
+	local out rc=0
+	out=$(e2fsck -fn "$IMG" 2>&1) || rc=$?
+	((rc == 0)) || { echo "$out" >&2; fail "e2fsck -fn after $1: exit $rc"; }
+}
+
+note "help and usage"
+run_bs 0 help fs
+for s in mkfs ls stat put cat rm mkdir fallocate map EXIT; do
+	grep -q "$s" <<<"$OUT" || fail "help fs lacks '$s'"
+done
+run_bs 0 fs --help
+run_bs 2 fs
+run_bs 2 fs frobnicate "$DEV"
+run_bs 2 fs cat "$DEV"
+run_bs 2 fs fallocate "$DEV" /f
+[[ $ERR == *"-l LENGTH is missing"* ]] || fail "usage error: $ERR"
+run_bs 2 fs fallocate -w -z -l 1M "$DEV" /f
+run_bs 2 fs ls -q "$DEV"
+
+note "no filesystem yet"
+run_bs 1 fs ls "$DEV"
+expect_err "fs.img" "fs ls /" "no ext2/3/4 filesystem"
+
+note "mkfs, mkdir, put, cat, ls, stat"
+run_bs 0 fs mkfs -L test "$DEV"
+grep -q "ext4, 128 MiB" <<<"$OUT" || fail "mkfs said: $OUT"
+fsck_clean mkfs
+run_bs 0 fs mkdir "$DEV" /d
+run_bs 1 fs mkdir "$DEV" /d
+expect_err "fs.img" "fs mkdir /d" "File exists"
+head -c 300000 /dev/urandom >"$T/data"
+run_bs 0 fs put "$DEV" "$T/data" /d/data
+"$BS" fs cat "$DEV" /d/data | cmp - "$T/data" || fail "cat differs from put"
+run_bs 0 fs ls "$DEV" /
+[[ $OUT == *"d/"* && $OUT == *"lost+found/"* ]] || fail "ls /: $OUT"
+run_bs 0 fs ls -l "$DEV" /d
+grep -Eq '^-rw.* 300000 .* data$' <<<"$OUT" || fail "ls -l /d: $OUT"
+run_bs 0 fs stat "$DEV" /d/data
+grep -Eq 'size +300000' <<<"$OUT" || fail "stat: $OUT"
+run_bs 0 fs stat "$DEV"
+grep -Eq 'label +test' <<<"$OUT" && grep -Eq 'state +clean' <<<"$OUT" ||
+	fail "stat of the filesystem: $OUT"
+run_bs 1 fs cat "$DEV" /d/nope
+expect_err "fs cat /d/nope" "No such file or directory"
+run_bs 1 fs put "$DEV" "$T/missing" /x
+expect_err "fs put /x" "$T/missing"
+
+note "mv, truncate, rm"
+run_bs 0 fs mv "$DEV" /d/data /data
+run_bs 1 fs mv "$DEV" / /d/x
+run_bs 0 fs truncate -s 1000 "$DEV" /data
+[[ $("$BS" fs cat "$DEV" /data | wc -c) == 1000 ]] || fail "truncate -s 1000"
+cmp -s <("$BS" fs cat "$DEV" /data) <(head -c 1000 "$T/data") || fail "truncate kept wrong bytes"
+run_bs 1 fs rm "$DEV" /
+run_bs 0 fs rm "$DEV" /d
+run_bs 1 fs ls "$DEV" /d
+expect_err "fs ls /d" "No such file"
+
+note "fallocate modes and map"
+run_bs 0 fs fallocate -l 8M "$DEV" /u
+run_bs 0 fs map "$DEV" /u
+grep -q unwritten <<<"$OUT" || fail "map /u: $OUT"
+run_bs 0 fs fallocate -w -o 100 -l 8M "$DEV" /w
+run_bs 0 fs map "$DEV" /w
+grep -q ' written' <<<"$OUT" || fail "map /w: $OUT"
+[[ $("$BS" fs cat "$DEV" /w | wc -c) == $((8 * 1024 * 1024 + 100)) ]] || fail "size of /w"
+cmp -s <("$BS" fs cat "$DEV" /w) <(head -c $((8 * 1024 * 1024 + 100)) /dev/zero) ||
+	fail "/w does not read zeroes"
+run_bs 1 fs fallocate -w -k -l 1M "$DEV" /w
+expect_err "fs fallocate /w" "Operation not supported" "keep the size"
+run_bs 0 fs fallocate -p -o 4096 -l 8192 "$DEV" /data
+cmp -s <("$BS" fs cat "$DEV" /data) <(head -c 1000 "$T/data") || fail "punch past EOF changed data"
+run_bs 0 fs fallocate -z -o 10 -l 20 "$DEV" /data
+cmp -s <("$BS" fs cat "$DEV" /data | head -c 10) <(head -c 10 "$T/data") || fail "zero range head"
+[[ $("$BS" fs cat "$DEV" /data | tail -c +11 | head -c 20 | tr -d '\0' | wc -c) == 0 ]] ||
+	fail "zero range did not zero"
+
+note "write zeroes refused with the knob off: nothing changes"
+before=$("$BS" fs map "$DEV" /data; "$BS" fs cat "$DEV" /data | sha256sum)
+run_bs 1 fs fallocate -w -l 1M "$DEV,write_zeroes_unmap=0" /data
+expect_err "fs fallocate /data" "Operation not supported" "write zeroes"
+after=$("$BS" fs map "$DEV" /data; "$BS" fs cat "$DEV" /data | sha256sum)
+[[ $before == "$after" ]] || fail "a refused write zeroes changed /data"
+fsck_clean "the fs commands"
+echo "PASS"
