@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers/th.h"
 #include "helpers/model.h"
@@ -333,6 +334,30 @@ static void test_mirror_eopnotsupp_is_no_fault(void **state)
 	free(buf);
 }
 
+/* A file leg and a mem leg: io_uring and immediate completions mixed. */
+static void test_mirror_over_file(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	char dir[] = "/var/tmp/bs-mirror.XXXXXX", path[64], spec[160];
+	struct bs_dev *v, *f, *a;
+	struct th_model m;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/leg.img", dir);
+	snprintf(spec, sizeof(spec), "file:%s,size=2M", path);
+	f = th_dev(ctx, "f", spec);
+	a = th_dev(ctx, "a", "mem:2M");
+	v = th_dev_kv(ctx, "v", "type=mirror;devices=f a");
+	th_model_init(&m, v, 41, 65536, 150 * 1024);
+	th_model_run(&m, 300, TH_MODEL_ALL);
+	th_model_check_all(&m);
+	th_model_check(&m, f, 0, 0, v->size);
+	th_model_check(&m, a, 0, 0, v->size);
+	th_model_free(&m);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +376,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_mirror_eopnotsupp_is_no_fault, th_ctx_setup,
 			th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(test_mirror_over_file,
+						th_ctx_setup, th_ctx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

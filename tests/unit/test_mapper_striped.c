@@ -3,7 +3,9 @@
  * write-zeroes and discard, allocation map. */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers/th.h"
 #include "helpers/model.h"
@@ -222,6 +224,32 @@ static void test_striped_many_segments(void **state)
 	assert_memory_equal(back, data, sizeof(data));
 }
 
+/* Over file devices: io_uring completions in any order, same bytes. */
+static void test_striped_over_files(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	char dir[] = "/var/tmp/bs-striped.XXXXXX", path[2][64], spec[160];
+	struct bs_dev *v, *f[2];
+	struct th_model m;
+	unsigned i;
+
+	assert_non_null(mkdtemp(dir));
+	for (i = 0; i < 2; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/f%u.img", dir, i);
+		snprintf(spec, sizeof(spec), "file:%s,size=2M", path[i]);
+		f[i] = th_dev(ctx, i ? "f1" : "f0", spec);
+	}
+	v = th_dev_kv(ctx, "v", "type=striped;devices=f0 f1;chunk=32K");
+	th_model_init(&m, v, 31, 32768, 150 * 1024);
+	th_model_run(&m, 300, TH_MODEL_ALL);
+	th_model_check_all(&m);
+	th_model_check(&m, f[1], 0, 32768, 32768);
+	th_model_free(&m);
+	for (i = 0; i < 2; i++)
+		unlink(path[i]);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +267,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_striped_block_status,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(test_striped_many_segments,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(test_striped_over_files,
 						th_ctx_setup, th_ctx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
