@@ -35,8 +35,7 @@
 
 #include "fs/internal.h"
 
-/* Fill holes in file blocks [lblk, lblk+n) with unwritten extents. */
-static int alloc_unwritten(struct bs_fs *fs, uint32_t ino,
+int fs_alloc_unwritten(struct bs_fs *fs, uint32_t ino,
 			   struct ext2_inode *inode, blk64_t lblk, blk64_t n)
 {
 	errcode_t ret;
@@ -151,11 +150,43 @@ static int zero_mapped(struct bs_fs *fs, uint32_t ino,
 }
 
 /*
- * Mark the unwritten extents over file blocks [start, end) written,
- * splitting those that stick out of the range.
+ * Merge the written extent starting at @lblk into a written extent just
+ * before it, logically and physically contiguous, so that sequential
+ * writes end up in long extents. The left one grows first, then the right
+ * one goes: a crash in between leaves two extents mapping the same blocks
+ * the same way (e2fsck repairs it), never a hole where data was.
  */
-static int mark_written(struct bs_fs *fs, uint32_t ino,
-			struct ext2_inode *inode, blk64_t start, blk64_t end)
+static errcode_t merge_left(ext2_extent_handle_t h, blk64_t lblk)
+{
+	struct ext2fs_extent cur, prev;
+	errcode_t ret;
+
+	if ((ret = ext2fs_extent_goto(h, lblk)) ||
+	    (ret = ext2fs_extent_get(h, EXT2_EXTENT_CURRENT, &cur)))
+		return ret;
+	if (cur.e_lblk != lblk || (cur.e_flags & EXT2_EXTENT_FLAGS_UNINIT))
+		return 0;
+	if (ext2fs_extent_get(h, EXT2_EXTENT_PREV_LEAF, &prev))
+		return 0; /* the first extent */
+	if (prev.e_lblk + prev.e_len != cur.e_lblk ||
+	    prev.e_pblk + prev.e_len != cur.e_pblk ||
+	    (prev.e_flags & EXT2_EXTENT_FLAGS_UNINIT) ||
+	    (uint64_t)prev.e_len + cur.e_len > EXT_INIT_MAX_LEN)
+		return 0;
+	prev.e_len += cur.e_len;
+	prev.e_flags = 0;
+	if ((ret = ext2fs_extent_replace(h, 0, &prev)) ||
+	    (ret = ext2fs_extent_get(h, EXT2_EXTENT_NEXT_LEAF, &cur)))
+		return ret;
+	if (cur.e_lblk != lblk)
+		return EXT2_ET_EXTENT_NOT_FOUND; /* the tree moved under us */
+	if ((ret = ext2fs_extent_delete(h, 0)))
+		return ret;
+	return ext2fs_extent_fix_parents(h);
+}
+
+int fs_mark_written(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		    blk64_t start, blk64_t end)
 {
 	ext2_extent_handle_t h;
 	struct ext2fs_extent ex, piece;
@@ -226,14 +257,15 @@ static int mark_written(struct bs_fs *fs, uint32_t ino,
 			    (ret = ext2fs_extent_fix_parents(h)))
 				goto fail;
 		}
+		if ((ret = merge_left(h, lblk)))
+			goto fail;
 		lblk = b;
 	}
 	ext2fs_extent_free(h);
 	return err;
 fail:
 	ext2fs_extent_free(h);
-	return fs_fail(fs, ret, "write zeroes: marking blocks %llu.. of inode "
-		       "%u written", (unsigned long long)lblk, ino);
+	return fs_fail(fs, ret, "marking blocks %llu.. of inode %u written", (unsigned long long)lblk, ino);
 }
 
 static const char *mode_name(int mode)
@@ -320,7 +352,7 @@ int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
 
 	switch (mode & BS_FALLOC_MODE_MASK) {
 	case 0:
-		if ((err = alloc_unwritten(fs, ino, &inode, first, last - first)))
+		if ((err = fs_alloc_unwritten(fs, ino, &inode, first, last - first)))
 			return err;
 		break;
 	case BS_FALLOC_PUNCH_HOLE: {
@@ -344,7 +376,7 @@ int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
 	case BS_FALLOC_WRITE_ZEROES:
 		if ((err = zero_edges(fs, ino, &inode, off, end)) ||
 		    (err = punch(fs, ino, &inode, s, e - s)) ||
-		    (err = alloc_unwritten(fs, ino, &inode, first, last - first)))
+		    (err = fs_alloc_unwritten(fs, ino, &inode, first, last - first)))
 			return err;
 		break;
 	}
@@ -365,7 +397,7 @@ int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
 		return fs_err(fs, err, "write zeroes: flushing the zeroes: %s",
 			      bs_last_error());
 	/* 3: only now written */
-	if ((err = mark_written(fs, ino, &inode, s, e)) ||
+	if ((err = fs_mark_written(fs, ino, &inode, s, e)) ||
 	    (err = fs_write_inode(fs, ino, &inode)))
 		return err;
 	return fs_sync(fs);

@@ -4,9 +4,10 @@
  *
  * Reads walk the extent tree themselves: holes and unwritten extents are
  * zeroes without touching the device, written runs are read in chunks of
- * at most FS_CHUNK bytes. Writes go through libext2fs' file I/O, which
- * allocates blocks and turns unwritten blocks written to into written
- * ones.
+ * at most FS_CHUNK bytes. Whole blocks are written the same way, run by
+ * run (holes allocated unwritten first, marked written once the data is
+ * durable); partial blocks at the edges go through libext2fs' file I/O,
+ * which allocates and turns unwritten blocks written to into written ones.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -203,17 +204,105 @@ static int set_size_times(struct bs_fs *fs, uint32_t ino, uint64_t size,
 	return fs_write_inode(fs, ino, &inode);
 }
 
+/* Through libext2fs' file I/O: partial blocks, block by block. */
+static int write_slow(struct bs_fs *fs, uint32_t ino, const uint8_t *src,
+		      uint64_t len, uint64_t off, uint64_t *done)
+{
+	ext2_file_t f;
+	errcode_t ret, ret2;
+
+	*done = 0;
+	ret = ext2fs_file_open2(fs->e2, ino, NULL, EXT2_FILE_WRITE, &f);
+	if (ret)
+		return fs_fail(fs, ret, "opening inode %u", ino);
+	ret = ext2fs_file_llseek(f, off, EXT2_SEEK_SET, NULL);
+	while (!ret && *done < len) {
+		uint64_t n = len - *done < FS_CHUNK ? len - *done : FS_CHUNK;
+		unsigned int wrote = 0;
+
+		ret = ext2fs_file_write(f, src + *done, (unsigned)n, &wrote);
+		*done += wrote;
+		if (!ret && !wrote)
+			ret = EXT2_ET_SHORT_WRITE;
+	}
+	ret2 = ext2fs_file_close(f);
+	if (!ret)
+		ret = ret2;
+	if (ret)
+		return fs_fail(fs, ret, "writing inode %u at %" PRIu64, ino,
+			       off + *done);
+	return 0;
+}
+
+/*
+ * Whole blocks [lblk, lblk+n): holes are allocated as unwritten extents,
+ * the data goes straight to the device one run at a time, and blocks that
+ * were unwritten are marked written only after a device flush has made
+ * their data durable, so a crash never shows stale bytes (the order
+ * ext4's ordered mode keeps).
+ */
+static int write_blocks(struct bs_fs *fs, uint32_t ino, const uint8_t *src,
+			blk64_t lblk, blk64_t n)
+{
+	uint32_t bs = fs->e2->blocksize;
+	struct ext2_inode inode;
+	ext2_extent_handle_t h;
+	blk64_t cur = lblk, pblk, run;
+	bool uninit, mark = false;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_read_inode(fs, ino, &inode)) ||
+	    (err = fs_alloc_unwritten(fs, ino, &inode, lblk, n)))
+		return err;
+	ret = ext2fs_extent_open2(fs->e2, ino, &inode, &h);
+	if (ret)
+		return fs_fail(fs, ret, "reading the extents of inode %u", ino);
+	while (cur < lblk + n) {
+		if ((err = fs_map_run(fs, h, cur, lblk + n - cur, &pblk, &run,
+				      &uninit)))
+			break;
+		if (!pblk) {
+			err = fs_err(fs, -EIO, "inode %u: block %llu unmapped "
+				     "after allocation", ino,
+				     (unsigned long long)cur);
+			break;
+		}
+		ret = io_channel_write_blk64(fs->e2->io, pblk, (int)run,
+					     src + (cur - lblk) * bs);
+		if (ret) {
+			err = fs_fail(fs, ret, "writing blocks %llu+%llu",
+				      (unsigned long long)pblk,
+				      (unsigned long long)run);
+			break;
+		}
+		mark |= uninit;
+		cur += run;
+	}
+	ext2fs_extent_free(h);
+	if (!err && mark) {
+		err = bs_flush_sync(fs->dev);
+		if (err)
+			fs_err(fs, err, "flushing data: %s", bs_last_error());
+		else
+			err = fs_mark_written(fs, ino, &inode, lblk, lblk + n);
+	}
+	if (!err)
+		err = fs_write_inode(fs, ino, &inode);
+	return err;
+}
+
 int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
 		    uint64_t len, uint64_t off)
 {
 	struct ext2_inode inode;
-	ext2_file_t f;
 	const uint8_t *src = buf;
-	uint64_t done = 0;
-	errcode_t ret, ret2;
+	uint32_t bs;
+	uint64_t done = 0, n, s, e;
 	int err;
 
-	if ((err = fs_check_rw(fs, "write")) || (err = fs_check_reg(fs, ino, &inode)))
+	if ((err = fs_check_rw(fs, "write")) ||
+	    (err = fs_check_reg(fs, ino, &inode)))
 		return err;
 	if (!len)
 		return 0;
@@ -223,28 +312,45 @@ int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
 			      off, len, fs_max_bytes(fs));
 	if (len > INT64_MAX)
 		len = INT64_MAX;
-	ret = ext2fs_file_open2(fs->e2, ino, &inode, EXT2_FILE_WRITE, &f);
-	if (ret)
-		return fs_fail(fs, ret, "opening inode %u", ino);
-	ret = ext2fs_file_llseek(f, off, EXT2_SEEK_SET, NULL);
-	while (!ret && done < len) {
-		uint64_t n = len - done < FS_CHUNK ? len - done : FS_CHUNK;
-		unsigned int wrote = 0;
-
-		ret = ext2fs_file_write(f, src + done, (unsigned)n, &wrote);
-		done += wrote;
-		if (!ret && !wrote)
-			ret = EXT2_ET_SHORT_WRITE;
+	bs = fs->e2->blocksize;
+	s = (off + bs - 1) / bs * bs;	/* the whole blocks inside */
+	e = (off + len) / bs * bs;
+	if (!(inode.i_flags & EXT4_EXTENTS_FL) || e <= s) {
+		err = write_slow(fs, ino, src, len, off, &done);
+		goto out;
 	}
-	ret2 = ext2fs_file_close(f);
-	if (!ret)
-		ret = ret2;
-	if (ret) {
-		err = fs_fail(fs, ret, "writing inode %u at %" PRIu64, ino,
-			      off + done);
+	if (s > off) {
+		err = write_slow(fs, ino, src, s - off, off, &n);
+		done += n;
+		if (err)
+			goto out;
+	}
+	while (done < e - off) {
+		/* bounded runs: at most 32768 blocks per call */
+		uint64_t chunk = e - off - done;
+
+		if (chunk > (uint64_t)32768 * bs)
+			chunk = (uint64_t)32768 * bs;
+		err = write_blocks(fs, ino, src + done, (off + done) / bs,
+				   chunk / bs);
+		if (err)
+			goto out;
+		done += chunk;
+	}
+	if (done < len) {
+		err = write_slow(fs, ino, src + done, len - done, off + done, &n);
+		done += n;
+	}
+out:
+	if (err) {
 		/* what reached the file counts, as write(2) */
-		if (done && !set_size_times(fs, ino, off + done, true))
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", bs_last_error());
+		if (done && !set_size_times(fs, ino, off + done, true)) {
+			bs_error(err, "%s", why);
 			return (int64_t)done;
+		}
 		return err;
 	}
 	err = set_size_times(fs, ino, off + len, true);

@@ -65,6 +65,16 @@ int fs_sync(struct bs_fs *fs);
  */
 int fs_map_run(struct bs_fs *fs, ext2_extent_handle_t h, blk64_t lblk,
 	       blk64_t max, blk64_t *pblk, blk64_t *len, bool *uninit);
+/* Fill holes in file blocks [@lblk, @lblk+@n) with unwritten extents. */
+int fs_alloc_unwritten(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		       blk64_t lblk, blk64_t n);
+/*
+ * Mark the unwritten extents over file blocks [@start, @end) written,
+ * splitting those that stick out of the range. Only for blocks whose
+ * contents are already on the device.
+ */
+int fs_mark_written(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		    blk64_t start, blk64_t end);
 /*
  * Make bytes [@off, @off+@len) of one block of file @ino read as zeroes by
  * writing, where the block is mapped and written (holes and unwritten
