@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -514,6 +515,15 @@ int main(int argc, char **argv)
 	bool fg = false;
 	char why[1024];
 	int c, err, ready = -1, rc;
+
+	/*
+	 * Request buffers (up to 32 MiB each, many in flight) come and go at
+	 * a high rate: keep them in the heap instead of an mmap/munmap and
+	 * fresh zeroed pages per request. Memory stays bounded by the
+	 * sessions' in-flight caps.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":c:d:fhV", longopts, NULL)) !=

@@ -106,6 +106,9 @@ static void uring_complete(struct drv_uring *u, struct bs_req *req, int res)
 	bs_req_complete(req, res);
 }
 
+/* Transfers from this size on go to io_uring workers (IOSQE_ASYNC). */
+#define DRV_URING_ASYNC_BYTES (64u << 10)
+
 /* Prepare the SQE of a READ/WRITE from where it stands (drv_u64 done). */
 static void prep_rw(struct drv_uring *u, struct bs_req *req,
 		    struct io_uring_sqe *sqe)
@@ -150,6 +153,13 @@ static void prep_rw(struct drv_uring *u, struct bs_req *req,
 	}
 	if (!rd && (req->flags & BS_REQ_FUA))
 		sqe->rw_flags |= RWF_DSYNC;
+	/*
+	 * A large buffered transfer that hits the page cache would be copied
+	 * inline, on the loop thread that also serves every client: hand it
+	 * to an io_uring worker so the copy runs on another core.
+	 */
+	if (len >= DRV_URING_ASYNC_BYTES)
+		sqe->flags |= IOSQE_ASYNC;
 }
 
 /* Queue one SQE for @req; false when the ring (or the bounce pool) is full. */

@@ -224,6 +224,22 @@ static bool read_input(struct nbd_conn *c)
 	while (!c->rd_eof && nbd_session_wants_input(c->s)) {
 		ssize_t n;
 
+		if (c->in_off == c->in_len) {
+			uint8_t *dst;
+			size_t room = nbd_session_in_direct(c->s, &dst);
+
+			/* a big payload: straight into the request's buffer */
+			if (room >= NBD_CONN_DIRECT_MIN) {
+				c->in_off = c->in_len = 0;
+				n = recv(c->fd, dst, room, MSG_DONTWAIT);
+				if (n > 0) {
+					nbd_session_in_direct_done(c->s,
+								   (size_t)n);
+					continue;
+				}
+				goto got;
+			}
+		}
 		if (c->in_off && c->in_len == NBD_CONN_INBUF) {
 			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
 			c->in_len -= c->in_off;
@@ -233,6 +249,7 @@ static bool read_input(struct nbd_conn *c)
 			break;
 		n = recv(c->fd, c->in + c->in_len, NBD_CONN_INBUF - c->in_len,
 			 MSG_DONTWAIT);
+got:
 		if (n > 0) {
 			c->in_len += (size_t)n;
 			feed(c);

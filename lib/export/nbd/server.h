@@ -14,6 +14,8 @@
 
 /* Input buffer of one connection. */
 #define NBD_CONN_INBUF (256u << 10)
+/* Payload still missing from which a write is received in place. */
+#define NBD_CONN_DIRECT_MIN (16u << 10)
 /* Connections per listening socket; more are refused. */
 #define NBD_MAX_CONNS 512
 

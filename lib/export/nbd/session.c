@@ -212,6 +212,19 @@ size_t nbd_session_feed(struct nbd_session *s, const uint8_t *buf, size_t len)
 	return used;
 }
 
+size_t nbd_session_in_direct(struct nbd_session *s, uint8_t **dst)
+{
+	if (!accepting(s) || s->in != IN_REQ_PAYLOAD || !s->cur)
+		return 0;
+	return nbd_tx_payload_room(s, dst);
+}
+
+void nbd_session_in_direct_done(struct nbd_session *s, size_t n)
+{
+	if (n)
+		nbd_tx_payload_add(s, n);
+}
+
 int nbd_session_out_iov(struct nbd_session *s, struct iovec *iov, int max)
 {
 	struct nbd_out *o;

@@ -62,6 +62,15 @@ int nbd_session_new(struct bs_ctx *ctx, struct bs_exports *set,
 size_t nbd_session_feed(struct nbd_session *s, const uint8_t *buf, size_t len);
 bool nbd_session_wants_input(const struct nbd_session *s);
 
+/*
+ * Zero-copy input: while a write payload is being received, where its next
+ * bytes go and how many are still missing (0 at any other time). The
+ * caller reads straight into it and reports with _in_direct_done(); only
+ * valid when it holds no input of its own that came earlier.
+ */
+size_t nbd_session_in_direct(struct nbd_session *s, uint8_t **dst);
+void nbd_session_in_direct_done(struct nbd_session *s, size_t n);
+
 /* Pending output as iovecs (at most @max); returns the count. */
 int nbd_session_out_iov(struct nbd_session *s, struct iovec *iov, int max);
 bool nbd_session_has_output(const struct nbd_session *s);
