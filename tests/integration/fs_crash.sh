@@ -3,7 +3,8 @@
 # of a stale pattern gets a filesystem, then `fs fallocate -w` of a large
 # range is SIGKILLed at random points, round after round. After e2fsck -fy
 # no file may expose a pattern byte (a block marked written before its
-# zeroes were durable would), and e2fsck -fn must then be clean.
+# zeroes were durable would), and e2fsck -fn must then be clean. Then the
+# same for `fs put` of random data.
 source "$(dirname "$0")/lib/cli-common.bash"
 has_type file || skip "no 'file' device type in this build"
 command -v e2fsck >/dev/null || skip "e2fsck not installed"
@@ -85,4 +86,31 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	exposes /after && fail "round $r: /after exposes stale bytes"
 done
 echo "$killed of $((r - 1)) runs killed mid-way"
+
+note "the same for fs put (whole blocks are allocated unwritten first)"
+head -c 64M /dev/urandom >"$T/data"
+cp "$BASE" "$IMG"
+t0=$(date +%s%N)
+run_bs 0 fs put "$DEV" "$T/data" /p
+dur_ms=$((($(date +%s%N) - t0) / 1000000 + 1))
+"$BS" fs cat "$DEV" /p | cmp - "$T/data" || fail "fs put: /p differs"
+for ((r = 1; r <= ROUNDS / 2; r++)); do
+	((SECONDS - start < LIMIT + 10)) || break
+	cp "$BASE" "$IMG"
+	delay_ms=$((RANDOM % (dur_ms * 12 / 10 + 1)))
+	"$BS" fs put "$DEV" "$T/data" /p >/dev/null 2>&1 &
+	pid=$!
+	sleep "$(printf '0.%03d' "$delay_ms")"
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rc=0
+	e2fsck -fy "$IMG" >"$T/fsck.log" 2>&1 || rc=$?
+	((rc < 4)) || { cat "$T/fsck.log" >&2; fail "put round $r: e2fsck -fy exit $rc"; }
+	e2fsck -fn "$IMG" >"$T/fsck.log" 2>&1 || { cat "$T/fsck.log" >&2; fail "put round $r: not clean after -fy"; }
+	mapfile -t list < <(files)
+	echo "put round $r: killed after ${delay_ms} ms; files: ${list[*]:-none}"
+	if ((${#list[@]})) && exposes "${list[@]}"; then
+		fail "put round $r: stale bytes visible after the crash"
+	fi
+done
 echo "PASS"

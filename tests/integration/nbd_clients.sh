@@ -12,7 +12,7 @@ trap daemon_cleanup EXIT
 PORT=$(free_port)
 CTL=$T/ctl.sock
 STRIPED=
-if "$BS" --help | grep -q '^  striped '; then
+if has_type striped; then
 	STRIPED="
 [device s0]
 type = file

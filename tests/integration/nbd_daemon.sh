@@ -74,7 +74,7 @@ type = nbd
 device = a
 listen = 127.0.0.1:$PORT
 EOC
-if "$BS" --help | grep -q '^  linear '; then
+if has_type linear; then
 	bad_start "cycle" <<EOC
 [device a]
 type = linear
@@ -91,7 +91,7 @@ fi
 note "usage errors exit 2"
 rc=0; "$BSD" --bogus >/dev/null 2>"$T/err" || rc=$?
 ((rc == 2)) || fail "--bogus: exit $rc"
-"$BSD" --help | grep -q 'embedded default' || fail "--help lacks the default"
+H=$("$BSD" --help); grep -q 'embedded default' <<<"$H" || fail "--help lacks the default"
 
 note "blkstack -s with no daemon: one clear line"
 run_bs 1 -s "$T/none.sock" ls

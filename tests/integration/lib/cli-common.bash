@@ -60,7 +60,8 @@ expect_err() {
 	done
 }
 
-has_type() { "$BS" --help | grep -Eq "^  $1( |$)"; }
+# (the help text is read whole: grep -q quitting early would SIGPIPE it)
+has_type() { local h; h=$("$BS" --help) && grep -Eq "^  $1( |$)" <<<"$h"; }
 
 # is_zero FILE OFFSET LENGTH
 is_zero() {
