@@ -60,10 +60,15 @@ start_server() {	# NAME PORT CMD...
 
 # Stop the server started last; prints "CPU_SECONDS PEAK_RSS_KB".
 stop_server() {
-	local child
+	local child i
 	# time(1) forwards nothing: signal its child, the server itself
 	child=$(pgrep -P "$SERVER_PID" | head -1)
 	[ -n "$child" ] && kill -TERM "$child" 2>/dev/null
+	# often called as $(stop_server): a subshell cannot wait(1) for it
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		sleep 0.05
+	done
 	wait "$SERVER_PID" 2>/dev/null || true
 	awk -F': ' '/User time/ {u=$2} /System time/ {s=$2}
 		/Maximum resident set size/ {r=$2}

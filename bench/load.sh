@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Table 2 of the cover letter over NBD: does a concurrent 10 GiB unmap
 # zeroout on another range of the same device disturb foreground I/O?
-#   bandwidth: fio sequential overwrite, direct, 2 MiB, 4 jobs
+#   bandwidth: fio sequential overwrite, 2 MiB, 4 jobs (the device O_DIRECT)
 #   latency:   fio 4 KiB sync writes (qd 1)
 # each with and without `blkstack -s SOCK zeroout` of a disjoint 10 GiB range.
 set -euo pipefail
@@ -15,7 +15,7 @@ truncate -s $((FG_GIB + ZERO_GIB))G "$img"
 dd if=/dev/zero bs=4M count=$((FG_GIB * 256)) status=none | tr '\0' 'f' |
 	dd of="$img" bs=4M iflag=fullblock oflag=direct conv=notrunc status=none
 port=$(free_port)
-start_blkstackd "$img" "$port"
+start_blkstackd "$img" "$port" "direct = 1"
 sock=$BENCH_DIR/state/blkstackd.sock
 
 fg_job() {	# NAME -> "MiB/s avg_us p99_us"
