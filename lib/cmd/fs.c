@@ -23,7 +23,7 @@
 
 #include "cmd/internal.h"
 
-#define IO_CHUNK (1u << 20)
+#define IO_CHUNK (4u << 20) /* bytes per read/write call of put and cat */
 
 struct fs_ctx {
 	struct bs_cmd_env *env;

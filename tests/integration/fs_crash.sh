@@ -45,7 +45,7 @@ files() {
 }
 
 note "an unkilled run: the time it takes, zeroes read back"
-cp "$BASE" "$IMG"
+cp "$BASE" "$IMG" && sync "$IMG"
 t0=$(date +%s%N)
 run_bs 0 fs fallocate -w -o 5000 -l 200M "$DEV" /f
 t1=$(date +%s%N)
@@ -59,7 +59,7 @@ start=$SECONDS
 killed=0
 for ((r = 1; r <= ROUNDS; r++)); do
 	((SECONDS - start < LIMIT)) || { note "time is up after $((r - 1)) rounds"; break; }
-	cp "$BASE" "$IMG"
+	cp "$BASE" "$IMG" && sync "$IMG"
 	# a random point inside the run (up to 1.2 x its unkilled time)
 	delay_ms=$((RANDOM % (dur_ms * 12 / 10 + 1)))
 	"$BS" fs fallocate -w -o $((RANDOM * 7)) -l 200M "$DEV" /f \
@@ -68,6 +68,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	sleep "$(printf '0.%03d' "$delay_ms")"
 	if kill -KILL "$pid" 2>/dev/null; then
 		killed=$((killed + 1))
+	else
+		# it had finished: aim earlier from now on
+		dur_ms=$((dur_ms * 2 / 3 + 1))
 	fi
 	wait "$pid" 2>/dev/null || true
 	rc=0
@@ -77,7 +80,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	e2fsck -fn "$IMG" >"$T/fsck.log" 2>&1 || rc=$?
 	((rc == 0)) || { cat "$T/fsck.log" >&2; fail "round $r: e2fsck -fn not clean after -fy"; }
 	mapfile -t list < <(files)
-	echo "round $r: killed after ${delay_ms} ms; files: ${list[*]:-none}"
+	state=
+	[[ " ${list[*]:-} " == *" /f "* ]] && state=$("$BS" fs map "$DEV" /f 2>/dev/null |
+		awk '$NF == "written" {w++} $NF == "unwritten" {u++}
+		     END {printf "%d written, %d unwritten extents", w, u}' || true)
+	echo "round $r: killed after ${delay_ms} ms; files: ${list[*]:-none}; /f: ${state:-absent}"
 	if ((${#list[@]})) && exposes "${list[@]}"; then
 		fail "round $r: stale bytes visible after the crash"
 	fi
@@ -89,14 +96,14 @@ echo "$killed of $((r - 1)) runs killed mid-way"
 
 note "the same for fs put (whole blocks are allocated unwritten first)"
 head -c 64M /dev/urandom >"$T/data"
-cp "$BASE" "$IMG"
+cp "$BASE" "$IMG" && sync "$IMG"
 t0=$(date +%s%N)
 run_bs 0 fs put "$DEV" "$T/data" /p
 dur_ms=$((($(date +%s%N) - t0) / 1000000 + 1))
 "$BS" fs cat "$DEV" /p | cmp - "$T/data" || fail "fs put: /p differs"
 for ((r = 1; r <= ROUNDS / 2; r++)); do
 	((SECONDS - start < LIMIT + 10)) || break
-	cp "$BASE" "$IMG"
+	cp "$BASE" "$IMG" && sync "$IMG"
 	delay_ms=$((RANDOM % (dur_ms * 12 / 10 + 1)))
 	"$BS" fs put "$DEV" "$T/data" /p >/dev/null 2>&1 &
 	pid=$!

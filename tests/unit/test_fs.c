@@ -650,6 +650,42 @@ static void write_zeroes_on(struct fx *x, struct bs_dev *dev)
 	free(got);
 }
 
+/*
+ * The device's zeroing fails (EIO from an error mapper between the
+ * filesystem and the mem device): fallocate fails, and nothing was marked
+ * written, so the range reads zeroes, never the stale bytes below.
+ */
+static void write_zeroes_zeroout_fails(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *m = th_dev(x->ctx, "m", "mem:64M"), *e;
+	struct bs_fs *fs;
+	uint8_t *buf = malloc(4 * MiB + 1);
+	struct emap map;
+	uint32_t ino;
+
+	assert_non_null(buf);
+	fill_stale(m);
+	assert_int_equal(bs_fs_mkfs(m, NULL), 0);
+	e = th_dev_kv(x->ctx, "e", "type=error;devices=m;ops=write_zeroes;"
+		      "errno=EIO");
+	assert_true(bs_dev_write_zeroes_unmap(e));
+	assert_int_equal(bs_fs_open(e, 0, &fs), 0);
+	assert_int_equal(bs_fs_create(fs, "/f", 0644, &ino), 0);
+	th_fill(buf, MiB, 31);
+	assert_int_equal(bs_fs_write(fs, ino, buf, MiB, 0), MiB);
+	assert_int_equal(bs_fs_fallocate(fs, ino, BS_FALLOC_WRITE_ZEROES, 0,
+					 4 * MiB), -EIO);
+	map = get_map(fs, ino);
+	assert_int_equal(map.written, 0);
+	assert_int_equal(map.unwritten, 4 * MiB / BS);
+	assert_int_equal(bs_fs_read(fs, ino, buf, 4 * MiB + 1, 0), 4 * MiB);
+	assert_true(th_is_zero(buf, 4 * MiB));
+	close_ok(fs);
+	fsck_clean(x, m);
+	free(buf);
+}
+
 static void write_zeroes_mem(void **state)
 {
 	struct fx *x = *state;
@@ -745,6 +781,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(write_zeroes_file, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(write_zeroes_zeroout_fails,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(write_zeroes_refused, setup,
 						teardown),
 	};
