@@ -143,8 +143,7 @@ int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
 
 	if (err)
 		return err;
-	if (!inode.i_links_count && !LINUX_S_ISDIR(inode.i_mode) &&
-	    !ext2fs_test_inode_bitmap2(fs->e2->inode_map, ino))
+	if (!ext2fs_test_inode_bitmap2(fs->e2->inode_map, ino))
 		return fs_err(fs, -ENOENT, "inode %u is not in use", ino);
 	memset(st, 0, sizeof(*st));
 	st->ino = ino;

@@ -95,5 +95,15 @@ run_bs 1 fs fallocate -w -l 1M "$DEV,write_zeroes_unmap=0" /data
 expect_err "fs fallocate /data" "Operation not supported" "write zeroes"
 after=$("$BS" fs map "$DEV" /data; "$BS" fs cat "$DEV" /data | sha256sum)
 [[ $before == "$after" ]] || fail "a refused write zeroes changed /data"
+note "a device of a config file"
+cat >"$T/bs.ini" <<EOF2
+[device vol0]
+type = file
+path = $IMG
+EOF2
+run_bs 0 -c "$T/bs.ini" fs ls vol0 /
+grep -qx data <<<"$OUT" || fail "fs ls vol0 /: $OUT"
+run_bs 1 -c "$T/bs.ini" fs cat vol0 /nope
+expect_err "vol0: fs cat /nope" "No such file"
 fsck_clean "the fs commands"
 echo "PASS"
