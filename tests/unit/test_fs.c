@@ -13,6 +13,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <blkstack/attr.h>
 #include <blkstack/fs.h>
 #include <blkstack/zero.h>
 
@@ -719,6 +720,42 @@ static void write_zeroes_file(void **state)
 	fsck_clean(x, dev);
 }
 
+/* On a stack: linear over two mem devices, and the knob below one leg. */
+static void on_a_stack(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *lin, *b;
+	struct bs_fs *fs;
+	uint8_t *buf = malloc(48 * MiB);
+	struct emap m;
+	uint32_t ino;
+
+	assert_non_null(buf);
+	th_dev(x->ctx, "a", "mem:32M");
+	b = th_dev(x->ctx, "b", "mem:32M");
+	lin = th_dev_kv(x->ctx, "lin", "type=linear;devices=a b");
+	assert_true(bs_dev_write_zeroes_unmap(lin));
+	fill_stale(lin);
+	fs = mkfs_open(lin);
+	assert_int_equal(bs_fs_create(fs, "/f", 0644, &ino), 0);
+	/* 48 MiB: the extents cross from leg a into leg b */
+	assert_int_equal(bs_fs_fallocate(fs, ino, BS_FALLOC_WRITE_ZEROES, 0,
+					 48 * MiB), 0);
+	m = get_map(fs, ino);
+	assert_int_equal(m.written, 48 * MiB / BS);
+	assert_int_equal(bs_fs_read(fs, ino, buf, 48 * MiB, 0), 48 * MiB);
+	assert_true(th_is_zero(buf, 48 * MiB));
+	device_zero_under(lin, &m);
+	/* one leg loses unmap zeroing: the stack above refuses at once */
+	assert_int_equal(bs_attr_store(b, "queue/write_zeroes_unmap", "0"), 0);
+	assert_false(bs_dev_write_zeroes_unmap(lin));
+	assert_int_equal(bs_fs_fallocate(fs, ino, BS_FALLOC_WRITE_ZEROES, 0,
+					 MiB), -EOPNOTSUPP);
+	close_ok(fs);
+	fsck_clean(x, lin);
+	free(buf);
+}
+
 /* The knob off (or no unmap at all): EOPNOTSUPP, the file unchanged. */
 static void write_zeroes_refused(void **state)
 {
@@ -785,6 +822,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(write_zeroes_refused, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(on_a_stack, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
