@@ -131,6 +131,8 @@ struct bs_dev_type {
 	const char *summary;	/* one line for --help */
 	const char *options;	/* option help, one "key=VALUE  text" per line */
 	bool stacked;		/* takes components from "devices =" */
+	/* key of a spec's bare argument ("mem:1G" -> size); NULL = "path" */
+	const char *spec_key;
 
 	/*
 	 * Set dev->size, dev->limits (driver values: hw limits and features),

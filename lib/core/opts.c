@@ -238,7 +238,9 @@ int bs_opts_parse_spec(const char *spec, char **typep, struct bs_opts **out)
 		char *eq = strchr(tok, '=');
 		if (first && !eq) {
 			/* the positional argument */
-			const char *key = !strcmp(type, "mem") ? "size" : "path";
+			const struct bs_dev_type *t = bs_dev_type_find(type);
+			const char *key = t && t->spec_key ? t->spec_key
+							   : "path";
 			err = bs_opts_set(o, key, tok, "spec");
 		} else if (!eq || eq == tok) {
 			err = bs_error(-EINVAL, "%s: '%s' is not key=value",

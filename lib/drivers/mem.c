@@ -308,6 +308,7 @@ static void mem_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 
 static const struct bs_dev_type mem_type = {
 	.name = "mem",
+	.spec_key = "size",
 	.summary = "thin RAM disk, chunks allocated on first write",
 	.options =
 		"size=SIZE            capacity (required; mem:SIZE)\n"

@@ -380,6 +380,7 @@ static const struct bs_attr error_attrs[] = {
 
 static const struct bs_dev_type error_type = {
 	.name = "error",
+	.spec_key = "size",
 	.summary = "fails requests on purpose, for fault tests (like dm-error)",
 	.options =
 		"size=SIZE            standalone: capacity; requests that pass\n"

@@ -74,6 +74,7 @@ static int64_t zero_allocated(struct bs_dev *dev)
 
 static const struct bs_dev_type zero_type = {
 	.name = "zero",
+	.spec_key = "size",
 	.summary = "reads zeroes, drops writes; zeroing is free (like dm-zero)",
 	.options =
 		"size=SIZE            capacity (required)\n"

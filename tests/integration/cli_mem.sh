@@ -92,4 +92,10 @@ for c in attr explain fallocate help info ls zeroout; do
 	run_bs 0 "$c" --help
 done
 run_bs 0 -V
+
+note "a spec's bare argument is the size for mem, zero and error"
+for t in mem zero error; do
+	run_bs 0 info --json "$t:3M"
+	[[ $(jq -r .size <<<"$OUT") == 3145728 ]] || fail "$t:3M: size $(jq -r .size <<<"$OUT")"
+done
 echo "ok"
