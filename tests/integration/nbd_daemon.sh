@@ -119,6 +119,14 @@ ctl 0 info a
 [[ $OUT == *"64 MiB"* || $OUT == *67108864* ]] || fail "info over -s: $OUT"
 ctl 0 ls
 [[ $OUT == *a*mem* ]] || fail "ls over -s: $OUT"
+ctl 0 zeroout -l 1M a
+ctl 0 fallocate -w -o 1M -l 1M a
+ctl 0 explain a
+[[ $OUT == *a* ]] || fail "explain over -s: $OUT"
+ctl 0 attr a queue/write_zeroes_unmap 0
+ctl 1 fallocate -w -l 1M a
+expect_err "a"
+ctl 0 attr a queue/write_zeroes_unmap 1
 ctl 1 info file:/etc/passwd
 expect_err "configured devices"
 ctl 2 nosuchcommand
