@@ -456,6 +456,60 @@ static void partition_reads_the_disk(void **state)
 	assert_string_equal(desc, want);
 }
 
+/*
+ * fallocate(2) on the loop device itself against bs_fallocate_sync() on
+ * a hostbdev over it: every mode of the low 8 bits and a few unknown high
+ * bits, with good, misaligned, out-of-range and overflowing arguments.
+ * The two must agree on success and on the errno of every refusal: the
+ * kernel's generic checks, then its block-device rules (modes allowed,
+ * range inside the device, KEEP_SIZE trimming the end, logical-block
+ * alignment, WRITE_ZEROES only with unmap zeroing).
+ */
+static void fallocate_rules_match_kernel(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *d = th_dev(ctx, "disk0", spec);
+	const int64_t sz = (int64_t)SIZE;
+	const struct {
+		int64_t off, len;
+	} args[] = {
+		{ 0, 4096 }, { 1 << 20, 1 << 20 }, { -1, 4096 }, { 0, 0 },
+		{ 0, -4096 }, { 512 + 1, 4096 }, { 4096, 100 },
+		{ sz - 4096, 8192 }, { sz, 4096 }, { sz + 4096, 4096 },
+		{ INT64_MAX, 1 }, { INT64_MAX - 4095, 8192 },
+	};
+	static const int high[] = { 0x100, 0x8000, 0x40000000 };
+	unsigned agreed = 0, ok = 0, a;
+	int mode, fd;
+
+	fd = open(loopdev, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	for (a = 0; a < sizeof(args) / sizeof(args[0]); a++) {
+		for (mode = 0; mode < 256 + 3; mode++) {
+			int m = mode < 256 ? mode : high[mode - 256];
+			int want, got;
+
+			want = fallocate(fd, m, args[a].off, args[a].len) ?
+			       -errno : 0;
+			bs_error_clear();
+			got = bs_fallocate_sync(d, m, args[a].off,
+						args[a].len, NULL, NULL);
+			if (got != want)
+				fail_msg("%s mode 0x%x off %lld len %lld: kernel "
+					 "%d, blkstack %d (%s)", loopdev, m,
+					 (long long)args[a].off,
+					 (long long)args[a].len, want, got,
+					 bs_last_error());
+			agreed++;
+			ok += !got;
+		}
+	}
+	close(fd);
+	print_message("%u cases agree with the kernel on %s (%u succeed)\n",
+		      agreed, loopdev, ok);
+	assert_true(ok > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -474,6 +528,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(host_refuses_at_run_time,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(partition_reads_the_disk,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(fallocate_rules_match_kernel,
 						th_ctx_setup, th_ctx_teardown),
 	};
 	const char *why = make_loop();
