@@ -11,15 +11,8 @@ BUILD=$NORMAL
 BS="$BUILD/blkstack"
 source "$(dirname "$0")/lib/daemon.bash"
 need valgrind qemu-io nbdinfo python3
-make_tmp
-trap daemon_cleanup EXIT
-
-PORT=$(free_port)
-CTL=$T/ctl.sock
-cat >"$T/d.ini" <<EOC
-[daemon]
-state_dir = $T/state
-control = $CTL
+daemon_setup
+cat >>"$T/d.ini" <<EOC
 [device a]
 type = mem
 size = 64M

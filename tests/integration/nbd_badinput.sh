@@ -5,16 +5,8 @@
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3
-make_tmp
-trap daemon_cleanup EXIT
-
-PORT=$(free_port)
-CTL=$T/ctl.sock
-cat >"$T/d.ini" <<EOC
-[daemon]
-state_dir = $T/state
-control = $CTL
-
+daemon_setup
+cat >>"$T/d.ini" <<EOC
 [device disk]
 type = file
 path = $T/disk.img

@@ -6,11 +6,7 @@
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need nbdinfo qemu-io qemu-img jq python3
-make_tmp
-trap daemon_cleanup EXIT
-
-PORT=$(free_port)
-CTL=$T/ctl.sock
+daemon_setup
 STRIPED=
 if has_type striped; then
 	STRIPED="
@@ -36,11 +32,7 @@ device = st
 listen = 127.0.0.1:$PORT
 "
 fi
-cat >"$T/d.ini" <<EOC
-[daemon]
-state_dir = $T/state
-control = $CTL
-
+cat >>"$T/d.ini" <<EOC
 [device vol0]
 type = file
 path = $T/vol0.img

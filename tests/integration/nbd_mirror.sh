@@ -7,15 +7,8 @@ source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need qemu-io python3
 has_type mirror || skip "no mirror mapper in this build"
-make_tmp
-trap daemon_cleanup EXIT
-
-PORT=$(free_port)
-CTL=$T/ctl.sock
-cat >"$T/d.ini" <<EOC
-[daemon]
-state_dir = $T/state
-control = $CTL
+daemon_setup
+cat >>"$T/d.ini" <<EOC
 [device good]
 type = file
 path = $T/good.img

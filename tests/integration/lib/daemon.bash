@@ -83,3 +83,15 @@ need() {
 		command -v "$c" >/dev/null || skip "$c not installed"
 	done
 }
+
+# daemon_setup: a temp dir ($T, removed on exit with the daemon killed),
+# a free port ($PORT), the control socket ($CTL), and $T/d.ini begun with
+# its [daemon] section; the test appends devices and exports to it.
+daemon_setup() {
+	make_tmp
+	trap daemon_cleanup EXIT
+	PORT=$(free_port)
+	CTL=$T/ctl.sock
+	printf '[daemon]\nstate_dir = %s\ncontrol = %s\n\n' "$T/state" "$CTL" \
+		>"$T/d.ini"
+}
