@@ -235,8 +235,8 @@ static void on_signal(void *arg, uint32_t events)
 			continue;
 		}
 		d->stopping = true;
-		bsd_log("%s: stopping: no new clients; %u connected client%s "
-			"finish their requests", name,
+		bsd_log("%s: stopping: no new clients; waiting for the "
+			"requests of %u connected client%s", name,
 			bs_exports_clients(d->set),
 			bs_exports_clients(d->set) == 1 ? "" : "s");
 		ctl_stop(d->ctl);
