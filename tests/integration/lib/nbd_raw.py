@@ -172,6 +172,14 @@ check(c == 16 and err in (ENOSPC, EINVAL), "zero past the end: ENOSPC/EINVAL (%d
 request(s, CMD_READ, 0, 64 << 20, cookie=17)
 err, c = simple_reply(s)
 check(c == 17 and err in (EINVAL, EOVERFLOW), "64 MiB read over the maximum: %d" % err)
+big = 40 << 20
+try:
+    request(s, CMD_WRITE, 0, big, cookie=21, payload=b"\x99" * big)
+    err, c = simple_reply(s)
+    check(c == 21 and err in (EINVAL, EOVERFLOW), "40 MiB write over the maximum: %d" % err)
+except (EOFError, BrokenPipeError, ConnectionResetError):
+    check(True, "40 MiB write over the maximum: connection closed")
+    s = ready()
 request(s, CMD_READ, 0, 4096, cookie=18)
 err, c = simple_reply(s)
 data = recvn(s, 4096) if err == 0 else b""
