@@ -629,6 +629,22 @@ static void export_name(void **state)
 	}
 }
 
+/* EXPORT_NAME with no data: the default export. */
+static void export_name_default(void **state)
+{
+	struct h h;
+
+	(void)state;
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	send_opt(&h, NBD_OPT_EXPORT_NAME, NULL, 0);
+	h_settle(&h);
+	assert_int_equal(h_avail(&h), 10);
+	assert_string_equal(nbd_session_export_name(h.s), "vol0");
+	h_fini(&h);
+}
+
 /* EXPORT_NAME cannot fail with an error: an unknown export closes. */
 static void export_name_unknown(void **state)
 {
@@ -1763,6 +1779,9 @@ static void eof_mid_write(void **state)
 	nbd_put32(r + 24, 8192);
 	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
 	assert_int_equal(nbd_session_feed(h.s, w, 8191), 8191);
+	/* a write still receiving its payload is not in the device */
+	assert_int_equal(nbd_session_inflight(h.s), 0);
+	assert_int_equal(h.dev->stats.ops[BS_OP_WRITE], 1); /* fill() */
 	nbd_session_eof(h.s);
 	h_settle(&h);
 	assert_int_equal(h_avail(&h), 0);
@@ -1928,6 +1947,7 @@ int main(void)
 		cmocka_unit_test(greeting),
 		cmocka_unit_test(client_flags_unknown),
 		cmocka_unit_test(export_name),
+		cmocka_unit_test(export_name_default),
 		cmocka_unit_test(export_name_unknown),
 		cmocka_unit_test(nonfixed_client),
 		cmocka_unit_test(opt_list),

@@ -103,12 +103,14 @@ static char *get_string(const uint8_t *p, size_t len)
 {
 	char *str;
 
-	if (len > NBD_MAX_STRING || memchr(p, '\0', len))
+	/* @p is NULL for an option without data: len 0, the empty name */
+	if (len > NBD_MAX_STRING || (len && memchr(p, '\0', len)))
 		return NULL;
 	str = malloc(len + 1);
 	if (!str)
 		return NULL;
-	memcpy(str, p, len);
+	if (len)
+		memcpy(str, p, len);
 	str[len] = '\0';
 	return str;
 }

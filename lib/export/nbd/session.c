@@ -333,7 +333,8 @@ bool nbd_session_finished(const struct nbd_session *s)
 
 unsigned nbd_session_inflight(const struct nbd_session *s)
 {
-	return s->inflight_reqs;
+	/* a write still receiving its payload is not in the device yet */
+	return s->inflight_reqs - (s->cur ? 1u : 0u);
 }
 
 const char *nbd_session_export_name(const struct nbd_session *s)
