@@ -20,6 +20,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/cmd.h>
 #include <blkstack/control.h>
+#include <blkstack/export.h>
 #include <blkstack/loop.h>
 
 #include "daemon.h"
@@ -36,6 +37,7 @@ struct ctl_conn {
 	int argc;
 	char **argv;		/* parsed request, waiting or running */
 	bool running;
+	bool gone;		/* the client hung up: no reply to send */
 	uint8_t *out;		/* the reply being sent */
 	size_t out_len, out_off;
 	int timer;
@@ -49,6 +51,7 @@ struct ctl_server {
 	struct ctl_conn *conns;
 	unsigned nconns;
 	bool busy;
+	int retry_timer;	/* accepting paused (out of descriptors) */
 };
 
 static void conn_free(struct ctl_conn *c)
@@ -65,7 +68,8 @@ static void conn_free(struct ctl_conn *c)
 	}
 	if (c->timer > 0)
 		bs_loop_cancel_timer(ctl->d->loop, c->timer);
-	bs_loop_del_fd(ctl->d->loop, c->fd);
+	if (!c->gone)
+		bs_loop_del_fd(ctl->d->loop, c->fd);
 	close(c->fd);
 	free(c->in);
 	free(c->argv);
@@ -152,7 +156,9 @@ static void run_one(struct ctl_conn *c)
 		bsd_log("control: blkstack %s", line);
 	free(c->argv);
 	c->argv = NULL;
-	if (reply(c, rc, obuf, olen, ebuf, elen))
+	if (c->gone)
+		conn_free(c);	/* nobody to tell: the command still ran */
+	else if (reply(c, rc, obuf, olen, ebuf, elen))
 		conn_free(c);
 	free(obuf);
 	free(ebuf);
@@ -247,6 +253,15 @@ static void on_conn(void *arg, uint32_t events)
 {
 	struct ctl_conn *c = arg;
 
+	if ((c->running || c->argv) && (events & (EPOLLERR | EPOLLHUP))) {
+		/* hung up while its command runs or waits: stop watching
+		 * (HUP cannot be masked) and drop the reply */
+		bs_loop_del_fd(c->ctl->d->loop, c->fd);
+		c->gone = true;
+		if (!c->running)
+			conn_free(c);	/* queued only: never run it */
+		return;
+	}
 	if (c->running)
 		return;		/* its command answers when done */
 	if (c->out) {
@@ -262,15 +277,44 @@ static void on_conn(void *arg, uint32_t events)
 	conn_read(c);
 }
 
+static void accept_resume(void *arg)
+{
+	struct ctl_server *ctl = arg;
+
+	ctl->retry_timer = 0;
+	if (ctl->fd >= 0)
+		bs_loop_mod_fd(ctl->d->loop, ctl->fd, EPOLLIN);
+}
+
 static void on_accept(void *arg, uint32_t events)
 {
 	struct ctl_server *ctl = arg;
 	int fd;
 
 	(void)events;
-	while ((fd = accept4(ctl->fd, NULL, NULL,
-			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		struct ctl_conn *c;
+	for (;;) {
+		struct ctl_conn *c, **pp;
+
+		fd = accept4(ctl->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* level-triggered: pause instead of spinning */
+				bsd_log("control: accept: %s: pausing for "
+					"100 ms", strerror(errno));
+				bs_loop_mod_fd(ctl->d->loop, ctl->fd, 0);
+				ctl->retry_timer = bs_loop_add_timer(
+					ctl->d->loop, 100, accept_resume, ctl);
+				if (ctl->retry_timer < 0) {
+					ctl->retry_timer = 0;
+					bs_loop_mod_fd(ctl->d->loop, ctl->fd,
+						       EPOLLIN);
+				}
+			}
+			return;
+		}
 
 		if (ctl->nconns >= CTL_MAX_CONNS) {
 			bsd_log("control: refused a client: %u already "
@@ -294,50 +338,45 @@ static void on_accept(void *arg, uint32_t events)
 		c->fd = fd;
 		c->timer = bs_loop_add_timer(ctl->d->loop, CTL_IDLE_MS, on_idle,
 					     c);
-		c->next = ctl->conns;
-		ctl->conns = c;
+		/* at the tail: queued commands run in arrival order */
+		for (pp = &ctl->conns; *pp; pp = &(*pp)->next)
+			;
+		*pp = c;
 		ctl->nconns++;
 	}
 }
 
+unsigned ctl_pending(const struct ctl_server *ctl)
+{
+	const struct ctl_conn *c;
+	unsigned n = 0;
+
+	for (c = ctl ? ctl->conns : NULL; c; c = c->next)
+		if (c->argv || c->running || c->out)
+			n++;
+	return n;
+}
+
 int ctl_start(struct bsd *d, const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ctl_server *ctl;
-	struct stat st;
 	int fd, err;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return bs_error(-ENAMETOOLONG, "control socket %s: path longer "
-				"than %zu bytes", path, sizeof(sa.sun_path) - 1);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (!lstat(path, &st)) {
-		int probe;
-
-		if (!S_ISSOCK(st.st_mode))
-			return bs_error(-EEXIST, "control socket %s: exists "
-					"and is not a socket", path);
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa,
-					   sizeof(sa))) {
-			close(probe);
-			return bs_error(-EADDRINUSE, "control socket %s: "
-					"in use by another running blkstackd",
-					path);
-		}
-		if (probe >= 0)
-			close(probe);
-		unlink(path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return bs_error(-errno, "control socket: %s", strerror(errno));
-	/* commands change devices: the owner only */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, 0600) || listen(fd, 16)) {
-		err = -errno;
-		close(fd);
-		unlink(path);
+	/* commands change devices: the owner only (0600) */
+	err = bs_listen_unix(path, 16, 0600, &fd);
+	switch (err) {
+	case 0:
+		break;
+	case -ENAMETOOLONG:
+		return bs_error(err, "control socket %s: path too long for a "
+				"UNIX socket", path);
+	case -EEXIST:
+		return bs_error(err, "control socket %s: exists and is not a "
+				"socket", path);
+	case -EADDRINUSE:
+		return bs_error(err, "control socket %s: in use by another "
+				"running blkstackd", path);
+	default:
 		return bs_error(err, "control socket %s: %s", path,
 				strerror(-err));
 	}
@@ -364,6 +403,10 @@ int ctl_start(struct bsd *d, const char *path)
 
 void ctl_stop(struct ctl_server *ctl)
 {
+	if (ctl && ctl->retry_timer > 0)
+		bs_loop_cancel_timer(ctl->d->loop, ctl->retry_timer);
+	if (ctl)
+		ctl->retry_timer = 0;
 	if (!ctl || ctl->fd < 0)
 		return;
 	bs_loop_del_fd(ctl->d->loop, ctl->fd);

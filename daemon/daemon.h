@@ -35,5 +35,7 @@ int ctl_start(struct bsd *d, const char *path);
 /* Stop accepting; commands running finish and answer. */
 void ctl_stop(struct ctl_server *ctl);
 void ctl_free(struct ctl_server *ctl);
+/* Commands running, queued or still sending their reply. */
+unsigned ctl_pending(const struct ctl_server *ctl);
 
 #endif

@@ -195,7 +195,8 @@ static void drain_tick(void *arg)
 	unsigned n = bs_exports_clients(d->set);
 
 	d->drain_timer = 0;
-	if (!n || d->forced) {
+	/* control commands in progress finish and answer too */
+	if ((!n && !ctl_pending(d->ctl)) || d->forced) {
 		bs_loop_stop(d->loop);
 		return;
 	}
@@ -436,7 +437,7 @@ static int stop(struct bsd *d, struct bs_config *cfg)
 		d->ctx = NULL;
 	}
 	bs_config_free(cfg);
-	if (d->sigfd > 0)
+	if (d->sigfd >= 0)
 		close(d->sigfd);
 	if (*d->pid_file)
 		unlink(d->pid_file);

@@ -21,6 +21,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include <blkstack/bdev.h>
 
@@ -122,5 +123,13 @@ void **bs_exports_type_slot(struct bs_exports *set,
  */
 void bs_exports_hold(struct bs_exports *set);
 void bs_exports_release(struct bs_exports *set);
+
+/*
+ * Listen on the UNIX socket @path (non-blocking, close-on-exec; chmod to
+ * @mode unless 0). A stale socket file is replaced; -EADDRINUSE when a
+ * server answers there, -EEXIST when @path is not a socket, else -errno.
+ * The path is removed on failure only if this call created it.
+ */
+int bs_listen_unix(const char *path, int backlog, mode_t mode, int *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/config.h>
 #include <blkstack/export.h>
+#include <blkstack/loop.h>
 #include <blkstack/opts.h>
 
 #define MAX_EXPORT_TYPES 16
@@ -271,6 +272,8 @@ void bs_exports_free(struct bs_exports *set)
 	/* requests of vanished clients still run in the devices: wait */
 	if (set->holds)
 		bs_ctx_wait(set->ctx, &set->released);
+	/* closed connections may still have work queued on the loop */
+	bs_loop_run_once(bs_ctx_loop(set->ctx), 0);
 	free(set);
 }
 

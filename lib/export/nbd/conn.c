@@ -33,7 +33,7 @@ struct nbd_conn {
 	struct nbd_conn *next;
 };
 
-static void pump(struct nbd_conn *c);
+static bool pump(struct nbd_conn *c);
 static void on_event(void *arg, uint32_t events);
 
 static void conn_log(struct nbd_conn *c, const char *fmt, ...)
@@ -136,17 +136,19 @@ int nbd_conn_start(struct nbd_listener *l, int fd, const char *peer)
 	c->start_ns = bs_now_ns();
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	err = nbd_session_new(l->srv->ctx, l->srv->set, &conn_ops, c, &c->s);
-	if (err) {
-		free(c->in);
-		free(c);
-		return err;
+	if (!err) {
+		c->events = EPOLLIN | EPOLLOUT;
+		err = bs_loop_add_fd(l->srv->loop, fd, c->events, on_event, c);
+		if (err)
+			nbd_session_free(c->s);
 	}
-	c->events = EPOLLIN | EPOLLOUT;
-	err = bs_loop_add_fd(l->srv->loop, fd, c->events, on_event, c);
 	if (err) {
-		nbd_session_free(c->s);
+		/* the greeting may already have queued c->work: free it there */
 		free(c->in);
-		free(c);
+		c->in = NULL;
+		c->dead = true;
+		if (!c->queued)
+			free(c);
 		return err;
 	}
 	c->next = l->conns;
@@ -304,22 +306,23 @@ static bool write_output(struct nbd_conn *c)
 	return true;
 }
 
-static void pump(struct nbd_conn *c)
+/* Move bytes both ways; false when the connection was closed (c freed). */
+static bool pump(struct nbd_conn *c)
 {
 	uint32_t want = 0;
 
 	feed(c);
 	if (!read_input(c))
-		return;
+		return false;
 	if (c->rd_eof && !c->eof_told && c->in_off == c->in_len) {
 		c->eof_told = true;
 		nbd_session_eof(c->s);
 	}
 	if (!write_output(c))
-		return;
+		return false;
 	if (nbd_session_finished(c->s) && !nbd_session_has_output(c->s)) {
 		nbd_conn_close(c, NULL);
-		return;
+		return false;
 	}
 	if (!c->rd_eof && nbd_session_wants_input(c->s))
 		want |= EPOLLIN;
@@ -329,19 +332,29 @@ static void pump(struct nbd_conn *c)
 		c->events = want;
 		bs_loop_mod_fd(c->l->srv->loop, c->fd, want);
 	}
+	return true;
 }
 
 static void on_event(void *arg, uint32_t events)
 {
 	struct nbd_conn *c = arg;
 
-	if (events & (EPOLLERR | EPOLLHUP)) {
-		/* both directions gone: no reply can reach the client */
-		nbd_session_eof(c->s);
-		nbd_conn_close(c, nbd_session_inflight(c->s) ?
-			       "connection reset (requests in flight finish "
-			       "unanswered)" : NULL);
+	if (!(events & (EPOLLERR | EPOLLHUP))) {
+		pump(c);
 		return;
 	}
-	pump(c);
+	/*
+	 * The client is gone (hung up or reset). What it sent before going
+	 * is still readable: take it first, so that a WRITE followed by DISC
+	 * and close() still reaches the device.
+	 */
+	if ((events & EPOLLIN) && !pump(c))
+		return;
+	if (!c->eof_told) {
+		c->eof_told = true;
+		nbd_session_eof(c->s);
+	}
+	nbd_conn_close(c, nbd_session_inflight(c->s) ?
+		       "connection reset (requests in flight finish "
+		       "unanswered)" : NULL);
 }

@@ -71,6 +71,34 @@ static void peer_name(const struct sockaddr_storage *ss, socklen_t len,
 		snprintf(buf, size, "%s:%s", host, port);
 }
 
+/* Out of descriptors or memory: stop accepting for a moment, not spin. */
+#define NBD_ACCEPT_RETRY_MS 100
+
+static void accept_resume(void *arg)
+{
+	struct nbd_listener *l = arg;
+
+	l->retry_timer = 0;
+	if (l->fd >= 0)
+		bs_loop_mod_fd(l->srv->loop, l->fd, EPOLLIN);
+}
+
+static void accept_pause(struct nbd_listener *l, int err)
+{
+	if (!l->pause_logged)
+		bs_exports_log(l->srv->set, "nbd %s: accept: %s: not accepting "
+			       "new clients until descriptors free up", l->addr,
+			       strerror(err));
+	l->pause_logged = true;
+	bs_loop_mod_fd(l->srv->loop, l->fd, 0);
+	l->retry_timer = bs_loop_add_timer(l->srv->loop, NBD_ACCEPT_RETRY_MS,
+					   accept_resume, l);
+	if (l->retry_timer < 0) {
+		l->retry_timer = 0;
+		bs_loop_mod_fd(l->srv->loop, l->fd, EPOLLIN);
+	}
+}
+
 static void on_accept(void *arg, uint32_t events)
 {
 	struct nbd_listener *l = arg;
@@ -87,12 +115,22 @@ static void on_accept(void *arg, uint32_t events)
 		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR)
+			err = errno;
+			if (err == EINTR)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+			    err == ENOMEM)
+				accept_pause(l, err);
+			else if (err != EAGAIN && err != EWOULDBLOCK &&
+				 err != ECONNABORTED)
 				bs_exports_log(l->srv->set, "nbd %s: accept: %s",
-					       l->addr, strerror(errno));
+					       l->addr, strerror(err));
 			return;
+		}
+		if (l->pause_logged) {
+			bs_exports_log(l->srv->set, "nbd %s: accepting again",
+				       l->addr);
+			l->pause_logged = false;
 		}
 		peer_name(&ss, len, l, peer, sizeof(peer));
 		if (l->nconns >= NBD_MAX_CONNS) {
@@ -191,51 +229,26 @@ static int open_tcp(const char *where, const char *name, const char *addr,
 static int open_unix(const char *where, const char *name, const char *path,
 		     int *out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	int fd, err;
+	const char *sep = *where ? ": " : "";
+	int err = bs_listen_unix(path, 128, 0, out);
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return bs_error(-ENAMETOOLONG, "%s%sexport %s: socket '%s': "
-				"path longer than %zu bytes", where,
-				*where ? ": " : "", name, path,
-				sizeof(sa.sun_path) - 1);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return bs_error(-errno, "export %s: socket: %s", name,
-				strerror(errno));
-	if (!lstat(path, &st)) {
-		int probe;
-
-		if (!S_ISSOCK(st.st_mode)) {
-			close(fd);
-			return bs_error(-EEXIST, "%s%sexport %s: socket '%s' "
-					"exists and is not a socket", where,
-					*where ? ": " : "", name, path);
-		}
-		/* a live server answers; a stale socket file is replaced */
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa,
-					   sizeof(sa))) {
-			close(probe);
-			close(fd);
-			return bs_error(-EADDRINUSE, "%s%sexport %s: socket "
-					"'%s' is in use by a running server",
-					where, *where ? ": " : "", name, path);
-		}
-		if (probe >= 0)
-			close(probe);
-		unlink(path);
+	switch (err) {
+	case 0:
+		return 0;
+	case -ENAMETOOLONG:
+		return bs_error(err, "%s%sexport %s: socket '%s': path too "
+				"long for a UNIX socket", where, sep, name,
+				path);
+	case -EEXIST:
+		return bs_error(err, "%s%sexport %s: socket '%s' exists and is "
+				"not a socket", where, sep, name, path);
+	case -EADDRINUSE:
+		return bs_error(err, "%s%sexport %s: socket '%s' is in use by a "
+				"running server", where, sep, name, path);
+	default:
+		return bs_error(err, "%s%sexport %s: listen on %s: %s", where,
+				sep, name, path, strerror(-err));
 	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
-		err = errno;
-		close(fd);
-		return bs_error(-err, "%s%sexport %s: listen on %s: %s", where,
-				*where ? ": " : "", name, path, strerror(err));
-	}
-	*out = fd;
-	return 0;
 }
 
 static struct nbd_listener *find_listener(struct nbd_server *srv,
@@ -316,6 +329,9 @@ static int listener_open(struct nbd_server *srv, struct bs_export *exp,
 /* Stop accepting on @l (connections go on). */
 static void listener_stop(struct nbd_listener *l)
 {
+	if (l->retry_timer > 0)
+		bs_loop_cancel_timer(l->srv->loop, l->retry_timer);
+	l->retry_timer = 0;
 	if (l->fd < 0)
 		return;
 	bs_loop_del_fd(l->srv->loop, l->fd);

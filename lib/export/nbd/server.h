@@ -35,6 +35,8 @@ struct nbd_listener {
 	char addr[160];		/* as configured: "127.0.0.1:10809" */
 	char path[108];		/* UNIX socket path, "" for TCP */
 	int fd;			/* -1 once it stopped accepting */
+	int retry_timer;	/* > 0 while accepting is paused (EMFILE...) */
+	bool pause_logged;	/* said so once for this episode */
 	struct bs_export **exps;
 	unsigned nexps;
 	struct nbd_conn *conns;
