@@ -52,11 +52,22 @@ echo "### Data path over NBD (fio nbd engine, ${JOB_SECONDS} s per row)"
 echo
 echo "| workload | conns | server | IOPS | MiB/s | p99 µs | CPU s/GiB | peak RSS MiB | blkstackd / best peer |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+row=0
 for w in "${WORKLOADS[@]}"; do
 	read -r name rw bs qd <<<"$w"
 	for jobs in 1 4; do
 		declare -A IOPS=() LINE=()
-		for s in "${SERVERS[@]}"; do
+		# a different server goes first each row, and dirty data of the
+		# previous run is written back before the next starts: the
+		# host's writeback must not favour whoever runs first
+		order=()
+		for ((k = 0; k < ${#SERVERS[@]}; k++)); do
+			order+=("${SERVERS[$(((k + row) % ${#SERVERS[@]}))]}")
+		done
+		row=$((row + 1))
+		for s in "${order[@]}"; do
+			sync
+			sleep 1
 			port=$(free_port)
 			case $s in
 			blkstackd) start_blkstackd "$img" "$port" ;;
