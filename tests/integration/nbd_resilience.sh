@@ -88,12 +88,16 @@ for ((i = 0; i < 400; i++)); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.05
 wait "$DPID" || fail "daemon exit after SIGTERM"
 DPID=
 check_daemon_log
+sig=$(grep -n 'SIGTERM: stopping' "$T/d.log" | tail -1 | cut -d: -f1)
+done_at=$(grep -n 'control: blkstack zeroout -l 2G slow' "$T/d.log" | tail -1 | cut -d: -f1)
+((sig < done_at)) || fail "the zeroout finished before the signal: the case was not tested"
 
 note "a control client that hangs up mid-command: no spinning"
 start_daemon "$T/d.ini"
 "$BS" -s "$CTL" zeroout -l 2G slow >/dev/null 2>&1 &
 ZP=$!
 sleep 0.3
+kill -0 "$ZP" 2>/dev/null || fail "the control zeroout ended before it could be interrupted"
 kill -KILL "$ZP"; wait "$ZP" 2>/dev/null || true
 t0=$(cpu_ticks "$DPID")
 sleep 2

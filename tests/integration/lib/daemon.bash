@@ -14,7 +14,9 @@ free_port() {
 # start_daemon CONF: run blkstackd -f -c CONF, wait until its control
 # socket answers ($CTL, from [daemon] control in CONF). Log in $T/d.log.
 start_daemon() {
-	local conf=$1 i
+	local conf=$1 i before
+	# the log may hold an earlier daemon's lines: wait for a new 'ready:'
+	before=$(grep -c 'ready:' "$T/d.log" 2>/dev/null || true)
 	"$BSD" -f -c "$conf" >>"$T/d.log" 2>&1 &
 	DPID=$!
 	for ((i = 0; i < 200; i++)); do
@@ -23,7 +25,7 @@ start_daemon() {
 			DPID=
 			fail "blkstackd exited while starting"
 		fi
-		grep -q 'ready:' "$T/d.log" && return 0
+		(($(grep -c 'ready:' "$T/d.log" || true) > ${before:-0})) && return 0
 		sleep 0.05
 	done
 	fail "blkstackd not ready after 10 s"
