@@ -191,6 +191,21 @@ void nbd_conn_close(struct nbd_conn *c, const char *why)
 		}
 	}
 	bs_loop_del_fd(l->srv->loop, c->fd);
+	if (!why) {
+		/*
+		 * A clean end (DISC, or the server stopping) may leave requests
+		 * the session did not read: closing over unread input would
+		 * send RST, which can discard replies still on their way. Send
+		 * FIN after the replies, drop what the client already sent.
+		 */
+		char junk[4096];
+		unsigned i;
+
+		shutdown(c->fd, SHUT_WR);
+		for (i = 0; i < 256; i++)
+			if (recv(c->fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+				break;
+	}
 	close(c->fd);
 	nbd_session_free(c->s);
 	free(c->in);
