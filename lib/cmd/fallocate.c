@@ -39,6 +39,36 @@ static void explain_check(struct bs_dev *dev, int mode, int err)
 		bs_error(err, "--punch-hole needs --keep-size");
 }
 
+bool cmd_falloc_letter(int ch, int *mode, int *modes)
+{
+	switch (ch) {
+	case 'k':
+	case 'n': /* util-linux's own letter for --keep-size */
+		*mode |= BS_FALLOC_KEEP_SIZE;
+		return true;
+	case 'z':
+		*mode |= BS_FALLOC_ZERO_RANGE;
+		break;
+	case 'p':
+		/* as in util-linux: punching implies keeping the size */
+		*mode |= BS_FALLOC_PUNCH_HOLE | BS_FALLOC_KEEP_SIZE;
+		break;
+	case 'w':
+		*mode |= BS_FALLOC_WRITE_ZEROES;
+		break;
+	case 'c':
+		*mode |= BS_FALLOC_COLLAPSE_RANGE;
+		break;
+	case 'i':
+		*mode |= BS_FALLOC_INSERT_RANGE;
+		break;
+	default:
+		return false;
+	}
+	(*modes)++;
+	return true;
+}
+
 static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -63,32 +93,9 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "+:knzpwcio:l:v", longopts,
 				NULL)) != -1) {
+		if (cmd_falloc_letter(c, &mode, &modes))
+			continue;
 		switch (c) {
-		case 'k':
-		case 'n': /* util-linux's own letter for --keep-size */
-			mode |= BS_FALLOC_KEEP_SIZE;
-			break;
-		case 'z':
-			mode |= BS_FALLOC_ZERO_RANGE;
-			modes++;
-			break;
-		case 'p':
-			/* as in util-linux: punching implies keeping the size */
-			mode |= BS_FALLOC_PUNCH_HOLE | BS_FALLOC_KEEP_SIZE;
-			modes++;
-			break;
-		case 'w':
-			mode |= BS_FALLOC_WRITE_ZEROES;
-			modes++;
-			break;
-		case 'c':
-			mode |= BS_FALLOC_COLLAPSE_RANGE;
-			modes++;
-			break;
-		case 'i':
-			mode |= BS_FALLOC_INSERT_RANGE;
-			modes++;
-			break;
 		case 'o':
 			if ((err = cmd_parse_size(env, "fallocate", "-o", optarg,
 						  &offset)))

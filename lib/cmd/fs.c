@@ -542,24 +542,10 @@ static int sub_fallocate(struct fs_ctx *c, int argc, char **argv)
 	uint32_t ino;
 
 	while ((ch = getopt(argc, argv, "+:knzpwo:l:")) != -1) {
+		/* the getopt string admits only k n z p w of the mode letters */
+		if (cmd_falloc_letter(ch, &mode, &modes))
+			continue;
 		switch (ch) {
-		case 'k':
-		case 'n':
-			mode |= BS_FALLOC_KEEP_SIZE;
-			break;
-		case 'z':
-			mode |= BS_FALLOC_ZERO_RANGE;
-			modes++;
-			break;
-		case 'p':
-			/* as util-linux: punching implies keeping the size */
-			mode |= BS_FALLOC_PUNCH_HOLE | BS_FALLOC_KEEP_SIZE;
-			modes++;
-			break;
-		case 'w':
-			mode |= BS_FALLOC_WRITE_ZEROES;
-			modes++;
-			break;
 		case 'o':
 			if ((err = cmd_parse_size(c->env, "fs", "-o", optarg,
 						  &offset)))

@@ -37,6 +37,13 @@ int cmd_usage(struct bs_cmd_env *env, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Parse a size argument of option @opt; CMD_USAGE on error, else 0. */
+/*
+ * A mode letter of fallocate(1) (k/n keep size, z zero range, p punch
+ * hole, w write zeroes, c collapse, i insert): adds it to *@mode, counts
+ * the exclusive modes in *@modes. False for any other letter.
+ */
+bool cmd_falloc_letter(int ch, int *mode, int *modes);
+
 int cmd_parse_size(struct bs_cmd_env *env, const char *cmd, const char *opt,
 		   const char *arg, uint64_t *out);
 
