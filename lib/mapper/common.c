@@ -170,3 +170,18 @@ uint64_t mp_lcm(uint64_t a, uint64_t b)
 		return 0;
 	return a / gcd(a, b) * b;
 }
+
+int64_t mp_components_allocated(struct bs_dev *dev)
+{
+	int64_t sum = 0;
+	unsigned i;
+
+	for (i = 0; i < dev->ncomponents; i++) {
+		int64_t a = bs_dev_allocated(dev->components[i]);
+
+		if (a < 0)
+			return a;
+		sum += a;
+	}
+	return sum;
+}

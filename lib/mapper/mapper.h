@@ -86,4 +86,7 @@ int mp_stack_components(struct bs_dev *dev, struct bs_limits *lim,
 /* Greatest common divisor / least common multiple (0 when either is 0). */
 uint64_t mp_lcm(uint64_t a, uint64_t b);
 
+/* allocated(): the bytes every component has allocated, summed. */
+int64_t mp_components_allocated(struct bs_dev *dev);
+
 #endif

@@ -295,21 +295,6 @@ static int mirror_block_status(struct bs_dev *dev, uint64_t offset,
 	return bs_block_status(dev->components[leg], offset, len, fn, arg);
 }
 
-static int64_t mirror_allocated(struct bs_dev *dev)
-{
-	int64_t sum = 0;
-	unsigned i;
-
-	for (i = 0; i < dev->ncomponents; i++) {
-		int64_t a = bs_dev_allocated(dev->components[i]);
-
-		if (a < 0)
-			return a;
-		sum += a;
-	}
-	return sum;
-}
-
 static void fault_text(const struct leg_fault *f, char *buf, size_t len)
 {
 	const char *name = errno_name(f->err);
@@ -393,7 +378,7 @@ static const struct bs_dev_type mirror_type = {
 	.submit = mirror_submit,
 	.stack_limits = mirror_stack,
 	.block_status = mirror_block_status,
-	.allocated = mirror_allocated,
+	.allocated = mp_components_allocated,
 	.describe = mirror_describe,
 };
 

@@ -271,21 +271,6 @@ static int striped_block_status(struct bs_dev *dev, uint64_t offset,
 	return 0;
 }
 
-static int64_t striped_allocated(struct bs_dev *dev)
-{
-	int64_t sum = 0;
-	unsigned i;
-
-	for (i = 0; i < dev->ncomponents; i++) {
-		int64_t a = bs_dev_allocated(dev->components[i]);
-
-		if (a < 0)
-			return a;
-		sum += a;
-	}
-	return sum;
-}
-
 static void striped_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 {
 	const struct striped *s = dev->priv;
@@ -322,7 +307,7 @@ static const struct bs_dev_type striped_type = {
 	.submit = striped_submit,
 	.stack_limits = striped_stack,
 	.block_status = striped_block_status,
-	.allocated = striped_allocated,
+	.allocated = mp_components_allocated,
 	.describe = striped_describe,
 };
 
