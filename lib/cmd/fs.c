@@ -452,55 +452,56 @@ static int sub_cat(struct fs_ctx *c, int argc, char **argv)
 
 /* ---- rm / mkdir / mv / truncate ------------------------------------------- */
 
-static int sub_rm(struct fs_ctx *c, int argc, char **argv)
+/*
+ * The frame of a name operation without options: @nargs arguments (DEV
+ * and paths), the filesystem opened read-write, @op on the paths, closed.
+ */
+static int name_op(struct fs_ctx *c, int argc, char **argv, int nargs,
+		   const char *usage, int (*op)(struct bs_fs *fs, char **paths))
 {
 	int ch, err, rc = CMD_OK;
 
 	while ((ch = getopt(argc, argv, "+:")) != -1)
 		return bad_option(c, argv, ch);
-	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+	if ((err = want_args(c, argc, argv, nargs, usage)))
 		return err;
 	set_op(c, argv[optind + 1]);
 	if (open_fs(c, argv[optind], true))
 		return CMD_FAILED;
-	err = bs_fs_unlink(c->fs, argv[optind + 1]);
+	err = op(c->fs, argv + optind + 1);
 	if (err)
 		rc = fail(c, err);
 	return close_fs(c, rc);
+}
+
+static int op_rm(struct bs_fs *fs, char **paths)
+{
+	return bs_fs_unlink(fs, paths[0]);
+}
+
+static int op_mkdir(struct bs_fs *fs, char **paths)
+{
+	return bs_fs_mkdir(fs, paths[0], 0755, NULL);
+}
+
+static int op_mv(struct bs_fs *fs, char **paths)
+{
+	return bs_fs_rename(fs, paths[0], paths[1]);
+}
+
+static int sub_rm(struct fs_ctx *c, int argc, char **argv)
+{
+	return name_op(c, argc, argv, 2, "DEV /PATH", op_rm);
 }
 
 static int sub_mkdir(struct fs_ctx *c, int argc, char **argv)
 {
-	int ch, err, rc = CMD_OK;
-
-	while ((ch = getopt(argc, argv, "+:")) != -1)
-		return bad_option(c, argv, ch);
-	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
-		return err;
-	set_op(c, argv[optind + 1]);
-	if (open_fs(c, argv[optind], true))
-		return CMD_FAILED;
-	err = bs_fs_mkdir(c->fs, argv[optind + 1], 0755, NULL);
-	if (err)
-		rc = fail(c, err);
-	return close_fs(c, rc);
+	return name_op(c, argc, argv, 2, "DEV /PATH", op_mkdir);
 }
 
 static int sub_mv(struct fs_ctx *c, int argc, char **argv)
 {
-	int ch, err, rc = CMD_OK;
-
-	while ((ch = getopt(argc, argv, "+:")) != -1)
-		return bad_option(c, argv, ch);
-	if ((err = want_args(c, argc, argv, 3, "DEV /FROM /TO")))
-		return err;
-	set_op(c, argv[optind + 1]);
-	if (open_fs(c, argv[optind], true))
-		return CMD_FAILED;
-	err = bs_fs_rename(c->fs, argv[optind + 1], argv[optind + 2]);
-	if (err)
-		rc = fail(c, err);
-	return close_fs(c, rc);
+	return name_op(c, argc, argv, 3, "DEV /FROM /TO", op_mv);
 }
 
 static int sub_truncate(struct fs_ctx *c, int argc, char **argv)
