@@ -91,10 +91,20 @@ static int attr_run(struct bs_cmd_env *env, int argc, char **argv)
 			 "them", name, argv[i]);
 	else if (err == -EACCES)
 		bs_error(err, "%s is read-only", name);
-	else if (err == -EINVAL && a)
-		bs_error(err, "cannot store '%.*s': %s",
-			 (int)strcspn(argv[i + 2], "\n"), argv[i + 2],
-			 a->help ? a->help : "bad value");
+	else if (err == -EINVAL && a) {
+		/* the core's line, less the "DEV: NAME: " the failure
+		 * line prints anyway: what was refused and what is allowed */
+		char why[256];
+		const char *m = bs_last_error();
+		size_t dn = strlen(dev->name), nn = strlen(name);
+
+		if (!strncmp(m, dev->name, dn) && !strncmp(m + dn, ": ", 2) &&
+		    !strncmp(m + dn + 2, name, nn) &&
+		    !strncmp(m + dn + 2 + nn, ": ", 2))
+			m += dn + 2 + nn + 2;
+		snprintf(why, sizeof(why), "%s", m);
+		bs_error(err, "%s", why);
+	}
 	if (err)
 		return bs_cmd_fail(env, dev->name, op, err);
 	return CMD_OK;

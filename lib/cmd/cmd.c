@@ -116,6 +116,9 @@ int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
 		*out = dev;
 		return 0;
 	}
+	if (!strchr(arg, ':') && env->in_daemon)
+		return bs_error(-ENOENT, "%s: no such device in the daemon "
+				"(`ls` lists the devices it serves)", arg);
 	if (!strchr(arg, ':'))
 		return bs_error(-ENOENT, "%s: no such device (give a device "
 				"of the config, or a spec file:PATH[,size=SIZE] "

@@ -93,15 +93,19 @@ static int max_kb_store(struct bs_dev *dev, const char *buf)
 	struct bs_limits *l = LIM(dev);
 	unsigned long long kb;
 
-	if (bs_attr_parse_u64(buf, &kb))
-		return -EINVAL;
+	unsigned long long lo = 4, hi = l->max_hw_sectors >> 1;
+
+	/* at least a page (as the kernel asks) and one logical block */
+	if (lo * 1024 < l->logical_block_size)
+		lo = l->logical_block_size / 1024;
+	if (bs_attr_parse_u64(buf, &kb) ||
+	    (kb && (kb > hi || kb < lo)))
+		return bs_error(-EINVAL, "allowed: 0 (the driver's maximum) "
+				"or %llu..%llu KiB", lo, hi);
 	if (kb == 0) {
 		/* 0 restores the driver's maximum */
 		l->max_user_sectors = 0;
 	} else {
-		if (kb > l->max_hw_sectors >> 1 ||
-		    kb * 1024 < l->logical_block_size || kb < 4)
-			return -EINVAL;
 		l->max_user_sectors = (uint32_t)(kb << 1);
 	}
 	l->max_sectors = l->max_hw_sectors;
@@ -135,7 +139,7 @@ static int wz_unmap_store(struct bs_dev *dev, const char *buf)
 
 	/* 0 disables, 1 re-enables; anything else is a mistake */
 	if (bs_attr_parse_u64(buf, &v) || v > 1)
-		return -EINVAL;
+		return bs_error(-EINVAL, "allowed: 0 (disable) or 1 (enable)");
 	set_unmap_disabled(dev, v == 0);
 	return 0;
 }
@@ -166,10 +170,9 @@ static int wz_unmap_max_store(struct bs_dev *dev, const char *buf)
 	unsigned long long v, hw = wz_unmap_hw_bytes(dev);
 
 	/* 64-bit throughout, so values above 4 GiB can be written back */
-	if (bs_attr_parse_u64(buf, &v))
-		return -EINVAL;
-	if (v != 0 && v != hw)
-		return -EINVAL;
+	if (bs_attr_parse_u64(buf, &v) || (v != 0 && v != hw))
+		return bs_error(-EINVAL, "allowed: 0 (disable) or %llu (the "
+				"hw value)", hw);
 	set_unmap_disabled(dev, v == 0);
 	return 0;
 }
@@ -213,12 +216,14 @@ static int wc_store(struct bs_dev *dev, const char *buf)
 
 	if (word_is(buf, "write back")) {
 		if (!(l->features & BS_FEAT_WRITE_CACHE))
-			return -EINVAL;
+			return bs_error(-EINVAL, "the device has no write "
+					"cache: only \"write through\"");
 		l->flags &= ~BS_FLAG_WRITE_CACHE_DISABLED;
 	} else if (word_is(buf, "write through") || word_is(buf, "none")) {
 		l->flags |= BS_FLAG_WRITE_CACHE_DISABLED;
 	} else {
-		return -EINVAL;
+		return bs_error(-EINVAL, "allowed: \"write back\" or "
+				"\"write through\"");
 	}
 	return 0;
 }
@@ -321,10 +326,18 @@ int bs_attr_store(struct bs_dev *dev, const char *name, const char *value)
 				name);
 	if (a->mode != BS_ATTR_RW || !a->store)
 		return bs_error(-EACCES, "%s: %s is read-only", dev->name, name);
+	bs_error_clear();
 	err = a->store(dev, value);
-	if (err)
-		return bs_error(err, "%s: %s: cannot store '%.*s'", dev->name,
-				name, (int)strcspn(value, "\n"), value);
+	if (err) {
+		/* a store may say what it accepts: keep that as the reason */
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s", bs_last_error());
+		return bs_error(err, "%s: %s: cannot store '%.*s': %s",
+				dev->name, name, (int)strcspn(value, "\n"),
+				value, *why ? why : a->help ? a->help
+							   : "bad value");
+	}
 	bs_dev_limits_changed(dev);
 	return 0;
 }

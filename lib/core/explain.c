@@ -179,13 +179,64 @@ void bs_explain_rule(const struct bs_dev *dev, enum bs_cap cap, char *buf,
 			 bs_dev_write_zeroes_unmap(dev) ? "sets" : "does not set");
 }
 
+/* Terminal columns of code point @c: 0 combining, 2 East Asian wide. */
+static int cp_cols(uint32_t c)
+{
+	static const uint32_t zero[][2] = {
+		{ 0x0300, 0x036f }, { 0x1ab0, 0x1aff }, { 0x1dc0, 0x1dff },
+		{ 0x200b, 0x200f }, { 0x20d0, 0x20ff }, { 0xfe00, 0xfe0f },
+		{ 0xfe20, 0xfe2f },
+	};
+	static const uint32_t wide[][2] = {
+		{ 0x1100, 0x115f }, { 0x2e80, 0x303e }, { 0x3041, 0x33ff },
+		{ 0x3400, 0x4dbf }, { 0x4e00, 0x9fff }, { 0xa000, 0xa4cf },
+		{ 0xac00, 0xd7a3 }, { 0xf900, 0xfaff }, { 0xfe30, 0xfe4f },
+		{ 0xff00, 0xff60 }, { 0xffe0, 0xffe6 }, { 0x1f300, 0x1f64f },
+		{ 0x1f900, 0x1f9ff }, { 0x20000, 0x3fffd },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
+		if (c >= zero[i][0] && c <= zero[i][1])
+			return 0;
+	for (i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+		if (c >= wide[i][0] && c <= wide[i][1])
+			return 2;
+	return 1;
+}
+
+/*
+ * Display columns of UTF-8 @s (box-drawing characters are three bytes but
+ * one column; CJK names two columns a character). Bytes that are not
+ * valid UTF-8 count one column each, as terminals show a replacement.
+ */
 static int utf8_cols(const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	int n = 0;
 
-	for (; *s; s++)
-		if (((unsigned char)*s & 0xc0) != 0x80)
+	while (*p) {
+		uint32_t c;
+		int len, i;
+
+		if (*p < 0x80) {
 			n++;
+			p++;
+			continue;
+		}
+		len = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+		      : (*p & 0xf8) == 0xf0 ? 4 : 0;
+		c = len == 2 ? *p & 0x1f : len == 3 ? *p & 0x0f : *p & 0x07;
+		for (i = 1; i < len && (p[i] & 0xc0) == 0x80; i++)
+			c = c << 6 | (p[i] & 0x3f);
+		if (!len || i < len) {
+			n++;
+			p++;
+			continue;
+		}
+		n += cp_cols(c);
+		p += len;
+	}
 	return n;
 }
 
@@ -265,7 +316,7 @@ int bs_explain_print(struct bs_dev *dev, enum bs_cap cap, FILE *out)
 /* Display width of the NAME column: the longest name plus its indent. */
 static int name_width(struct bs_dev *dev, unsigned depth)
 {
-	int w = (int)strlen(dev->name) + 3 * (int)depth;
+	int w = utf8_cols(dev->name) + 3 * (int)depth;
 	unsigned i;
 
 	if (depth > 64)

@@ -54,13 +54,19 @@ const char *bs_fmt_size(uint64_t bytes, char *buf, size_t len)
 	unsigned u = 0;
 	double v = (double)bytes;
 
-	while (v >= 1024.0 && u < 6) {
+	/*
+	 * Step up while the value would print as 1024 or more once rounded
+	 * to one decimal (1023.96 GiB reads "1.0 TiB", never "1024.0 GiB"),
+	 * so one size always reads the same wherever it is printed.
+	 */
+	while (v >= 1023.95 && u < 6) {
 		v /= 1024.0;
 		u++;
 	}
 	if (u == 0)
 		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else if (v == (double)(uint64_t)v)
+	else if (!(bytes & ((1ull << (10 * u)) - 1)))
+		/* a whole number of units (exact: no double rounding) */
 		snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
 	else
 		snprintf(buf, len, "%.1f %s", v, units[u]);
