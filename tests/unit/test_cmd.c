@@ -121,11 +121,17 @@ static void dev_names_and_specs(void **state)
 	assert_string_equal(c->name, "mem-2");
 	assert_int_equal(c->size, 2 << 20);
 	assert_int_equal(bs_cmd_get_dev(&f->env, "nope", &a), -ENOENT);
+	assert_non_null(strstr(bs_last_error(), "file:PATH"));
 	assert_int_equal(bs_cmd_get_dev(&f->env, "mem:1M,colour=red", &a),
 			 -EINVAL);
 	assert_non_null(strstr(bs_last_error(), "colour"));
 	f->env.in_daemon = true;
 	assert_int_equal(bs_cmd_get_dev(&f->env, "mem:1M", &a), -EINVAL);
+	/* the daemon refuses specs: its unknown-device line must not
+	 * suggest them */
+	assert_int_equal(bs_cmd_get_dev(&f->env, "nope", &a), -ENOENT);
+	assert_null(strstr(bs_last_error(), "file:PATH"));
+	assert_non_null(strstr(bs_last_error(), "ls"));
 	f->env.in_daemon = false;
 }
 
