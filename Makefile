@@ -53,6 +53,9 @@ TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
 
 .PHONY: all lib bins tests check asan run bench clean deps fuzz
+# Objects made through the pattern rules (tests, tools) are kept: as
+# intermediates make would delete them and relink everything next time.
+.SECONDARY:
 all: bins tests
 
 lib: $(LIB)
