@@ -53,6 +53,33 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 	return a > b ? a : b;
 }
 
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+/*
+ * The optimal I/O of a stack: a size that is a whole multiple of every
+ * component's (the least common multiple, zeroes ignored), as the block
+ * layer stacks it. An lcm that does not fit the 32-bit field says nothing
+ * useful: 0, "not reported".
+ */
+static uint32_t io_opt_stack(uint32_t a, uint32_t b)
+{
+	uint64_t l;
+
+	if (!a || !b)
+		return a ? a : b;
+	l = (uint64_t)a / gcd_u64(a, b) * b;
+	return l <= UINT32_MAX ? (uint32_t)l : 0;
+}
+
 int bs_limits_stack(struct bs_limits *t, const struct bs_limits *b,
 		    uint64_t start)
 {
@@ -74,7 +101,7 @@ int bs_limits_stack(struct bs_limits *t, const struct bs_limits *b,
 	t->physical_block_size = max_u32(t->physical_block_size,
 					 b->physical_block_size);
 	t->io_min = max_u32(t->io_min, b->io_min);
-	t->io_opt = max_u32(t->io_opt, b->io_opt);
+	t->io_opt = io_opt_stack(t->io_opt, b->io_opt);
 	t->discard_granularity = max_u32(t->discard_granularity,
 					 b->discard_granularity);
 

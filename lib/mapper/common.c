@@ -154,23 +154,6 @@ int mp_stack_components(struct bs_dev *dev, struct bs_limits *lim,
 	return 0;
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
-uint64_t mp_lcm(uint64_t a, uint64_t b)
-{
-	if (!a || !b)
-		return 0;
-	return a / gcd(a, b) * b;
-}
-
 int64_t mp_components_allocated(struct bs_dev *dev)
 {
 	int64_t sum = 0;

@@ -83,9 +83,6 @@ void mp_kid_resubmit(struct mp_kid *kid, unsigned comp);
 int mp_stack_components(struct bs_dev *dev, struct bs_limits *lim,
 			const bool *use, const uint64_t *start);
 
-/* Greatest common divisor / least common multiple (0 when either is 0). */
-uint64_t mp_lcm(uint64_t a, uint64_t b);
-
 /* allocated(): the bytes every component has allocated, summed. */
 int64_t mp_components_allocated(struct bs_dev *dev);
 

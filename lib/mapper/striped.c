@@ -50,14 +50,15 @@ static int striped_stack(struct bs_dev *dev, struct bs_limits *lim)
 				lim->logical_block_size,
 				lim->physical_block_size);
 	/*
-	 * As the block layer reports a stripe: the chunk is the smallest
-	 * I/O that does not straddle components, a full stripe the best.
+	 * The mapper's own hints after stacking (as dm's io_hints): the
+	 * chunk is the smallest I/O that does not straddle components, a
+	 * full stripe the best; these replace what the components said.
 	 */
-	if (s->chunk > lim->io_min)
-		lim->io_min = (uint32_t)s->chunk;
+	lim->io_min = (uint32_t)s->chunk;
+	if (lim->io_min < lim->physical_block_size)
+		lim->io_min = lim->physical_block_size;
 	opt = s->chunk * dev->ncomponents;
-	if (opt <= UINT32_MAX && opt > lim->io_opt)
-		lim->io_opt = (uint32_t)opt;
+	lim->io_opt = opt <= UINT32_MAX ? (uint32_t)opt : 0;
 	return 0;
 }
 

@@ -86,6 +86,41 @@ static void stack_min_and_lcm(void **state)
 	assert_false(t.features & BS_FEAT_FUA);		/* all must have it */
 }
 
+/* io_opt stacks as the least common multiple, zeroes ignored, not max */
+static void stack_io_opt_lcm(void **state)
+{
+	struct bs_limits t, a, b, c;
+
+	(void)state;
+	bs_limits_init(&a);
+	bs_limits_init(&b);
+	bs_limits_init(&c);
+	a.io_opt = 3 * 4096;
+	b.io_opt = 2 * 4096;
+	c.io_opt = 0;			/* not reported: ignored */
+	bs_limits_init_stacking(&t);
+	bs_limits_stack(&t, &a, 0);
+	bs_limits_stack(&t, &c, 0);
+	bs_limits_stack(&t, &b, 0);
+	bs_limits_finish(&t);
+	assert_int_equal(t.io_opt, 6 * 4096);	/* max would say 3 * 4096 */
+
+	/* one component alone: its value; none: 0 */
+	bs_limits_init_stacking(&t);
+	bs_limits_stack(&t, &c, 0);
+	assert_int_equal(t.io_opt, 0);
+	bs_limits_stack(&t, &b, 0);
+	assert_int_equal(t.io_opt, 2 * 4096);
+
+	/* an lcm past 32 bits says nothing: 0 */
+	a.io_opt = 0xfffffffbu;			/* prime */
+	b.io_opt = 0xfffffff1u;			/* prime */
+	bs_limits_init_stacking(&t);
+	bs_limits_stack(&t, &a, 0);
+	bs_limits_stack(&t, &b, 0);
+	assert_int_equal(t.io_opt, 0);
+}
+
 static void stack_feature_rules(void **state)
 {
 	struct bs_limits t, a, b;
@@ -264,6 +299,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stack_min_and_lcm),
+		cmocka_unit_test(stack_io_opt_lcm),
 		cmocka_unit_test(stack_feature_rules),
 		cmocka_unit_test(stack_table),
 		cmocka_unit_test_setup_teardown(live_propagation, th_ctx_setup, th_ctx_teardown),
