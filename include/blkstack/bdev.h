@@ -25,6 +25,7 @@ struct bs_dev;
 struct bs_opts;
 struct bs_req;
 struct bs_attr;
+struct bs_caps_state;
 
 #define BS_NAME_MAX 64
 
@@ -214,6 +215,8 @@ struct bs_dev {
 	bool wz_broken;
 
 	struct bs_dev_stats stats;
+	/* capability events (lib/core/caps.c): generation, subscribers */
+	struct bs_caps_state *caps_state;
 	struct bs_dev *next;		/* context list, creation order */
 };
 

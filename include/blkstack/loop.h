@@ -37,6 +37,9 @@ void bs_loop_del_fd(struct bs_loop *loop, int fd);
 /* Run @w->fn(@w->arg) from the loop, soon, in FIFO order. Same thread only. */
 void bs_loop_defer(struct bs_loop *loop, struct bs_work *w);
 
+/* Take @w back before it ran; true if it was queued. Same thread only. */
+bool bs_loop_cancel_work(struct bs_loop *loop, struct bs_work *w);
+
 /* Thread-safe: run @fn(@arg) on the loop's thread. Allocates; -ENOMEM. */
 int bs_loop_post(struct bs_loop *loop, bs_fn fn, void *arg);
 

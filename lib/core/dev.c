@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/caps.h>
 #include <blkstack/opts.h>
 
 #include "core/internal.h"
@@ -178,6 +179,7 @@ static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 
 static void free_dev(struct bs_dev *dev)
 {
+	bs_caps_dev_free(dev);
 	free(dev->components);
 	free(dev->holders);
 	free(dev);
@@ -223,6 +225,7 @@ static void propagate(struct bs_dev *dev, unsigned depth)
 		return; /* cycles are refused at creation; stay bounded anyway */
 	for (i = 0; i < dev->nholders; i++) {
 		restack(dev->holders[i]);
+		bs_caps_note_change(dev->holders[i]);
 		propagate(dev->holders[i], depth + 1);
 	}
 }
@@ -235,6 +238,7 @@ void bs_dev_limits_changed(struct bs_dev *dev)
 	 * every level, never a mix.
 	 */
 	restack(dev);
+	bs_caps_note_change(dev);
 	propagate(dev, 0);
 }
 
@@ -244,6 +248,7 @@ void bs_dev_disable_write_zeroes(struct bs_dev *dev, const char *why)
 	dev->limits.max_write_zeroes_sectors = 0;
 	dev->limits.features &= ~BS_FEAT_WRITE_ZEROES_UNMAP;
 	bs_dev_set_reason(dev, "%s", why);
+	bs_caps_note_change(dev);
 	propagate(dev, 0);
 }
 
@@ -324,11 +329,14 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 		bs_limits_finish(&dev->limits);
 	if (knob_set && !knob)
 		dev->limits.flags |= BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED;
-	if (dev->size % dev->limits.logical_block_size) {
+	if (dev->size % dev->limits.logical_block_size)
 		err = bs_error(-EINVAL, "%s: size %llu is not a multiple of the "
 			       "logical block size %u", name,
 			       (unsigned long long)dev->size,
 			       dev->limits.logical_block_size);
+	else
+		err = bs_caps_dev_init(dev);	/* the first snapshot */
+	if (err) {
 		for (i = 0; i < dev->ncomponents; i++)
 			del_holder(dev->components[i], dev);
 		if (type->close)

@@ -44,6 +44,7 @@ struct bs_loop {
 	struct fd_watch *watches;
 	struct fd_watch *dead;		/* deleted watches, freed after dispatch */
 	struct bs_work *dq_head, *dq_tail;
+	unsigned long dq_len;
 	struct prepoll *prepolls;
 	struct timer *timers;		/* sorted by due time */
 	int next_timer_id;
@@ -211,6 +212,27 @@ void bs_loop_defer(struct bs_loop *loop, struct bs_work *w)
 	else
 		loop->dq_head = w;
 	loop->dq_tail = w;
+	loop->dq_len++;
+}
+
+bool bs_loop_cancel_work(struct bs_loop *loop, struct bs_work *w)
+{
+	struct bs_work *prev = NULL, *it;
+
+	for (it = loop->dq_head; it; prev = it, it = it->next) {
+		if (it != w)
+			continue;
+		if (prev)
+			prev->next = w->next;
+		else
+			loop->dq_head = w->next;
+		if (loop->dq_tail == w)
+			loop->dq_tail = prev;
+		w->next = NULL;
+		loop->dq_len--;
+		return true;
+	}
+	return false;
 }
 
 int bs_loop_post(struct bs_loop *loop, bs_fn fn, void *arg)
@@ -298,18 +320,21 @@ static bool run_deferred(struct bs_loop *loop)
 {
 	struct bs_work *w;
 	bool ran = false;
-	/* Only the work queued so far: new work waits for the next round. */
-	struct bs_work *stop = loop->dq_tail;
+	/*
+	 * Only as many as were queued so far: new work waits for the next
+	 * round (a count, not a pointer to the last item, so that work
+	 * cancelled meanwhile cannot make the round unbounded).
+	 */
+	unsigned long n = loop->dq_len;
 
-	while ((w = loop->dq_head)) {
+	while (n-- && (w = loop->dq_head)) {
 		loop->dq_head = w->next;
 		if (!loop->dq_head)
 			loop->dq_tail = NULL;
+		loop->dq_len--;
 		w->next = NULL;
 		w->fn(w->arg);
 		ran = true;
-		if (w == stop)
-			break;
 	}
 	return ran;
 }

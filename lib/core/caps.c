@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capabilities as the layers above see them (one snapshot, one reason for
+ * every "no"), and change events delivered on the loop.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/caps.h>
+#include <blkstack/explain.h>
+
+#include "core/internal.h"
+
+struct bs_caps_sub {
+	struct bs_caps_state *st;
+	bs_caps_fn fn;
+	void *arg;
+	bool dead;		/* unsubscribed during a delivery */
+	struct bs_caps_sub *next;
+};
+
+/* Per-device event state, allocated on the first subscription. */
+struct bs_caps_state {
+	struct bs_dev *dev;
+	uint64_t generation;
+	struct bs_caps current;		/* as of the last change noted */
+	struct bs_caps published;	/* what subscribers last saw */
+	struct bs_caps_sub *subs;
+	struct bs_work work;
+	bool queued;
+	unsigned delivering;	/* depth of deliveries in progress */
+};
+
+const char *bs_cap_how_name(enum bs_cap_how how)
+{
+	switch (how) {
+	case BS_CAP_NATIVE:
+		return "native";
+	case BS_CAP_EMULATED:
+		return "emulated";
+	default:
+		return "no";
+	}
+}
+
+void bs_caps_why_no_unmap(const struct bs_dev *dev, char *buf, size_t len)
+{
+	const struct bs_limits *l = &dev->limits;
+	char rule[BS_CAPS_WHY];
+
+	if (bs_limits_write_zeroes_unmap(l)) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	if (l->flags & BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED &&
+	    l->features & BS_FEAT_WRITE_ZEROES_UNMAP) {
+		snprintf(buf, len, "write zeroes unmap disabled by the user "
+			 "(queue/write_zeroes_unmap=0)");
+		return;
+	}
+	/* the rule that decided it: run-time failure, stacking, driver */
+	bs_explain_rule(dev, BS_CAP_WRITE_ZEROES_UNMAP, rule, sizeof(rule));
+	if (dev->wz_broken)
+		snprintf(buf, len, "%s", rule);
+	else if (!l->max_write_zeroes_sectors)
+		snprintf(buf, len, "the device has no write-zeroes command: %s",
+			 rule);
+	else
+		snprintf(buf, len, "the device cannot zero by unmapping: %s",
+			 rule);
+}
+
+void bs_dev_caps(const struct bs_dev *dev, struct bs_caps *c)
+{
+	const struct bs_limits *l = &dev->limits;
+
+	memset(c, 0, sizeof(*c));
+	c->generation = bs_dev_caps_generation(dev);
+	c->size = dev->size;
+	c->readonly = dev->readonly;
+	c->logical_block_size = l->logical_block_size;
+	c->physical_block_size = l->physical_block_size;
+	c->io_min = l->io_min;
+	c->io_opt = l->io_opt;
+	c->max_transfer = (uint64_t)l->max_sectors << BS_SECTOR_SHIFT;
+
+	c->max_write_zeroes = (uint64_t)l->max_write_zeroes_sectors
+			      << BS_SECTOR_SHIFT;
+	if (dev->readonly) {
+		c->zeroing = BS_CAP_NO;
+		snprintf(c->why_emulated_zeroing, sizeof(c->why_emulated_zeroing),
+			 "the device is read-only");
+	} else if (c->max_write_zeroes) {
+		c->zeroing = BS_CAP_NATIVE;
+	} else {
+		c->zeroing = BS_CAP_EMULATED;
+		snprintf(c->why_emulated_zeroing,
+			 sizeof(c->why_emulated_zeroing),
+			 "no write-zeroes command: the core writes zero "
+			 "buffers%s%s", *dev->wz_reason ? " (" : "",
+			 dev->wz_reason);
+		if (*dev->wz_reason)
+			strncat(c->why_emulated_zeroing, ")",
+				sizeof(c->why_emulated_zeroing) -
+					strlen(c->why_emulated_zeroing) - 1);
+	}
+	c->write_zeroes_unmap = !dev->readonly && bs_limits_write_zeroes_unmap(l);
+	c->fast_zero = c->write_zeroes_unmap;
+	if (dev->readonly)
+		snprintf(c->why_no_unmap, sizeof(c->why_no_unmap),
+			 "the device is read-only");
+	else
+		bs_caps_why_no_unmap(dev, c->why_no_unmap,
+				     sizeof(c->why_no_unmap));
+
+	c->max_discard = (uint64_t)l->max_discard_sectors << BS_SECTOR_SHIFT;
+	c->discard = !dev->readonly && c->max_discard;
+	c->discard_granularity = c->discard ? l->discard_granularity : 0;
+	/*
+	 * A discard is a hint: nothing promises what it reads back as (the
+	 * block layer dropped that promise too). Zeroing goes through
+	 * write-zeroes, where write_zeroes_unmap says when it is cheap.
+	 */
+	c->discard_zeroes = false;
+	if (dev->readonly)
+		snprintf(c->why_no_discard, sizeof(c->why_no_discard),
+			 "the device is read-only");
+	else if (!c->discard)
+		bs_explain_rule(dev, BS_CAP_DISCARD, c->why_no_discard,
+				sizeof(c->why_no_discard));
+
+	c->write_cache = bs_limits_write_cache(l);
+	/* without a volatile cache a completed write is durable: native */
+	c->fua = (l->features & BS_FEAT_FUA) || !c->write_cache
+			 ? BS_CAP_NATIVE
+			 : BS_CAP_EMULATED;
+	c->rotational = l->features & BS_FEAT_ROTATIONAL;
+}
+
+/* ---- change events ------------------------------------------------------ */
+
+uint64_t bs_dev_caps_generation(const struct bs_dev *dev)
+{
+	return dev->caps_state ? dev->caps_state->generation : 0;
+}
+
+/* Snapshots equal in everything but the generation. */
+static bool caps_same(const struct bs_caps *a, const struct bs_caps *b)
+{
+	struct bs_caps x = *a, y = *b;
+
+	x.generation = y.generation = 0;
+	return !memcmp(&x, &y, sizeof(x));
+}
+
+static void sweep_dead(struct bs_caps_state *st)
+{
+	struct bs_caps_sub **pp = &st->subs;
+
+	while (*pp) {
+		struct bs_caps_sub *s = *pp;
+
+		if (s->dead) {
+			*pp = s->next;
+			free(s);
+		} else {
+			pp = &s->next;
+		}
+	}
+}
+
+static void deliver(void *arg)
+{
+	struct bs_caps_state *st = arg;
+	struct bs_caps now;
+	struct bs_caps_sub *s;
+
+	st->queued = false;
+	bs_dev_caps(st->dev, &now);
+	if (caps_same(&now, &st->published))
+		return;		/* changed and changed back: nothing to say */
+	st->published = now;
+	st->delivering++;
+	for (s = st->subs; s; s = s->next)
+		if (!s->dead)
+			s->fn(s->arg, st->dev, &now);
+	st->delivering--;
+	if (!st->delivering)
+		sweep_dead(st);
+}
+
+void bs_caps_note_change(struct bs_dev *dev)
+{
+	struct bs_caps_state *st = dev->caps_state;
+	struct bs_caps now;
+
+	if (!st)
+		return;
+	bs_dev_caps(dev, &now);
+	if (caps_same(&now, &st->current))
+		return;
+	st->current = now;
+	st->generation++;
+	if (!st->queued && st->subs) {
+		st->queued = true;
+		st->work.fn = deliver;
+		st->work.arg = st;
+		bs_loop_defer(bs_ctx_loop(dev->ctx), &st->work);
+	}
+}
+
+int bs_caps_dev_init(struct bs_dev *dev)
+{
+	struct bs_caps_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return bs_error(-ENOMEM, "%s: out of memory", dev->name);
+	st->dev = dev;
+	dev->caps_state = st;
+	bs_dev_caps(dev, &st->current);
+	st->published = st->current;
+	return 0;
+}
+
+int bs_caps_subscribe(struct bs_dev *dev, bs_caps_fn fn, void *arg,
+		      struct bs_caps_sub **out)
+{
+	struct bs_caps_state *st = dev->caps_state;
+	struct bs_caps_sub *s;
+
+	if (!st)
+		return -EINVAL;
+	/* a new subscriber hears of changes from now on */
+	if (!st->queued)
+		st->published = st->current;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->st = st;
+	s->fn = fn;
+	s->arg = arg;
+	s->next = st->subs;
+	st->subs = s;
+	*out = s;
+	return 0;
+}
+
+void bs_caps_unsubscribe(struct bs_caps_sub *sub)
+{
+	if (!sub)
+		return;
+	sub->dead = true;
+	if (!sub->st->delivering)
+		sweep_dead(sub->st);
+}
+
+void bs_caps_dev_free(struct bs_dev *dev)
+{
+	struct bs_caps_state *st = dev->caps_state;
+
+	if (!st)
+		return;
+	/* a queued event must not run on a freed device */
+	if (st->queued)
+		bs_loop_cancel_work(bs_ctx_loop(dev->ctx), &st->work);
+	while (st->subs) {
+		struct bs_caps_sub *s = st->subs;
+
+		st->subs = s->next;
+		free(s);
+	}
+	free(st);
+	dev->caps_state = NULL;
+}
