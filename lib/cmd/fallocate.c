@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/caps.h>
 #include <blkstack/cmd.h>
 #include <blkstack/zero.h>
 
@@ -162,13 +163,10 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 		if (err == -EOPNOTSUPP && (mode & BS_FALLOC_WRITE_ZEROES) &&
 		    !bs_dev_write_zeroes_unmap(dev)) {
 			/* say why: the feature is missing, or the knob is off */
-			const char *why = bs_write_zeroes_unmap_why_not(dev);
-			bool knob = dev->limits.features &
-				    BS_FEAT_WRITE_ZEROES_UNMAP;
-			if (!knob && *dev->wz_reason)
-				bs_error(err, "%s: %s", why, dev->wz_reason);
-			else
-				bs_error(err, "%s", why);
+			char why[BS_CAPS_WHY];
+
+			bs_caps_why_no_unmap(dev, why, sizeof(why));
+			bs_error(err, "%s", why);
 		} else if (err == -EOPNOTSUPP &&
 			   (mode & BS_FALLOC_PUNCH_HOLE)) {
 			/* punching may only unmap, never write zeroes */

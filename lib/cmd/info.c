@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/caps.h>
 #include <blkstack/cmd.h>
 #include <blkstack/zero.h>
 
@@ -72,9 +73,12 @@ static void print_text(FILE *f, struct bs_dev *dev)
 	bool disabled = l->flags & BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED;
 	bool wzu = bs_dev_write_zeroes_unmap(dev);
 	int64_t alloc = bs_dev_allocated(dev);
+	struct bs_caps caps;
 	char h[32];
 	unsigned i;
 	int op;
+
+	bs_dev_caps(dev, &caps);
 
 	fprintf(f, "%s\n", dev->name);
 	row(f, "type", "%s", dev->type->name);
@@ -127,9 +131,20 @@ static void print_text(FILE *f, struct bs_dev *dev)
 	    *dev->wz_reason ? ": " : "", dev->wz_reason);
 	if (!wzu)
 		row(f, "fallocate WRITE_ZEROES", "not offered: %s",
-		    bs_write_zeroes_unmap_why_not(dev));
+		    caps.why_no_unmap);
 	else
 		row(f, "fallocate WRITE_ZEROES", "offered (unmap zeroing)");
+
+	/* what a front end may advertise (bs_dev_caps) */
+	fprintf(f, "capabilities\n");
+	row(f, "zeroing", "%s%s%s", bs_cap_how_name(caps.zeroing),
+	    *caps.why_emulated_zeroing ? ": " : "", caps.why_emulated_zeroing);
+	row(f, "fast_zero", "%s", yes_no(caps.fast_zero));
+	row(f, "discard", "%s%s%s", yes_no(caps.discard),
+	    *caps.why_no_discard ? ": " : "", caps.why_no_discard);
+	row(f, "discard reads zeroes", "%s", yes_no(caps.discard_zeroes));
+	row(f, "fua", "%s", bs_cap_how_name(caps.fua));
+	row(f, "generation", "%llu", (unsigned long long)caps.generation);
 
 	if (dev->type->describe) {
 		fprintf(f, "%s\n", dev->type->name);
@@ -166,9 +181,12 @@ static json_t *to_json(struct bs_dev *dev)
 	const struct bs_dev_stats *st = &dev->stats;
 	int64_t alloc = bs_dev_allocated(dev);
 	json_t *o = json_object(), *lim = json_object(), *feat = json_object();
-	json_t *stats = json_object(), *comps = json_array(), *desc;
+	json_t *stats = json_object(), *comps = json_array(), *desc, *capj;
+	struct bs_caps caps;
 	unsigned i;
 	int op;
+
+	bs_dev_caps(dev, &caps);
 
 	if (!o || !lim || !feat || !stats || !comps) {
 		json_decref(o);
@@ -231,7 +249,30 @@ static json_t *to_json(struct bs_dev *dev)
 	json_object_set_new(o, "write_zeroes_unmap_reason",
 			    json_string(dev->wz_reason));
 	json_object_set_new(o, "write_zeroes_unmap_why_not",
-			    json_string(bs_write_zeroes_unmap_why_not(dev)));
+			    json_string(caps.why_no_unmap));
+	capj = json_object();
+	if (capj) {
+		json_object_set_new(capj, "zeroing",
+				    json_string(bs_cap_how_name(caps.zeroing)));
+		json_object_set_new(capj, "zeroing_why_emulated",
+				    json_string(caps.why_emulated_zeroing));
+		json_object_set_new(capj, "write_zeroes_unmap",
+				    json_boolean(caps.write_zeroes_unmap));
+		json_object_set_new(capj, "fast_zero",
+				    json_boolean(caps.fast_zero));
+		json_object_set_new(capj, "discard", json_boolean(caps.discard));
+		json_object_set_new(capj, "discard_why_not",
+				    json_string(caps.why_no_discard));
+		json_object_set_new(capj, "discard_zeroes",
+				    json_boolean(caps.discard_zeroes));
+		json_object_set_new(capj, "fua",
+				    json_string(bs_cap_how_name(caps.fua)));
+		json_object_set_new(capj, "max_transfer",
+				    json_integer((json_int_t)caps.max_transfer));
+		json_object_set_new(capj, "generation",
+				    json_integer((json_int_t)caps.generation));
+		json_object_set_new(o, "capabilities", capj);
+	}
 
 	desc = json_object();
 	if (desc) {

@@ -61,16 +61,21 @@ void bs_caps_why_no_unmap(const struct bs_dev *dev, char *buf, size_t len)
 			 "(queue/write_zeroes_unmap=0)");
 		return;
 	}
-	/* the rule that decided it: run-time failure, stacking, driver */
+	/*
+	 * The rule that decided it: a run-time failure, the stacking rule
+	 * (which components), or the driver's own reason for a leaf.
+	 */
 	bs_explain_rule(dev, BS_CAP_WRITE_ZEROES_UNMAP, rule, sizeof(rule));
+	if (!dev->type->stacked && !dev->wz_broken)
+		snprintf(rule, sizeof(rule), "%s", dev->wz_reason);
 	if (dev->wz_broken)
 		snprintf(buf, len, "%s", rule);
-	else if (!l->max_write_zeroes_sectors)
-		snprintf(buf, len, "the device has no write-zeroes command: %s",
-			 rule);
 	else
-		snprintf(buf, len, "the device cannot zero by unmapping: %s",
-			 rule);
+		snprintf(buf, len, "the device %s%s%s",
+			 !l->max_write_zeroes_sectors
+				 ? "has no write-zeroes command"
+				 : "cannot zero by unmapping",
+			 *rule ? ": " : "", rule);
 }
 
 void bs_dev_caps(const struct bs_dev *dev, struct bs_caps *c)

@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/caps.h>
 #include <blkstack/zero.h>
 
 int bs_falloc_check(int mode, int64_t offset, int64_t len, int64_t maxbytes)
@@ -75,9 +76,13 @@ int bs_fallocate(struct bs_dev *dev, int mode, int64_t offset, int64_t len,
 	if (mode & ~supported)
 		return bs_error(-EOPNOTSUPP, "%s: fallocate: mode 0x%x is not "
 				"supported on a block device", dev->name, mode);
-	if ((mode & BS_FALLOC_WRITE_ZEROES) && !bs_dev_write_zeroes_unmap(dev))
+	if ((mode & BS_FALLOC_WRITE_ZEROES) && !bs_dev_write_zeroes_unmap(dev)) {
+		char why[BS_CAPS_WHY];
+
+		bs_caps_why_no_unmap(dev, why, sizeof(why));
 		return bs_error(-EOPNOTSUPP, "%s: fallocate: %s", dev->name,
-				bs_write_zeroes_unmap_why_not(dev));
+				why);
+	}
 	if (offset >= isize)
 		return bs_error(-EINVAL, "%s: fallocate: offset %lld is at or "
 				"beyond the end (%lld)", dev->name,

@@ -43,7 +43,7 @@ note "fallocate -w refused by the knob names it; -w -k refused"
 run_bs 1 fallocate -w -l 1M mem:64M,write_zeroes_unmap=0
 expect_err "Operation not supported" "queue/write_zeroes_unmap=0"
 run_bs 1 fallocate -w -l 1M mem:64M,zeroes=write
-expect_err "Operation not supported" "WRITE_ZEROES_UNMAP"
+expect_err "Operation not supported" "cannot zero by unmapping: mem: zeroes = write"
 run_bs 1 fallocate -w -k -l 1M mem:64M
 expect_err "Operation not supported" "keep-size"
 run_bs 0 fallocate -w -l 1M mem:64M
