@@ -12,6 +12,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/caps.h>
 #include <blkstack/opts.h>
+#include <blkstack/workers.h>
 
 #include "core/internal.h"
 
@@ -81,6 +82,7 @@ void bs_ctx_free(struct bs_ctx *ctx)
 		if (!last || bs_dev_destroy(last))
 			break;
 	}
+	bs_workers_free(ctx->workers);
 	bs_loop_free(ctx->loop);
 	free(ctx->zero_buf);
 	free(ctx);

@@ -9,6 +9,7 @@ struct bs_ctx {
 	struct bs_loop *loop;
 	struct bs_dev *devs;	/* creation order */
 	void *zero_buf;		/* BS_ZERO_BUF_SIZE of zeroes, shared, lazy */
+	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
 };
 
 /* The context's shared, read-only zero buffer (allocated on first use). */

@@ -12,17 +12,15 @@
  * READ, WRITE and FLUSH go through io_uring (drivers/uring.c). Zeroing and
  * discard are system calls that block until the device is done: unmap
  * zeroing is fallocate(FALLOC_FL_WRITE_ZEROES), NOUNMAP zeroing the
- * BLKZEROOUT ioctl, discard BLKDISCARD. They run on two worker threads fed
- * by a bounded queue, and complete on the loop's thread through
- * bs_loop_post(): the loop never blocks.
+ * BLKZEROOUT ioctl, discard BLKDISCARD. They run on the context's worker
+ * threads (bs_ctx_workers(), include/blkstack/workers.h) and complete on
+ * the loop's thread: the loop never blocks.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <linux/fs.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +31,7 @@
 
 #include <blkstack/bdev.h>
 #include <blkstack/opts.h>
+#include <blkstack/workers.h>
 
 #include "drivers/uring.h"
 
@@ -40,11 +39,7 @@
 #define FALLOC_FL_WRITE_ZEROES 0x80
 #endif
 
-#define HB_THREADS 2
-/* Requests handed to the workers at once; the rest wait on the loop side. */
-#define HB_QUEUE 32
-
-/* what a worker does for a request (kept in req->drv) */
+/* what a worker does for a request */
 enum hb_how { HB_WZ_UNMAP = 1, HB_ZEROOUT, HB_DISCARD };
 
 static const char *how_name(enum hb_how how)
@@ -54,33 +49,6 @@ static const char *how_name(enum hb_how how)
 	case HB_ZEROOUT: return "BLKZEROOUT";
 	default: return "BLKDISCARD";
 	}
-}
-
-/* Intrusive FIFO of requests through req->work.next. */
-struct hb_fifo {
-	struct bs_req *head, *tail;
-};
-
-static void fifo_push(struct hb_fifo *q, struct bs_req *req)
-{
-	req->work.next = NULL;
-	if (q->tail)
-		q->tail->work.next = (struct bs_work *)req;
-	else
-		q->head = req;
-	q->tail = req;
-}
-
-static struct bs_req *fifo_pop(struct hb_fifo *q)
-{
-	struct bs_req *req = q->head;
-
-	if (req) {
-		q->head = (struct bs_req *)req->work.next;
-		if (!q->head)
-			q->tail = NULL;
-	}
-	return req;
 }
 
 struct hostbdev {
@@ -97,18 +65,7 @@ struct hostbdev {
 	const char *align_from;
 	struct drv_uring uring;
 
-	/* worker pool: everything below lock is shared with the threads */
-	pthread_t threads[HB_THREADS];
-	unsigned nthreads;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct hb_fifo todo;		/* for the workers */
-	struct hb_fifo done;		/* back to the loop */
-	bool kicked;			/* a bs_loop_post() of done is pending */
-	bool stop;
-	/* loop thread only */
-	struct hb_fifo waiting;		/* beyond HB_QUEUE */
-	unsigned busy;			/* handed to the workers, not completed */
+	unsigned busy;			/* jobs on the workers, not completed */
 };
 
 /* ---- sysfs ------------------------------------------------------------- */
@@ -301,89 +258,50 @@ static void direct_align(struct hostbdev *h, uint32_t lbs)
 		h->mem_align = lbs; /* posix_memalign wants a power of two */
 }
 
-/* ---- the worker pool --------------------------------------------------- */
+/* ---- blocking calls on the context's workers ---------------------------- */
 
-static int run_blocking(struct hostbdev *h, struct bs_req *req)
+struct hb_job {
+	struct bs_job job;
+	struct hostbdev *h;
+	struct bs_req *req;
+	enum hb_how how;
+};
+
+static int run_blocking(struct bs_job *job)
 {
+	struct hb_job *j = (struct hb_job *)job;
+	struct bs_req *req = j->req;
 	uint64_t range[2] = { req->offset, req->len };
 	int r;
 
 	do {
-		switch ((enum hb_how)(uintptr_t)req->drv) {
+		switch (j->how) {
 		case HB_WZ_UNMAP:
-			r = fallocate(h->fd, FALLOC_FL_WRITE_ZEROES,
+			r = fallocate(j->h->fd, FALLOC_FL_WRITE_ZEROES,
 				      (off_t)req->offset, (off_t)req->len);
 			break;
 		case HB_ZEROOUT:
-			r = ioctl(h->fd, BLKZEROOUT, range);
+			r = ioctl(j->h->fd, BLKZEROOUT, range);
 			break;
 		default:
-			r = ioctl(h->fd, BLKDISCARD, range);
+			r = ioctl(j->h->fd, BLKDISCARD, range);
 		}
 	} while (r < 0 && errno == EINTR);
 	return r < 0 ? -errno : 0;
 }
 
-static void pool_done(void *arg);
-
-static void *worker(void *arg)
+/* On the loop's thread: finish what a worker did. */
+static void complete_blocking(struct bs_job *job)
 {
-	struct hostbdev *h = arg;
+	struct hb_job *j = (struct hb_job *)job;
+	struct hostbdev *h = j->h;
+	struct bs_req *req = j->req;
+	enum hb_how how = j->how;
+	int res = job->result;
 
-	pthread_mutex_lock(&h->lock);
-	for (;;) {
-		struct bs_req *req = fifo_pop(&h->todo);
-		bool kick;
-
-		if (!req) {
-			if (h->stop)
-				break;
-			pthread_cond_wait(&h->cond, &h->lock);
-			continue;
-		}
-		pthread_mutex_unlock(&h->lock);
-		req->drv_u64 = (uint64_t)(int64_t)run_blocking(h, req);
-		pthread_mutex_lock(&h->lock);
-		fifo_push(&h->done, req);
-		kick = !h->kicked;
-		h->kicked = true;
-		if (kick) {
-			pthread_mutex_unlock(&h->lock);
-			/* the loop must hear of it: retry a failed allocation */
-			while (bs_loop_post(bs_ctx_loop(h->dev->ctx), pool_done,
-					    h) == -ENOMEM)
-				usleep(1000);
-			pthread_mutex_lock(&h->lock);
-		}
-	}
-	pthread_mutex_unlock(&h->lock);
-	return NULL;
-}
-
-/* Hand waiting requests to the workers while there is room. */
-static void pool_feed(struct hostbdev *h)
-{
-	bool any = false;
-
-	if (!h->waiting.head || h->busy >= HB_QUEUE)
-		return;
-	pthread_mutex_lock(&h->lock);
-	while (h->busy < HB_QUEUE && h->waiting.head) {
-		fifo_push(&h->todo, fifo_pop(&h->waiting));
-		h->busy++;
-		any = true;
-	}
-	if (any)
-		pthread_cond_signal(&h->cond);
-	pthread_mutex_unlock(&h->lock);
-}
-
-static void complete_blocking(struct hostbdev *h, struct bs_req *req)
-{
-	int res = (int)(int64_t)req->drv_u64;
-
+	free(j);
+	h->busy--;
 	if (res) {
-		enum hb_how how = (enum hb_how)(uintptr_t)req->drv;
 		char why[NAME_MAX + 96];
 
 		bs_error(res, "%s: hostbdev %s: %s: %s", h->dev->name, h->path,
@@ -401,65 +319,37 @@ static void complete_blocking(struct hostbdev *h, struct bs_req *req)
 			bs_dev_disable_write_zeroes(h->dev, why);
 		}
 	}
-	req->drv = NULL;
 	bs_req_complete(req, res);
 }
 
-/* On the loop's thread: finish what the workers did. */
-static void pool_done(void *arg)
+static void submit_blocking(struct hostbdev *h, struct bs_req *req,
+			    enum hb_how how)
 {
-	struct hostbdev *h = arg;
-	struct hb_fifo done;
-	struct bs_req *req;
+	struct bs_workers *w = bs_ctx_workers(h->dev->ctx);
+	struct hb_job *j = calloc(1, sizeof(*j));
 
-	pthread_mutex_lock(&h->lock);
-	done = h->done;
-	h->done.head = h->done.tail = NULL;
-	h->kicked = false;
-	pthread_mutex_unlock(&h->lock);
-	while ((req = fifo_pop(&done))) {
-		h->busy--;
-		complete_blocking(h, req);
+	if (!w || !j) {
+		free(j);
+		bs_req_complete(req, -ENOMEM);
+		return;
 	}
-	pool_feed(h);
+	j->job.run = run_blocking;
+	j->job.done = complete_blocking;
+	j->h = h;
+	j->req = req;
+	j->how = how;
+	h->busy++;
+	bs_workers_submit(w, &j->job);
 }
 
-static int pool_start(struct hostbdev *h)
-{
-	sigset_t all, old;
-	int err = 0;
-
-	pthread_mutex_init(&h->lock, NULL);
-	pthread_cond_init(&h->cond, NULL);
-	/* signals are the main thread's business */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (h->nthreads = 0; h->nthreads < HB_THREADS; h->nthreads++) {
-		err = -pthread_create(&h->threads[h->nthreads], NULL, worker, h);
-		if (err)
-			break;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return h->nthreads ? 0 : err;
-}
-
-static void pool_stop(struct hostbdev *h)
+/* Wait for this device's jobs (device closing). */
+static void drain_blocking(struct hostbdev *h)
 {
 	struct bs_loop *loop = bs_ctx_loop(h->dev->ctx);
-	unsigned i;
 
-	/* every request handed out comes back through pool_done() */
-	while (h->busy || h->waiting.head)
+	while (h->busy)
 		if (bs_loop_run_once(loop, 100))
 			break;
-	pthread_mutex_lock(&h->lock);
-	h->stop = true;
-	pthread_cond_broadcast(&h->cond);
-	pthread_mutex_unlock(&h->lock);
-	for (i = 0; i < h->nthreads; i++)
-		pthread_join(h->threads[i], NULL);
-	pthread_cond_destroy(&h->cond);
-	pthread_mutex_destroy(&h->lock);
 }
 
 /* ---- the device type --------------------------------------------------- */
@@ -537,11 +427,11 @@ static int hb_open(struct bs_dev *dev, struct bs_opts *opts)
 	if (err)
 		goto fail;
 	h->uring.mem_align = direct ? h->mem_align : 0;
-	err = pool_start(h);
-	if (err) {
+	if (!bs_ctx_workers(dev->ctx)) {
+		err = -EAGAIN;
 		drv_uring_exit(&h->uring);
-		bs_error(err, "%s: hostbdev %s: worker threads: %s", dev->name,
-			 path, strerror(-err));
+		bs_error(err, "%s: hostbdev %s: no worker threads for zeroing "
+			 "and discard", dev->name, path);
 		goto fail;
 	}
 	dev->priv = h;
@@ -555,7 +445,7 @@ static void hb_close(struct bs_dev *dev)
 {
 	struct hostbdev *h = dev->priv;
 
-	pool_stop(h);
+	drain_blocking(h);
 	drv_uring_exit(&h->uring);
 	hb_free(h);
 }
@@ -584,9 +474,7 @@ static void hb_submit(struct bs_dev *dev, struct bs_req *req)
 		bs_req_complete(req, -EOPNOTSUPP);
 		return;
 	}
-	req->drv = (void *)(uintptr_t)how;
-	fifo_push(&h->waiting, req);
-	pool_feed(h);
+	submit_blocking(h, req, how);
 }
 
 static void hb_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
