@@ -72,9 +72,19 @@ struct bs_req {
 	struct bs_dev *dev;
 	struct bs_work work;
 	struct iovec iov1;	/* storage for bs_req_init_buf() */
-	void *drv;		/* the handling driver's scratch pointer */
-	uint64_t drv_u64;	/* the handling driver's scratch value */
+	/*
+	 * The handling driver's context: req_ctx_size bytes of its type,
+	 * zeroed, given by the core when the request reaches the driver and
+	 * taken back when the driver completes it (bs_req_drv()).
+	 */
+	void *drv_ctx;
 };
+
+/* The driver's typed per-request context (NULL when req_ctx_size is 0). */
+static inline void *bs_req_drv(const struct bs_req *req)
+{
+	return req->drv_ctx;
+}
 
 /* Fill @req for a single-buffer operation (buf may be NULL for non-data). */
 void bs_req_init(struct bs_req *req, enum bs_op op, uint32_t flags,
@@ -132,6 +142,12 @@ struct bs_dev_type {
 	const char *summary;	/* one line for --help */
 	const char *options;	/* option help, one "key=VALUE  text" per line */
 	bool stacked;		/* takes components from "devices =" */
+	/*
+	 * Bytes of per-request context the type wants (bs_req_drv()): its
+	 * own state for a request in flight (bytes done, a bounce buffer, a
+	 * phase, a job for the worker pool). Zeroed for every request.
+	 */
+	size_t req_ctx_size;
 	/* key of a spec's bare argument ("mem:1G" -> size); NULL = "path" */
 	const char *spec_key;
 
@@ -217,6 +233,9 @@ struct bs_dev {
 	struct bs_dev_stats stats;
 	/* capability events (lib/core/caps.c): generation, subscribers */
 	struct bs_caps_state *caps_state;
+	/* free per-request driver contexts (core, loop thread only) */
+	void *drv_ctx_free;
+	unsigned drv_ctx_nfree;
 	struct bs_dev *next;		/* context list, creation order */
 };
 

@@ -182,6 +182,7 @@ static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 static void free_dev(struct bs_dev *dev)
 {
 	bs_caps_dev_free(dev);
+	bs_req_drv_ctx_drain(dev);
 	free(dev->components);
 	free(dev->holders);
 	free(dev);

@@ -12,6 +12,9 @@ struct bs_ctx {
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
 };
 
+/* Free @dev's cached per-request driver contexts (device going away). */
+void bs_req_drv_ctx_drain(struct bs_dev *dev);
+
 /* The context's shared, read-only zero buffer (allocated on first use). */
 const void *bs_ctx_zero_buf(struct bs_ctx *ctx);
 

@@ -62,9 +62,62 @@ static void finish(struct bs_dev *dev, struct bs_req *req, int result)
 	bs_loop_defer(dev->ctx->loop, &req->work);
 }
 
+/* ---- per-request driver contexts ---------------------------------------- */
+
+/* Free contexts kept per device; beyond this they go back to malloc. */
+#define DRV_CTX_KEEP 1024
+
+static size_t drv_ctx_size(const struct bs_dev *dev)
+{
+	size_t n = dev->type->req_ctx_size;
+
+	/* a free context holds the free-list link */
+	return n < sizeof(void *) ? sizeof(void *) : n;
+}
+
+static void *drv_ctx_get(struct bs_dev *dev)
+{
+	void *c = dev->drv_ctx_free;
+
+	if (c) {
+		dev->drv_ctx_free = *(void **)c;
+		dev->drv_ctx_nfree--;
+		memset(c, 0, drv_ctx_size(dev));
+		return c;
+	}
+	return calloc(1, drv_ctx_size(dev));
+}
+
+static void drv_ctx_put(struct bs_dev *dev, void *c)
+{
+	if (dev->drv_ctx_nfree >= DRV_CTX_KEEP) {
+		free(c);
+		return;
+	}
+	*(void **)c = dev->drv_ctx_free;
+	dev->drv_ctx_free = c;
+	dev->drv_ctx_nfree++;
+}
+
+void bs_req_drv_ctx_drain(struct bs_dev *dev)
+{
+	while (dev->drv_ctx_free) {
+		void *c = dev->drv_ctx_free;
+
+		dev->drv_ctx_free = *(void **)c;
+		free(c);
+	}
+	dev->drv_ctx_nfree = 0;
+}
+
 void bs_req_complete(struct bs_req *req, int result)
 {
 	struct bs_dev *dev = req->dev;
+
+	if (req->drv_ctx) {
+		drv_ctx_put(dev, req->drv_ctx);
+		req->drv_ctx = NULL;
+	}
 
 	if (result) {
 		dev->stats.errors++;
@@ -84,6 +137,14 @@ void bs_req_complete(struct bs_req *req, int result)
 static void to_driver(struct bs_dev *dev, struct bs_req *req)
 {
 	req->dev = dev;
+	req->drv_ctx = NULL;
+	if (dev->type->req_ctx_size) {
+		req->drv_ctx = drv_ctx_get(dev);
+		if (!req->drv_ctx) {
+			finish(dev, req, -ENOMEM);
+			return;
+		}
+	}
 	dev->stats.ops[req->op]++;
 	dev->stats.bytes[req->op] += req->len;
 	dev->type->submit(dev, req);
@@ -275,6 +336,7 @@ void bs_submit(struct bs_dev *dev, struct bs_req *req)
 
 	req->dev = dev;
 	req->result = 0;
+	req->drv_ctx = NULL;	/* only to_driver() gives one */
 	if ((unsigned)req->op >= BS_OP__COUNT) {
 		finish(dev, req, -EINVAL);
 		return;

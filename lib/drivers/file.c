@@ -277,14 +277,21 @@ static void file_close(struct bs_dev *dev)
 	free(f);
 }
 
+/* What the file driver keeps per request. */
+struct file_req {
+	struct drv_uring_req u;		/* first: the io_uring path's */
+	bool allocate_again;		/* NOUNMAP by punch: second step */
+};
+
 /*
- * DISCARD and WRITE_ZEROES become one fallocate SQE each; req->drv holds
- * the phase of two-step NOUNMAP zeroing (punch, then allocate again).
+ * DISCARD and WRITE_ZEROES become one fallocate SQE each; two-step NOUNMAP
+ * zeroing (punch, then allocate again) keeps its phase in struct file_req.
  */
 static int file_prep(struct bs_dev *dev, struct bs_req *req,
 		     struct io_uring_sqe *sqe)
 {
 	struct file_dev *f = dev->priv;
+	struct file_req *fr = bs_req_drv(req);
 	int mode;
 
 	switch (req->op) {
@@ -301,8 +308,9 @@ static int file_prep(struct bs_dev *dev, struct bs_req *req,
 			mode = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 		else if (f->nounmap == NU_PUNCH_ALLOC)
 			/* punch, then allocate again: allocated zeroes */
-			mode = req->drv ? FALLOC_FL_KEEP_SIZE :
-					  FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+			mode = fr->allocate_again
+				       ? FALLOC_FL_KEEP_SIZE
+				       : FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
 		else
 			return -EOPNOTSUPP;
 		break;
@@ -316,11 +324,12 @@ static int file_prep(struct bs_dev *dev, struct bs_req *req,
 static bool file_again(struct bs_dev *dev, struct bs_req *req)
 {
 	struct file_dev *f = dev->priv;
+	struct file_req *fr = bs_req_drv(req);
 
 	if (req->op == BS_OP_WRITE_ZEROES && f->nounmap == NU_PUNCH_ALLOC &&
-	    !req->drv &&
+	    !fr->allocate_again &&
 	    ((req->flags & BS_REQ_NOUNMAP) || f->zeroes != Z_UNMAP)) {
-		req->drv = (void *)1; /* now allocate again */
+		fr->allocate_again = true; /* now allocate again */
 		return true;
 	}
 	return false;
@@ -404,6 +413,7 @@ static void file_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 
 static const struct bs_dev_type file_type = {
 	.name = "file",
+	.req_ctx_size = sizeof(struct file_req),
 	.summary = "a regular file (created sparse if missing), io_uring",
 	.options =
 		"path=PATH            the file (required; file:PATH)\n"

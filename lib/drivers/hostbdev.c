@@ -267,6 +267,12 @@ struct hb_job {
 	enum hb_how how;
 };
 
+/* What hostbdev keeps per request (the core's per-request context). */
+struct hb_req {
+	struct drv_uring_req u;		/* first: the io_uring path's */
+	struct hb_job job;		/* zeroing and discard on a worker */
+};
+
 static int run_blocking(struct bs_job *job)
 {
 	struct hb_job *j = (struct hb_job *)job;
@@ -299,7 +305,6 @@ static void complete_blocking(struct bs_job *job)
 	enum hb_how how = j->how;
 	int res = job->result;
 
-	free(j);
 	h->busy--;
 	if (res) {
 		char why[NAME_MAX + 96];
@@ -326,10 +331,9 @@ static void submit_blocking(struct hostbdev *h, struct bs_req *req,
 			    enum hb_how how)
 {
 	struct bs_workers *w = bs_ctx_workers(h->dev->ctx);
-	struct hb_job *j = calloc(1, sizeof(*j));
+	struct hb_job *j = &((struct hb_req *)bs_req_drv(req))->job;
 
-	if (!w || !j) {
-		free(j);
+	if (!w) {
 		bs_req_complete(req, -ENOMEM);
 		return;
 	}
@@ -506,6 +510,7 @@ static void hb_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 
 static const struct bs_dev_type hostbdev_type = {
 	.name = "hostbdev",
+	.req_ctx_size = sizeof(struct hb_req),
 	.summary = "a host block device or partition (limits from its sysfs), io_uring",
 	.options =
 		"path=/dev/NAME       the device (required; hostbdev:PATH)\n"

@@ -91,17 +91,19 @@ static void copy_to_iov(const struct bs_req *req, const void *src)
 
 static void bounce_free(struct drv_uring *u, struct bs_req *req)
 {
-	if (req->drv && (req->op == BS_OP_READ || req->op == BS_OP_WRITE)) {
-		free(req->drv);
-		req->drv = NULL;
+	struct drv_uring_req *r = drv_uring_req(req);
+
+	if (r->bounce) {
+		free(r->bounce);
+		r->bounce = NULL;
 		u->bounces--;
 	}
 }
 
 static void uring_complete(struct drv_uring *u, struct bs_req *req, int res)
 {
-	if (!res && req->op == BS_OP_READ && req->drv)
-		copy_to_iov(req, req->drv);
+	if (!res && req->op == BS_OP_READ && drv_uring_req(req)->bounce)
+		copy_to_iov(req, drv_uring_req(req)->bounce);
 	bounce_free(u, req);
 	bs_req_complete(req, res);
 }
@@ -109,28 +111,29 @@ static void uring_complete(struct drv_uring *u, struct bs_req *req, int res)
 /* Reads from this size on go to io_uring workers (IOSQE_ASYNC). */
 #define DRV_URING_ASYNC_BYTES (64u << 10)
 
-/* Prepare the SQE of a READ/WRITE from where it stands (drv_u64 done). */
+/* Prepare the SQE of a READ/WRITE from where it stands (r->done). */
 static void prep_rw(struct drv_uring *u, struct bs_req *req,
 		    struct io_uring_sqe *sqe)
 {
-	uint64_t off = req->offset + req->drv_u64;
-	uint64_t len = req->len - req->drv_u64;
+	struct drv_uring_req *r = drv_uring_req(req);
+	uint64_t off = req->offset + r->done;
+	uint64_t len = req->len - r->done;
 	bool rd = req->op == BS_OP_READ;
 
-	if (req->drv) {
-		char *p = (char *)req->drv + req->drv_u64;
+	if (r->bounce) {
+		char *p = (char *)r->bounce + r->done;
 		if (rd)
 			io_uring_prep_read(sqe, u->fd, p, (unsigned)len, off);
 		else
 			io_uring_prep_write(sqe, u->fd, p, (unsigned)len, off);
-	} else if (req->drv_u64 || req->iovcnt != 1) {
+	} else if (r->done || req->iovcnt != 1) {
 		/* resume a short transfer: one piece at a time */
-		uint64_t skip = req->drv_u64;
+		uint64_t skip = r->done;
 		int i;
 
 		for (i = 0; i < req->iovcnt && skip >= req->iov[i].iov_len; i++)
 			skip -= req->iov[i].iov_len;
-		if (req->drv_u64 || i) {
+		if (r->done || i) {
 			void *p = (char *)req->iov[i].iov_base + skip;
 			unsigned n = (unsigned)(req->iov[i].iov_len - skip);
 			if (rd)
@@ -171,7 +174,8 @@ static bool queue_sqe(struct drv_uring *u, struct bs_req *req)
 	bool rw = req->op == BS_OP_READ || req->op == BS_OP_WRITE;
 	int err;
 
-	if (rw && !req->drv && !req->drv_u64 && !aligned(u, req)) {
+	if (rw && !drv_uring_req(req)->bounce && !drv_uring_req(req)->done &&
+	    !aligned(u, req)) {
 		void *b;
 
 		if (u->bounces >= DRV_URING_MAX_BOUNCES)
@@ -182,7 +186,7 @@ static bool queue_sqe(struct drv_uring *u, struct bs_req *req)
 		}
 		if (req->op == BS_OP_WRITE)
 			copy_from_iov(b, req);
-		req->drv = b;
+		drv_uring_req(req)->bounce = b;
 		u->bounces++;
 		u->bounced++;
 	}
@@ -229,8 +233,7 @@ static void wait_push(struct drv_uring *u, struct bs_req *req)
 
 void drv_uring_submit(struct drv_uring *u, struct bs_req *req)
 {
-	req->drv_u64 = 0;
-	req->drv = NULL;
+	/* the core gave a zeroed context: no bounce, nothing done */
 	if (u->wait_head || !queue_sqe(u, req))
 		wait_push(u, req);
 }
@@ -256,8 +259,10 @@ static void uring_prepoll(void *arg)
 /* A READ/WRITE came back with @res >= 0: true when it is finished. */
 static bool rw_done(struct drv_uring *u, struct bs_req *req, int res)
 {
+	struct drv_uring_req *r = drv_uring_req(req);
+
 	if (res == 0) {
-		uint64_t skip = req->drv_u64;
+		uint64_t skip = r->done;
 		int i;
 
 		if (req->op == BS_OP_WRITE || !u->eof_zeroes) {
@@ -265,8 +270,8 @@ static bool rw_done(struct drv_uring *u, struct bs_req *req, int res)
 			return true;
 		}
 		/* past EOF of a shorter file: zeroes */
-		if (req->drv) {
-			memset((char *)req->drv + skip, 0, req->len - skip);
+		if (r->bounce) {
+			memset((char *)r->bounce + skip, 0, req->len - skip);
 		} else {
 			for (i = 0; i < req->iovcnt; i++) {
 				struct iovec *v = &req->iov[i];
@@ -282,8 +287,8 @@ static bool rw_done(struct drv_uring *u, struct bs_req *req, int res)
 		uring_complete(u, req, 0);
 		return true;
 	}
-	req->drv_u64 += (uint64_t)res;
-	if (req->drv_u64 < req->len)
+	r->done += (uint64_t)res;
+	if (r->done < req->len)
 		return false;
 	uring_complete(u, req, 0);
 	return true;

@@ -9,8 +9,8 @@
  * driver's prep() hook. A request that finds the ring full waits in FIFO
  * order and is queued before the loop next blocks.
  *
- * Scratch use: req->drv_u64 counts bytes done (READ/WRITE); req->drv holds
- * the bounce buffer for READ/WRITE and belongs to the driver for other ops.
+ * Per-request state: a driver using this path gives its requests a
+ * context (req_ctx_size) that starts with struct drv_uring_req.
  */
 #ifndef BLKSTACK_DRIVERS_URING_H
 #define BLKSTACK_DRIVERS_URING_H
@@ -24,6 +24,17 @@
 
 /* At most this many bounce buffers (each up to one request) at a time. */
 #define DRV_URING_MAX_BOUNCES 16
+
+/* The first member of the per-request context of a driver using io_uring. */
+struct drv_uring_req {
+	void *bounce;		/* O_DIRECT bounce buffer (READ/WRITE) */
+	uint64_t done;		/* bytes transferred so far (READ/WRITE) */
+};
+
+static inline struct drv_uring_req *drv_uring_req(const struct bs_req *req)
+{
+	return bs_req_drv(req);
+}
 
 struct drv_uring_ops {
 	/*

@@ -47,6 +47,11 @@ struct mirror {
 	uint64_t writes_degraded; /* writes acknowledged with a leg lost */
 };
 
+/* What the mirror keeps per request. */
+struct mirror_req {
+	uint64_t tried;		/* READ: legs tried (bit per component) */
+};
+
 static const char *errno_name(int err)
 {
 	switch (-err) {
@@ -220,15 +225,17 @@ static bool read_kid_done(struct mp_kid *kid)
 	struct mirror *m = dev->priv;
 	struct bs_req *r = &kid->req;
 	struct bs_req *parent = kid->io->parent;
+	struct mirror_req *mr;
 	int leg;
 
 	if (!r->result)
 		return false;
 	if (is_leg_fault(r->op, r->result))
 		fail_leg(dev, kid->comp, r->op, r->result, r->offset);
-	/* the mirror's scratch on the parent: legs this read has tried */
-	parent->drv_u64 |= 1ull << kid->comp;
-	leg = pick_read_leg(dev, parent->drv_u64);
+	/* the mirror's context of the parent: legs this read has tried */
+	mr = bs_req_drv(parent);
+	mr->tried |= 1ull << kid->comp;
+	leg = pick_read_leg(dev, mr->tried);
 	if (leg < 0)
 		return false; /* no other copy: the error goes up */
 	m->reads_retried++;
@@ -250,7 +257,6 @@ static void mirror_submit(struct bs_dev *dev, struct bs_req *req)
 			bs_req_complete(req, -ENOMEM);
 			return;
 		}
-		req->drv_u64 = 0;
 		io->kid_done = read_kid_done;
 		leg = pick_read_leg(dev, 0);
 		mp_kid_init(io, 0, (unsigned)leg, req->op, req->flags,
@@ -373,6 +379,7 @@ static const struct bs_dev_type mirror_type = {
 		"                     says degraded. The last live leg is never\n"
 		"                     dropped; its errors reach the caller.\n",
 	.stacked = true,
+	.req_ctx_size = sizeof(struct mirror_req),
 	.open = mirror_open,
 	.close = mirror_close,
 	.submit = mirror_submit,
