@@ -135,7 +135,7 @@ int bs_opts_get_size(struct bs_opts *o, const char *key, uint64_t *out)
 		return 1;
 	err = bs_parse_size(v, out);
 	if (err)
-		return bad(o, key, v, "not a size (use 4096, 64K, 1G, 2T)");
+		return bad(o, key, v, bs_size_strerror(err));
 	return 0;
 }
 

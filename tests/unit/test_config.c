@@ -193,6 +193,82 @@ static void sizes(void **state)
 	assert_int_equal(bs_parse_size("", &v), -EINVAL);
 }
 
+/* Sizes are decimal: no octal, no hex, no spellings the docs do not name. */
+static void sizes_are_decimal(void **state)
+{
+	static const struct {
+		const char *s;
+		int err;
+		uint64_t v;
+	} rows[] = {
+		{ "010K", 0, 10 << 10 },	/* not octal 8 KiB */
+		{ "010", 0, 10 },
+		{ "0", 0, 0 },
+		{ "0x10M", -EINVAL, 0 },
+		{ "0x10", -EINVAL, 0 },
+		{ "1e3", -EINVAL, 0 },		/* 1 EiB and a stray 3 */
+		{ "1KB", -EINVAL, 0 },
+		{ "4096B", -EINVAL, 0 },
+		{ "1 G", -EINVAL, 0 },
+		{ " 1G", -EINVAL, 0 },
+		{ "1G ", -EINVAL, 0 },
+		{ "+1", -EINVAL, 0 },
+		{ "1Gib", -EINVAL, 0 },
+		{ "64KiB", 0, 64 << 10 },
+		{ "1p", 0, 1ull << 50 },
+		{ "15E", 0, 15ull << 60 },
+		{ "16E", -ERANGE, 0 },
+		{ "18446744073709551615", 0, UINT64_MAX },
+		{ "18446744073709551616", -ERANGE, 0 },
+		{ "99999999999999999999999K", -ERANGE, 0 },
+		{ "99999999999999999999999x", -EINVAL, 0 },
+	};
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint64_t v = 12345;
+		int err = bs_parse_size(rows[i].s, &v);
+
+		print_message("'%s' -> %d %llu\n", rows[i].s, err,
+			      (unsigned long long)v);
+		assert_int_equal(err, rows[i].err);
+		if (!err)
+			assert_int_equal(v, rows[i].v);
+		else
+			assert_int_equal(v, 12345);	/* untouched */
+	}
+}
+
+/* One message for a size too large, from a spec, a config or an option. */
+static void size_too_large_one_message(void **state)
+{
+	struct bs_ctx *ctx;
+	struct bs_opts *o;
+	uint64_t v;
+	char *type;
+
+	(void)state;
+	assert_int_equal(bs_opts_parse_spec("mem:16E", &type, &o), 0);
+	assert_int_equal(bs_opts_get_size(o, "size", &v), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "too large"));
+	bs_opts_free(o);
+	free(type);
+
+	assert_int_equal(bs_ctx_new(&ctx), 0);
+	assert_int_equal(bs_opts_parse_spec("mem:16E", &type, &o), 0);
+	assert_int_equal(bs_dev_create(ctx, "m", type, o, NULL), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "m: size = '16E': too large"));
+	bs_opts_free(o);
+	free(type);
+	assert_int_equal(bs_opts_parse_spec("mem:0x10M", &type, &o), 0);
+	assert_int_equal(bs_dev_create(ctx, "m", type, o, NULL), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "not a size"));
+	bs_opts_free(o);
+	free(type);
+	bs_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +277,8 @@ int main(void)
 		cmocka_unit_test(stacked_sections),
 		cmocka_unit_test(specs),
 		cmocka_unit_test(sizes),
+		cmocka_unit_test(sizes_are_decimal),
+		cmocka_unit_test(size_too_large_one_message),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
