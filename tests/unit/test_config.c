@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* INI config and device specs: order, errors with file and line. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +90,115 @@ static void errors_name_file_and_line(void **state)
 		print_message("row %u: %s\n", i, bs_last_error());
 		assert_int_equal(err, rows[i].err);
 		assert_non_null(strstr(bs_last_error(), rows[i].msg));
+	}
+}
+
+/* The value of @key in the section @kind/@name of @cfg (marks it used). */
+static const char *val(struct bs_config *cfg, const char *kind,
+		       const char *name, const char *key)
+{
+	struct bs_config_section *s = NULL;
+
+	while ((s = bs_config_next(cfg, kind, s)))
+		if (!strcmp(s->name, name))
+			return bs_opts_get(s->opts, key);
+	return NULL;
+}
+
+/* Inline comments as the README's own examples use them. */
+static void inline_comments(void **state)
+{
+	struct bs_config *cfg = NULL;
+
+	(void)state;
+	assert_int_equal(bs_config_load_string(
+				 "\xef\xbb\xbf# whole line\n"
+				 "  ; indented whole line\n"
+				 "[daemon]   # the daemon\n"
+				 "state_dir = /var/lib/blkstack      # default ./var\n"
+				 "control = /run/blkstack.sock\t; tab, then ;\n"
+				 "[device  d0 ]\r\n"
+				 "type=file\r\n"
+				 "path = /srv/a#b;c.img\n"
+				 "size = 100G#no blank: part of the value\n"
+				 "description = # only a comment\n"
+				 "[export d0]\n"
+				 "listen = 127.0.0.1:10809 [::1]:10809 # two\n",
+				 "t.ini", &cfg),
+			 0);
+	assert_string_equal(val(cfg, "daemon", "", "state_dir"),
+			    "/var/lib/blkstack");
+	assert_string_equal(val(cfg, "daemon", "", "control"),
+			    "/run/blkstack.sock");
+	assert_string_equal(val(cfg, "device", "d0", "type"), "file");
+	assert_string_equal(val(cfg, "device", "d0", "path"), "/srv/a#b;c.img");
+	assert_string_equal(val(cfg, "device", "d0", "size"),
+			    "100G#no blank: part of the value");
+	assert_string_equal(val(cfg, "device", "d0", "description"), "");
+	assert_string_equal(val(cfg, "export", "d0", "listen"),
+			    "127.0.0.1:10809 [::1]:10809");
+	assert_string_equal(bs_config_next(cfg, "device", NULL)->name, "d0");
+	assert_int_equal(bs_config_next(cfg, "device", NULL)->line, 6);
+	bs_config_free(cfg);
+}
+
+/* Lines of any sensible length; errors after them name the right line. */
+static void long_lines(void **state)
+{
+	struct bs_config *cfg = NULL;
+	char path[3000], *text;
+	size_t n;
+
+	(void)state;
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	n = 2 * sizeof(path) + 200;
+	text = malloc(n);
+	assert_non_null(text);
+	snprintf(text, n, "[device a]\ntype = file\npath = %s\n"
+		 "description = %s # comment\nsize = 1G\n", path, path + 1);
+	assert_int_equal(bs_config_load_string(text, "t.ini", &cfg), 0);
+	assert_string_equal(val(cfg, "device", "a", "path"), path);
+	assert_string_equal(val(cfg, "device", "a", "description"), path + 1);
+	assert_string_equal(val(cfg, "device", "a", "size"), "1G");
+	assert_string_equal(bs_opts_where(cfg->sections[0].opts, "size"),
+			    "t.ini:5");
+	bs_config_free(cfg);
+
+	snprintf(text, n, "[device a]\npath = %s\nnot ini\n", path);
+	assert_int_equal(bs_config_load_string(text, "t.ini", &cfg), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "t.ini:3: syntax error"));
+	free(text);
+}
+
+static void syntax_errors(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} rows[] = {
+		{ "[device a\ntype = mem\n", "t.ini:1: syntax error" },
+		{ "[device a] x\n", "t.ini:1: syntax error" },
+		{ "[device a]\n= mem\n", "t.ini:2: syntax error" },
+		{ "\n\n[device a]\ntype: mem\n", "t.ini:4: syntax error" },
+		{ "[device]\n", "t.ini:1: section [device]: a name is needed" },
+		{ "[daemon x]\n", "t.ini:1: section [daemon x]: [daemon] takes" },
+		{ "[]\n", "t.ini:1: unknown section []" },
+		{ "[devicedevicedevice a]\n", "t.ini:1: unknown section" },
+	};
+	struct bs_config *cfg;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		cfg = NULL;
+		assert_int_equal(bs_config_load_string(rows[i].text, "t.ini",
+						       &cfg),
+				 -EINVAL);
+		print_message("row %u: %s\n", i, bs_last_error());
+		assert_non_null(strstr(bs_last_error(), rows[i].msg));
+		assert_null(cfg);
 	}
 }
 
@@ -274,6 +384,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(dependency_order),
 		cmocka_unit_test(errors_name_file_and_line),
+		cmocka_unit_test(inline_comments),
+		cmocka_unit_test(long_lines),
+		cmocka_unit_test(syntax_errors),
 		cmocka_unit_test(stacked_sections),
 		cmocka_unit_test(specs),
 		cmocka_unit_test(sizes),
