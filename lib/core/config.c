@@ -336,9 +336,14 @@ static struct bs_config_section *find_device(struct bs_config *cfg,
 
 enum { WHITE, GREY, BLACK };
 
+/*
+ * Depth first over "devices =": components before their users. With @ctx
+ * NULL nothing is created (the check); else each device is created once
+ * its components exist.
+ */
 static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
-		 struct bs_config_section *s, int *color, char *path,
-		 size_t pathlen)
+		 struct bs_ctx *known, struct bs_config_section *s, int *color,
+		 char *path, size_t pathlen)
 {
 	unsigned idx = (unsigned)(s - cfg->sections);
 	const char *list;
@@ -363,7 +368,7 @@ static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
 		     tok = strtok_r(NULL, " \t,", &save)) {
 			struct bs_config_section *c = find_device(cfg, tok);
 			if (!c) {
-				if (!bs_dev_find(ctx, tok))
+				if (!known || !bs_dev_find(known, tok))
 					err = bs_error(-ENOENT, "%s: %s: component "
 						       "'%s' is not defined",
 						       bs_opts_where(s->opts,
@@ -371,7 +376,7 @@ static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
 						       s->name, tok);
 				continue;
 			}
-			err = visit(cfg, ctx, c, color, path, pathlen);
+			err = visit(cfg, ctx, known, c, color, path, pathlen);
 		}
 		free(copy);
 		if (err)
@@ -379,10 +384,50 @@ static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
 	}
 	path[plen] = '\0';
 	color[idx] = BLACK;
-	return bs_dev_create(ctx, s->name, NULL, s->opts, NULL);
+	return ctx ? bs_dev_create(ctx, s->name, NULL, s->opts, NULL) : 0;
 }
 
-int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx)
+/* Prefix the section's place to a device's message that lacks one. */
+static int at_section(struct bs_config *cfg, struct bs_config_section *s,
+		      int err)
+{
+	char msg[768];
+
+	if (strstr(bs_last_error(), cfg->path))
+		return err;
+	snprintf(msg, sizeof(msg), "%s", *bs_last_error() ? bs_last_error()
+							   : strerror(-err));
+	return bs_error(err, "%s:%d: %s", cfg->path, s->line, msg);
+}
+
+/* What can be known of one [device] without opening anything. */
+static int check_device(struct bs_config *cfg, struct bs_config_section *s)
+{
+	const char *tname = peek(s->opts, "type");
+	const struct bs_dev_type *t;
+	const char *w = bs_opts_where(s->opts, "type");
+
+	if (!tname)
+		return bs_error(-EINVAL, "%s:%d: %s: no 'type' given",
+				cfg->path, s->line, s->name);
+	t = bs_dev_type_find(tname);
+	if (!t)
+		return bs_error(-EINVAL, "%s: %s: unknown device type '%s'", w,
+				s->name, tname);
+	if (t->options) {
+		const char *const core[] = { "type", "readonly",
+					     "write_zeroes_unmap",
+					     t->stacked ? "devices" : NULL,
+					     NULL };
+
+		bs_opts_set_label(s->opts, s->name);
+		return bs_opts_check_known(s->opts, core, t->options);
+	}
+	return 0;
+}
+
+static int walk(struct bs_config *cfg, struct bs_ctx *ctx,
+		struct bs_ctx *known)
 {
 	struct bs_config_section *s = NULL;
 	int *color = calloc(cfg->nsections + 1, sizeof(*color));
@@ -393,14 +438,28 @@ int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx)
 		return -ENOMEM;
 	while (!err && (s = bs_config_next(cfg, "device", s))) {
 		path[0] = '\0';
-		err = visit(cfg, ctx, s, color, path, sizeof(path));
-		if (err && !strstr(bs_last_error(), cfg->path)) {
-			/* prefix the section's place to the device's message */
-			char msg[512];
-			snprintf(msg, sizeof(msg), "%s", bs_last_error());
-			bs_error(err, "%s:%d: %s", cfg->path, s->line, msg);
-		}
+		err = visit(cfg, ctx, known, s, color, path, sizeof(path));
+		if (err)
+			err = at_section(cfg, s, err);
 	}
 	free(color);
 	return err;
+}
+
+int bs_config_check_devices(struct bs_config *cfg, struct bs_ctx *ctx)
+{
+	struct bs_config_section *s = NULL;
+	int err;
+
+	while ((s = bs_config_next(cfg, "device", s)))
+		if ((err = check_device(cfg, s)))
+			return err;
+	return walk(cfg, NULL, ctx);
+}
+
+int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx)
+{
+	int err = bs_config_check_devices(cfg, ctx);
+
+	return err ? err : walk(cfg, ctx, ctx);
 }

@@ -176,6 +176,16 @@ int bs_export_create(struct bs_exports *set, const char *name,
 	if (!type)
 		return where_fail(opts, "type", -EINVAL, name,
 				  "unknown export type '%s'", typename);
+	if (type->options) {
+		/* unknown keys first: before anything listens */
+		static const char *const common[] = { "type", "device",
+						      "readonly", "description",
+						      NULL };
+
+		err = bs_opts_check_known(opts, common, type->options);
+		if (err)
+			return err;
+	}
 	devname = bs_opts_get(opts, "device");
 	if (!devname || !*devname)
 		return bs_error(-EINVAL, "export %s: no 'device' given", name);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <blkstack/config.h>
 #include <blkstack/opts.h>
@@ -202,6 +203,78 @@ static void syntax_errors(void **state)
 	}
 }
 
+/* A misspelled key is named first: before a missing required key. */
+static void unknown_keys_first(void **state)
+{
+	char dir[] = "/tmp/blkstack-cfg.XXXXXX", text[4096], img[256];
+	struct bs_ctx *ctx;
+	struct bs_opts *o;
+	char *type;
+
+	(void)state;
+	assert_int_equal(load_and_create("[device a]\ntype = mem\nsise = 1G\n",
+					 NULL),
+			 -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "t.ini:3: a: unknown key 'sise'"));
+
+	/* a spec too, and the file is not created */
+	assert_non_null(mkdtemp(dir));
+	snprintf(img, sizeof(img), "%s/a.img", dir);
+	snprintf(text, sizeof(text), "file:%s,sise=1G", img);
+	assert_int_equal(bs_ctx_new(&ctx), 0);
+	assert_int_equal(bs_opts_parse_spec(text, &type, &o), 0);
+	assert_int_equal(bs_dev_create(ctx, "f", type, o, NULL), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "f: unknown key 'sise'"));
+	bs_opts_free(o);
+	free(type);
+	snprintf(text, sizeof(text), "file:%s,size=1M,colour=red", img);
+	assert_int_equal(bs_opts_parse_spec(text, &type, &o), 0);
+	assert_int_equal(bs_dev_create(ctx, "f", type, o, NULL), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "f: unknown key 'colour'"));
+	assert_int_equal(access(img, F_OK), -1);
+	bs_opts_free(o);
+	free(type);
+	bs_ctx_free(ctx);
+
+	/* core keys of every type, and devices= only for stacked types */
+	assert_int_equal(load_and_create("[device a]\ntype = mem\nsize = 1M\n"
+					 "readonly = 1\nwrite_zeroes_unmap = 0\n"
+					 "devices = b\n",
+					 NULL),
+			 -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "t.ini:6: a: unknown key 'devices'"));
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* A mistake anywhere in the config: no device is opened, no file made. */
+static void later_error_creates_nothing(void **state)
+{
+	static const char *const later[] = {
+		"[device b]\ntype = mem\nsize = 1M\ncolour = red\n",
+		"[device b]\ntype = nosuch\n",
+		"[device b]\nsize = 1M\n",
+		"[device b]\ntype = test-pass\ndevices = ghost\n",
+		"[device b]\ntype = test-pass\ndevices = c\n"
+		"[device c]\ntype = test-pass\ndevices = b\n",
+	};
+	char dir[] = "/tmp/blkstack-cfg.XXXXXX", text[4096], img[256];
+	unsigned i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(img, sizeof(img), "%s/a.img", dir);
+	for (i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "[device a]\ntype = file\npath = %s\nsize = 1M\n%s",
+			 img, later[i]);
+		assert_int_not_equal(load_and_create(text, NULL), 0);
+		print_message("row %u: %s\n", i, bs_last_error());
+		assert_non_null(strstr(bs_last_error(), "t.ini:"));
+		assert_int_equal(access(img, F_OK), -1);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* Stacked sections: missing component and cycles (needs a stacked type). */
 static int st_open(struct bs_dev *dev, struct bs_opts *opts)
 {
@@ -388,6 +461,8 @@ int main(void)
 		cmocka_unit_test(long_lines),
 		cmocka_unit_test(syntax_errors),
 		cmocka_unit_test(stacked_sections),
+		cmocka_unit_test(unknown_keys_first),
+		cmocka_unit_test(later_error_creates_nothing),
 		cmocka_unit_test(specs),
 		cmocka_unit_test(sizes),
 		cmocka_unit_test(sizes_are_decimal),
