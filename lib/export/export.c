@@ -287,6 +287,54 @@ void bs_exports_free(struct bs_exports *set)
 	free(set);
 }
 
+static const char *peek(const struct bs_opts *opts, const char *key)
+{
+	const char *k, *v;
+	unsigned i;
+
+	for (i = 0; bs_opts_at(opts, i, &k, &v); i++)
+		if (!strcmp(k, key))
+			return v;
+	return NULL;
+}
+
+int bs_config_check_exports(struct bs_config *cfg)
+{
+	static const char *const common[] = { "type", "device", "readonly",
+					      "description", NULL };
+	struct bs_config_section *s = NULL, *d;
+	const struct bs_export_type *type;
+	const char *tname, *dev;
+	int err;
+
+	while ((s = bs_config_next(cfg, "export", s))) {
+		bs_opts_set_label(s->opts, s->name);
+		tname = peek(s->opts, "type");
+		if (!tname)
+			return bs_error(-EINVAL, "%s:%d: export %s: no 'type' "
+					"given (type = nbd)", cfg->path,
+					s->line, s->name);
+		type = bs_export_type_find(tname);
+		if (!type)
+			return where_fail(s->opts, "type", -EINVAL, s->name,
+					  "unknown export type '%s'", tname);
+		if (type->options &&
+		    (err = bs_opts_check_known(s->opts, common, type->options)))
+			return err;
+		dev = peek(s->opts, "device");
+		if (!dev || !*dev)
+			return bs_error(-EINVAL, "%s:%d: export %s: no 'device' "
+					"given", cfg->path, s->line, s->name);
+		for (d = NULL; (d = bs_config_next(cfg, "device", d));)
+			if (!strcmp(d->name, dev))
+				break;
+		if (!d)
+			return where_fail(s->opts, "device", -ENOENT, s->name,
+					  "device '%s' does not exist", dev);
+	}
+	return 0;
+}
+
 int bs_config_create_exports(struct bs_config *cfg, struct bs_exports *set)
 {
 	struct bs_config_section *s = NULL;
