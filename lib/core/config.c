@@ -22,6 +22,8 @@
 /* Limits that keep a wrong -c (a device, a huge file) from eating memory. */
 #define MAX_LINE (64 * 1024)
 #define MAX_CONFIG (16 * 1024 * 1024)
+/* Sections are compared pairwise (duplicates, components): keep n small. */
+#define MAX_SECTIONS 4096
 
 struct parse {
 	struct bs_config *cfg;
@@ -100,6 +102,8 @@ static int new_section(struct parse *p, const char *header)
 			return fail(p, -EINVAL, "[%s] defined twice (first at "
 				    "line %d)", header, cfg->sections[i].line);
 	}
+	if (cfg->nsections >= MAX_SECTIONS)
+		return fail(p, -EINVAL, "more than %d sections", MAX_SECTIONS);
 	v = realloc(cfg->sections, (cfg->nsections + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
