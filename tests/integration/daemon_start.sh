@@ -2,7 +2,8 @@
 # blkstackd start-up as an operator meets it: a start that fails leaves
 # the disk exactly as it was (no state directory, no backing image, no
 # log) whether the mistake is in a later section, names a missing device
-# or meets a port already in use; files that existed are kept. And the
+# or backing file, or meets a port already in use; files that existed are
+# kept. And the
 # README's own config examples start as written (inline comments and all).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
@@ -76,6 +77,12 @@ conf "[device later]" "type = mem" "sise = 1G"
 failed_start misspelled c.ini:21 "later: unknown key 'sise'"
 conf "[device later]" "type = mem" "size = 0x10M"
 failed_start bad_size c.ini:21 "not a size"
+
+note "a device whose backing file is missing: what came before is removed"
+conf "[device gone]" "type = file" "path = $D/gone.img"
+failed_start missing_file c.ini:19 "gone.img does not exist"
+conf "[device odd]" "type = file" "path = $D/odd.img" "size = 1000"
+failed_start odd_size c.ini:19 "not a multiple of the logical block size"
 
 note "an export of a missing device creates nothing"
 conf "[export b]" "type = nbd" "device = nosuch" "listen = 127.0.0.1:$PORT"
