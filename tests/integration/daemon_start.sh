@@ -3,8 +3,8 @@
 # the disk exactly as it was (no state directory, no backing image, no
 # log) whether the mistake is in a later section, names a missing device
 # or backing file, or meets a port already in use; files that existed are
-# kept. And the
-# README's own config examples start as written (inline comments and all).
+# kept. And the README's own config examples start as written (inline
+# comments and all).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3
