@@ -126,6 +126,78 @@ static const char default_config[] =
 "listen = 127.0.0.1:10809\n"
 "socket = %s/nbd.sock\n";
 
+/* ---- what a start created ------------------------------------------------ */
+
+/*
+ * A failed start leaves the disk as it was: everything the start may
+ * create is noted first (paths that do not exist yet: backing files, the
+ * log; directories mkdir_p makes), and on failure exactly those are
+ * removed again, files first, then directories (only if empty). Nothing
+ * that existed before is touched.
+ */
+struct undo {
+	char **files;		/* absent at the start */
+	unsigned nfiles;
+	char **dirs;		/* made by this start, outermost first */
+	unsigned ndirs;
+};
+
+static struct undo undo;
+
+static int undo_push(char ***v, unsigned *n, const char *path)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(path)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* Remember @path if nothing is there yet. */
+static int undo_note_file(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 || errno != ENOENT)
+		return 0;
+	return undo_push(&undo.files, &undo.nfiles, path);
+}
+
+/* Forget everything: the start succeeded, what it made stays. */
+static void undo_forget(void)
+{
+	unsigned i;
+
+	for (i = 0; i < undo.nfiles; i++)
+		free(undo.files[i]);
+	for (i = 0; i < undo.ndirs; i++)
+		free(undo.dirs[i]);
+	free(undo.files);
+	free(undo.dirs);
+	memset(&undo, 0, sizeof(undo));
+}
+
+/* The start failed: remove what it created (after everything is closed). */
+static void undo_run(void)
+{
+	unsigned i;
+
+	for (i = undo.nfiles; i-- > 0;) {
+		struct stat st;
+
+		if (lstat(undo.files[i], &st) == 0 && S_ISREG(st.st_mode))
+			unlink(undo.files[i]);
+	}
+	for (i = undo.ndirs; i-- > 0;)
+		rmdir(undo.dirs[i]);
+	undo_forget();
+}
+
+/* mkdir -p; the directories it makes are noted for undo_run(). */
 static int mkdir_p(const char *path)
 {
 	char buf[PATH_MAX];
@@ -138,11 +210,40 @@ static int mkdir_p(const char *path)
 		if (buf[i] != '/' && buf[i] != '\0')
 			continue;
 		buf[i] = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
+		if (mkdir(buf, 0755) == 0) {
+			if (undo_push(&undo.dirs, &undo.ndirs, buf))
+				return -ENOMEM;
+		} else if (errno != EEXIST) {
 			return -errno;
+		}
 		buf[i] = path[i];
 	}
 	return 0;
+}
+
+/* Every file a start may create, before it creates any. */
+static int note_creations(struct bs_config *cfg, const char *state_dir,
+			  bool fg)
+{
+	struct bs_config_section *s = NULL;
+	int err = 0;
+
+	/* a device "path" that does not exist yet may become a new image */
+	while (!err && (s = bs_config_next(cfg, "device", s))) {
+		const char *k, *v;
+		unsigned i;
+
+		for (i = 0; bs_opts_at(s->opts, i, &k, &v); i++)
+			if (!strcmp(k, "path") && *v)
+				err = undo_note_file(v);
+	}
+	if (!err && !fg) {
+		char log[PATH_MAX + 32];
+
+		snprintf(log, sizeof(log), "%s/blkstackd.log", state_dir);
+		err = undo_note_file(log);
+	}
+	return err;
 }
 
 /* [daemon] section: state_dir (unless -d), control. */
@@ -298,8 +399,12 @@ static int write_pid_file(struct bsd *d)
 }
 
 /*
- * Everything up to "ready": config, devices, exports, control socket,
- * signals. On failure the reason is in @why.
+ * Everything up to "ready". First what can be checked without touching
+ * the disk: the whole config (every [device], [export] and [daemon]
+ * section). Then, with every creation noted for undo_run(): the state
+ * directory, the log, the devices (backing files), the exports (every
+ * address binds), the control socket, signals. On failure the reason is
+ * in @why; the caller closes everything and calls undo_run().
  */
 static int start(struct bsd *d, const char *config, const char *dir_arg,
 		 bool fg, struct bs_config **cfgp, char *why, size_t whylen)
@@ -319,8 +424,32 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 	} else {
 		/* the default's paths depend on the state directory */
 		struct bs_config probe = { .path = (char *)"(default)" };
+
 		err = read_daemon_section(&probe, d, dir_arg);
+		if (!err) {
+			char text[2 * PATH_MAX + sizeof(default_config)];
+
+			snprintf(text, sizeof(text), default_config,
+				 d->state_dir, d->state_dir);
+			err = bs_config_load_string(text, "(default config)",
+						    &cfg);
+		}
 	}
+	*cfgp = cfg;
+	if (!err)
+		err = bs_config_check_devices(cfg, NULL);
+	if (!err)
+		err = bs_config_check_exports(cfg);
+	if (!err && !bs_config_next(cfg, "export", NULL))
+		err = bs_error(-EINVAL, "%s: no [export NAME] section: nothing "
+			       "to serve", cfg->path);
+	if (err) {
+		start_error(why, whylen, "config", err);
+		return err;
+	}
+
+	/* from here on, whatever is created is removed again on failure */
+	err = note_creations(cfg, d->state_dir, fg);
 	if (!err) {
 		err = mkdir_p(d->state_dir);
 		if (err)
@@ -329,21 +458,10 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 		else if (!fg)
 			open_log(d->state_dir);
 	}
-	if (!err && !config) {
-		char text[2 * PATH_MAX + sizeof(default_config)];
-
-		snprintf(text, sizeof(text), default_config, d->state_dir,
-			 d->state_dir);
-		err = bs_config_load_string(text, "(default config)", &cfg);
-	}
-	*cfgp = cfg;
+	if (!err)
+		err = bs_ctx_new(&d->ctx);
 	if (err) {
-		start_error(why, whylen, "config", err);
-		return err;
-	}
-	err = bs_ctx_new(&d->ctx);
-	if (err) {
-		start_error(why, whylen, "context", err);
+		start_error(why, whylen, "start", err);
 		return err;
 	}
 	d->loop = bs_ctx_loop(d->ctx);
@@ -354,9 +472,6 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 		bs_exports_set_log(d->set, export_log, d);
 		err = bs_config_create_exports(cfg, d->set);
 	}
-	if (!err && !bs_export_next(d->set, NULL))
-		err = bs_error(-EINVAL, "%s: no [export NAME] section: nothing "
-			       "to serve", cfg->path);
 	if (!err)
 		err = ctl_start(d, d->control);
 	if (err) {
@@ -377,6 +492,7 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 	}
 	signal(SIGPIPE, SIG_IGN);
 	write_pid_file(d);
+	undo_forget();
 	return 0;
 }
 
@@ -570,11 +686,17 @@ int main(int argc, char **argv)
 	}
 	err = start(&d, config, dir, fg, &cfg, why, sizeof(why));
 	if (err) {
+		/* close and clean up first: the disk is as it was when we say so */
+		stop(&d, cfg);
+		if (log_fd != STDERR_FILENO) {
+			close(log_fd);
+			log_fd = STDERR_FILENO;
+		}
+		undo_run();
 		if (ready >= 0)
 			tell_parent(ready, why);
 		else
 			fprintf(stderr, "blkstackd: %s\n", why);
-		stop(&d, cfg);
 		return 1;
 	}
 	if (!fg)

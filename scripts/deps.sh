@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(
 	build-essential pkg-config
-	liburing-dev libinih-dev libjansson-dev libcmocka-dev
+	liburing-dev libjansson-dev libcmocka-dev
 	libnbd-dev libnbd-bin nbdkit qemu-utils
 	libiscsi-dev libiscsi-bin
 	libext2fs-dev e2fsprogs

@@ -285,8 +285,15 @@ int bs_dev_set_reason(struct bs_dev *dev, const char *fmt, ...)
 /* Run the context's loop until *@flag becomes true. */
 int bs_ctx_wait(struct bs_ctx *ctx, const bool *flag);
 
-/* Parse "4096", "64K", "1G", "2T" (powers of 1024); -EINVAL/-ERANGE. */
+/*
+ * Parse a size: decimal digits, optionally one unit K M G T P E (either
+ * case, powers of 1024), optionally spelled KiB..EiB: "4096", "64K", "1G",
+ * "2TiB". -EINVAL when it is not one (blanks, signs, "0x10", "1KB"),
+ * -ERANGE when it does not fit in 64 bits.
+ */
 int bs_parse_size(const char *s, uint64_t *out);
+/* The reason to show for an error of bs_parse_size(), e.g. "too large ...". */
+const char *bs_size_strerror(int err);
 /* Format a byte count as "64 GiB" / "1.5 MiB" / "512 B". */
 const char *bs_fmt_size(uint64_t bytes, char *buf, size_t len);
 

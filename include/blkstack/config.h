@@ -42,7 +42,19 @@ struct bs_config_section *bs_config_next(struct bs_config *cfg,
 					 const char *kind,
 					 struct bs_config_section *prev);
 
-/* Create every [device] in dependency order. Stops at the first error. */
+/*
+ * Check every [device] without opening or creating anything: a known type,
+ * no unknown key (from the type's option help), components defined (in
+ * @cfg, or existing in @ctx, which may be NULL), no cycle. The first
+ * problem, in file order, is -errno with "FILE:LINE: ..." in bs_error().
+ */
+int bs_config_check_devices(struct bs_config *cfg, struct bs_ctx *ctx);
+
+/*
+ * Create every [device] in dependency order, after bs_config_check_devices()
+ * passed for all of them (so a mistake in a later section creates
+ * nothing). Stops at the first error.
+ */
 int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx);
 
 #endif

@@ -105,6 +105,12 @@ struct bs_export *bs_export_find(struct bs_exports *set, const char *name);
 struct bs_export *bs_export_next(struct bs_exports *set,
 				 struct bs_export *prev);
 
+/*
+ * Check every [export] section of @cfg without creating or binding
+ * anything: a known type, no unknown key, a device that is a [device] of
+ * @cfg. Errors say "FILE:LINE: export NAME: ...".
+ */
+int bs_config_check_exports(struct bs_config *cfg);
 /* Create every [export] section of @cfg; errors say "FILE:LINE: ...". */
 int bs_config_create_exports(struct bs_config *cfg, struct bs_exports *set);
 

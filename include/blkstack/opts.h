@@ -41,6 +41,16 @@ int bs_opts_get_enum(struct bs_opts *opts, const char *key,
 /* -EINVAL with "WHERE: LABEL: unknown key 'k'" if a key was not consumed. */
 int bs_opts_check_unused(const struct bs_opts *opts);
 
+/*
+ * Before anything reads them: -EINVAL "WHERE: LABEL: unknown key 'k'" for
+ * the first key (in order) that is neither in @known (NULL-terminated, may
+ * be NULL) nor named at the start of a line of @help, a type's option help
+ * ("key=VALUE  text" lines). So a misspelled key is named before a missing
+ * required one, and before anything is opened or created.
+ */
+int bs_opts_check_known(const struct bs_opts *opts, const char *const *known,
+			const char *help);
+
 /* Iterate: index from 0; returns false past the end. */
 bool bs_opts_at(const struct bs_opts *opts, unsigned i, const char **key,
 		const char **value);

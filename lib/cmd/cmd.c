@@ -199,11 +199,10 @@ int cmd_parse_size(struct bs_cmd_env *env, const char *cmd, const char *opt,
 {
 	int err = bs_parse_size(arg, out);
 
-	if (err == -ERANGE)
-		return cmd_usage(env, cmd, "%s '%s': too large", opt, arg);
+	/* the same words as a size in a spec or a config (bs_opts_get_size) */
 	if (err)
-		return cmd_usage(env, cmd, "%s '%s': not a size (use 4096, "
-				 "64K, 1M, 1G, 2T)", opt, arg);
+		return cmd_usage(env, cmd, "%s '%s': %s", opt, arg,
+				 bs_size_strerror(err));
 	return 0;
 }
 

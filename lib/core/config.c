@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The INI configuration (libinih) and device creation in dependency order. */
+/*
+ * The INI configuration and device creation in dependency order.
+ *
+ * The format is ours (docs/core.md): [kind name] headers, key = value
+ * lines, whole-line comments starting with # or ;, and inline comments: a
+ * # or ; at the start of a value or after a blank ends it, so
+ * "state_dir = /srv # default ./var" is "/srv" while "path = /a#b" keeps
+ * its '#'. Lines may be as long as MAX_LINE; every message names the real
+ * FILE:LINE.
+ */
 #include <errno.h>
-#include <ini.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,189 +19,212 @@
 #include <blkstack/config.h>
 #include <blkstack/opts.h>
 
+/* Limits that keep a wrong -c (a device, a huge file) from eating memory. */
+#define MAX_LINE (64 * 1024)
+#define MAX_CONFIG (16 * 1024 * 1024)
+/* Sections are compared pairwise (duplicates, components): keep n small. */
+#define MAX_SECTIONS 4096
+
 struct parse {
 	struct bs_config *cfg;
 	const char *label;
-	int line;		/* lines read so far */
-	char cur[256];		/* current section header */
-	bool header_seen;	/* a [header] line was read since the last key */
-	int header_line;	/* line of the last [header] */
-	int err;
-	char msg[512];
-	/* string reader state */
-	const char *str;
-	FILE *f;
+	int line;		/* the line being read, from 1 */
+	int cur;		/* index of the current section, -1 before one */
 };
-
-static char *reader(char *buf, int num, void *stream)
-{
-	struct parse *p = stream;
-
-	if (p->f) {
-		if (!fgets(buf, num, p->f))
-			return NULL;
-	} else {
-		const char *nl;
-		size_t n;
-
-		if (!*p->str)
-			return NULL;
-		nl = strchr(p->str, '\n');
-		n = nl ? (size_t)(nl - p->str + 1) : strlen(p->str);
-		if (n > (size_t)num - 1)
-			n = (size_t)num - 1;
-		memcpy(buf, p->str, n);
-		buf[n] = '\0';
-		p->str += n;
-	}
-	p->line++;
-	{
-		const char *c = buf;
-		while (*c == ' ' || *c == '\t')
-			c++;
-		if (*c == '[') {
-			p->header_seen = true;
-			p->header_line = p->line;
-		}
-	}
-	return buf;
-}
 
 static int fail(struct parse *p, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int fail(struct parse *p, int err, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
-	int n;
 
-	n = snprintf(p->msg, sizeof(p->msg), "%s:%d: ", p->label, p->line);
 	va_start(ap, fmt);
-	vsnprintf(p->msg + n, sizeof(p->msg) - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	p->err = err;
-	return 0; /* stop inih */
+	return bs_error(err, "%s:%d: %s", p->label, p->line, msg);
 }
 
-static struct bs_config_section *new_section(struct parse *p,
-					     const char *header)
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (blank(*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && blank(e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* Cut an inline comment: '#' or ';' at the start or after a blank. */
+static void cut_comment(char *s)
+{
+	char *c;
+
+	for (c = s; *c; c++) {
+		if ((*c == '#' || *c == ';') && (c == s || blank(c[-1]))) {
+			*c = '\0';
+			return;
+		}
+	}
+}
+
+static int new_section(struct parse *p, const char *header)
 {
 	struct bs_config *cfg = p->cfg;
 	struct bs_config_section *s, *v;
-	const char *sp = strchr(header, ' ');
-	char kind[64];
-	const char *name;
+	size_t klen = strcspn(header, " \t");
+	const char *name = header + klen;
+	char kind[16];
 	unsigned i;
 
-	if (sp) {
-		snprintf(kind, sizeof(kind), "%.*s", (int)(sp - header), header);
-		name = sp + 1;
-		while (*name == ' ')
-			name++;
-	} else {
-		snprintf(kind, sizeof(kind), "%s", header);
-		name = "";
-	}
-	if (strcmp(kind, "device") && strcmp(kind, "export") &&
-	    strcmp(kind, "daemon")) {
-		fail(p, -EINVAL, "unknown section [%s] (expected [device NAME], "
-		     "[export NAME] or [daemon])", header);
-		return NULL;
-	}
-	if (!strcmp(kind, "daemon") ? *name != '\0' : *name == '\0') {
-		fail(p, -EINVAL, "section [%s]: %s", header,
-		     *name ? "[daemon] takes no name" : "a name is needed");
-		return NULL;
-	}
+	while (blank(*name))
+		name++;
+	if (klen >= sizeof(kind) ||
+	    (snprintf(kind, sizeof(kind), "%.*s", (int)klen, header),
+	     strcmp(kind, "device") && strcmp(kind, "export") &&
+		     strcmp(kind, "daemon")))
+		return fail(p, -EINVAL, "unknown section [%s] (expected "
+			    "[device NAME], [export NAME] or [daemon])", header);
+	if (!strcmp(kind, "daemon") ? *name != '\0' : *name == '\0')
+		return fail(p, -EINVAL, "section [%s]: %s", header,
+			    *name ? "[daemon] takes no name"
+				  : "a name is needed");
 	for (i = 0; i < cfg->nsections; i++) {
 		if (!strcmp(cfg->sections[i].kind, kind) &&
-		    !strcmp(cfg->sections[i].name, name)) {
-			fail(p, -EINVAL, "[%s] defined twice (first at line %d)",
-			     header, cfg->sections[i].line);
-			return NULL;
-		}
+		    !strcmp(cfg->sections[i].name, name))
+			return fail(p, -EINVAL, "[%s] defined twice (first at "
+				    "line %d)", header, cfg->sections[i].line);
 	}
+	if (cfg->nsections >= MAX_SECTIONS)
+		return fail(p, -EINVAL, "more than %d sections", MAX_SECTIONS);
 	v = realloc(cfg->sections, (cfg->nsections + 1) * sizeof(*v));
-	if (!v) {
-		fail(p, -ENOMEM, "out of memory");
-		return NULL;
-	}
+	if (!v)
+		return -ENOMEM;
 	cfg->sections = v;
 	s = &v[cfg->nsections];
 	memset(s, 0, sizeof(*s));
 	s->kind = strdup(kind);
 	s->name = strdup(name);
-	s->line = p->header_line ? p->header_line : p->line;
+	s->line = p->line;
 	if (!s->kind || !s->name || bs_opts_new(&s->opts)) {
 		free(s->kind);
 		free(s->name);
-		fail(p, -ENOMEM, "out of memory");
-		return NULL;
+		return -ENOMEM;
 	}
 	bs_opts_set_label(s->opts, *name ? name : kind);
-	cfg->nsections++;
-	return s;
+	p->cur = (int)cfg->nsections++;
+	return 0;
 }
 
-static int handler(void *user, const char *section, const char *key,
-		   const char *value)
+static int key_value(struct parse *p, char *text)
 {
-	struct parse *p = user;
-	struct bs_config *cfg = p->cfg;
 	struct bs_config_section *s;
-	char where[512];
+	char *eq = strchr(text, '='), *key, *value, *where;
+	const char *k, *v;
+	unsigned i;
+	int err;
 
-	if (p->err)
-		return 0;
-	if (!*section)
+	if (!eq)
+		return fail(p, -EINVAL, "syntax error (expected [section] or "
+			    "key = value)");
+	*eq = '\0';
+	key = trim(text);
+	value = eq + 1;
+	cut_comment(value);
+	value = trim(value);
+	if (!*key)
+		return fail(p, -EINVAL, "syntax error (no key before '=')");
+	if (p->cur < 0)
 		return fail(p, -EINVAL, "'%s' is outside any section", key);
-	if (p->header_seen || strcmp(section, p->cur) || !cfg->nsections) {
-		int key_line = p->line;
-
-		p->header_seen = false;
-		snprintf(p->cur, sizeof(p->cur), "%s", section);
-		/* errors about the section name point at its [header] */
-		if (p->header_line)
-			p->line = p->header_line;
-		if (!new_section(p, section))
-			return 0;
-		p->line = key_line;
-	}
-	s = &cfg->sections[cfg->nsections - 1];
+	s = &p->cfg->sections[p->cur];
 	/* lookups mark keys used; peek through the iterator instead */
-	{
-		const char *k, *v;
-		unsigned i;
-		for (i = 0; bs_opts_at(s->opts, i, &k, &v); i++)
-			if (!strcmp(k, key))
-				return fail(p, -EINVAL, "[%s]: '%s' given twice",
-					    section, key);
-	}
-	snprintf(where, sizeof(where), "%s:%d", p->label, p->line);
-	if (bs_opts_set(s->opts, key, value, where))
-		return fail(p, -ENOMEM, "out of memory");
-	return 1;
+	for (i = 0; bs_opts_at(s->opts, i, &k, &v); i++)
+		if (!strcmp(k, key))
+			return fail(p, -EINVAL, "[%s%s%s]: '%s' given twice",
+				    s->kind, *s->name ? " " : "", s->name, key);
+	if (asprintf(&where, "%s:%d", p->label, p->line) < 0)
+		return -ENOMEM;
+	err = bs_opts_set(s->opts, key, value, where);
+	free(where);
+	return err;
 }
 
-static int parse(struct parse *p, struct bs_config **out)
+static int one_line(struct parse *p, char *line)
+{
+	char *t = trim(line), *close;
+
+	if (!*t || *t == '#' || *t == ';')
+		return 0;
+	if (*t != '[')
+		return key_value(p, t);
+	close = strchr(t, ']');
+	if (!close)
+		return fail(p, -EINVAL, "syntax error ('[' without ']')");
+	*close = '\0';
+	cut_comment(close + 1);
+	if (*trim(close + 1))
+		return fail(p, -EINVAL, "syntax error (text after ']')");
+	return new_section(p, trim(t + 1));
+}
+
+static int parse_text(struct parse *p, const char *text, size_t len)
+{
+	const char *pos = text, *end = text + len;
+	char *buf;
+	int err = 0;
+
+	buf = malloc(MAX_LINE + 1);
+	if (!buf)
+		return -ENOMEM;
+	if (len >= 3 && !memcmp(pos, "\xef\xbb\xbf", 3))
+		pos += 3;	/* a UTF-8 byte order mark */
+	while (!err && pos < end) {
+		const char *nl = memchr(pos, '\n', (size_t)(end - pos));
+		size_t n = (size_t)((nl ? nl : end) - pos);
+
+		p->line++;
+		if (n && pos[n - 1] == '\r')
+			n--;
+		if (n > MAX_LINE)
+			err = fail(p, -EINVAL, "line longer than %d KiB",
+				   MAX_LINE / 1024);
+		else if (memchr(pos, '\0', n))
+			err = fail(p, -EINVAL, "syntax error (a NUL byte)");
+		else {
+			memcpy(buf, pos, n);
+			buf[n] = '\0';
+			err = one_line(p, buf);
+		}
+		pos = nl ? nl + 1 : end;
+	}
+	free(buf);
+	if (err == -ENOMEM)
+		bs_error(err, "%s: out of memory", p->label);
+	return err;
+}
+
+static int parse(const char *label, const char *text, size_t len,
+		 struct bs_config **out)
 {
 	struct bs_config *cfg = calloc(1, sizeof(*cfg));
-	int rc;
+	struct parse p = { .label = label, .cur = -1, .cfg = cfg };
+	int err;
 
-	if (!cfg)
-		return -ENOMEM;
-	cfg->path = strdup(p->label);
-	p->cfg = cfg;
-	rc = ini_parse_stream(reader, p, handler, p);
-	if (p->err) {
-		bs_error(p->err, "%s", p->msg);
-		bs_config_free(cfg);
-		return p->err;
+	if (!cfg || !(cfg->path = strdup(label))) {
+		free(cfg);
+		return bs_error(-ENOMEM, "%s: out of memory", label);
 	}
-	if (rc) {
-		bs_error(-EINVAL, "%s:%d: syntax error (expected [section] or "
-			 "key = value)", p->label, rc > 0 ? rc : p->line);
+	err = parse_text(&p, text, len);
+	if (err) {
 		bs_config_free(cfg);
-		return -EINVAL;
+		return err;
 	}
 	*out = cfg;
 	return 0;
@@ -200,23 +232,58 @@ static int parse(struct parse *p, struct bs_config **out)
 
 int bs_config_load(const char *path, struct bs_config **out)
 {
-	struct parse p = { .label = path };
+	size_t len = 0, cap = 0;
+	char *text = NULL;
+	FILE *f;
 	int err;
 
-	p.f = fopen(path, "r");
-	if (!p.f)
+	f = fopen(path, "r");
+	if (!f)
 		return bs_error(-errno, "%s: %s", path, strerror(errno));
-	err = parse(&p, out);
-	fclose(p.f);
+	for (;;) {
+		size_t n;
+
+		if (cap - len < 4096) {
+			char *t;
+
+			if (cap >= MAX_CONFIG) {
+				fclose(f);
+				free(text);
+				return bs_error(-EFBIG, "%s: larger than %d MiB: "
+						"not a config", path,
+						MAX_CONFIG >> 20);
+			}
+			cap = cap ? cap * 2 : 8192;
+			t = realloc(text, cap + 1);
+			if (!t) {
+				fclose(f);
+				free(text);
+				return bs_error(-ENOMEM, "%s: out of memory",
+						path);
+			}
+			text = t;
+		}
+		n = fread(text + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		err = bs_error(-EIO, "%s: read error", path);
+		fclose(f);
+		free(text);
+		return err;
+	}
+	fclose(f);
+	err = parse(path, text ? text : "", len, out);
+	free(text);
 	return err;
 }
 
 int bs_config_load_string(const char *text, const char *label,
 			  struct bs_config **out)
 {
-	struct parse p = { .label = label, .str = text };
-
-	return parse(&p, out);
+	return parse(label, text, strlen(text), out);
 }
 
 void bs_config_free(struct bs_config *cfg)
@@ -273,9 +340,14 @@ static struct bs_config_section *find_device(struct bs_config *cfg,
 
 enum { WHITE, GREY, BLACK };
 
+/*
+ * Depth first over "devices =": components before their users. With @ctx
+ * NULL nothing is created (the check); else each device is created once
+ * its components exist.
+ */
 static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
-		 struct bs_config_section *s, int *color, char *path,
-		 size_t pathlen)
+		 struct bs_ctx *known, struct bs_config_section *s, int *color,
+		 char *path, size_t pathlen)
 {
 	unsigned idx = (unsigned)(s - cfg->sections);
 	const char *list;
@@ -300,7 +372,7 @@ static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
 		     tok = strtok_r(NULL, " \t,", &save)) {
 			struct bs_config_section *c = find_device(cfg, tok);
 			if (!c) {
-				if (!bs_dev_find(ctx, tok))
+				if (!known || !bs_dev_find(known, tok))
 					err = bs_error(-ENOENT, "%s: %s: component "
 						       "'%s' is not defined",
 						       bs_opts_where(s->opts,
@@ -308,7 +380,7 @@ static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
 						       s->name, tok);
 				continue;
 			}
-			err = visit(cfg, ctx, c, color, path, pathlen);
+			err = visit(cfg, ctx, known, c, color, path, pathlen);
 		}
 		free(copy);
 		if (err)
@@ -316,10 +388,50 @@ static int visit(struct bs_config *cfg, struct bs_ctx *ctx,
 	}
 	path[plen] = '\0';
 	color[idx] = BLACK;
-	return bs_dev_create(ctx, s->name, NULL, s->opts, NULL);
+	return ctx ? bs_dev_create(ctx, s->name, NULL, s->opts, NULL) : 0;
 }
 
-int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx)
+/* Prefix the section's place to a device's message that lacks one. */
+static int at_section(struct bs_config *cfg, struct bs_config_section *s,
+		      int err)
+{
+	char msg[768];
+
+	if (strstr(bs_last_error(), cfg->path))
+		return err;
+	snprintf(msg, sizeof(msg), "%s", *bs_last_error() ? bs_last_error()
+							   : strerror(-err));
+	return bs_error(err, "%s:%d: %s", cfg->path, s->line, msg);
+}
+
+/* What can be known of one [device] without opening anything. */
+static int check_device(struct bs_config *cfg, struct bs_config_section *s)
+{
+	const char *tname = peek(s->opts, "type");
+	const struct bs_dev_type *t;
+	const char *w = bs_opts_where(s->opts, "type");
+
+	if (!tname)
+		return bs_error(-EINVAL, "%s:%d: %s: no 'type' given",
+				cfg->path, s->line, s->name);
+	t = bs_dev_type_find(tname);
+	if (!t)
+		return bs_error(-EINVAL, "%s: %s: unknown device type '%s'", w,
+				s->name, tname);
+	if (t->options) {
+		const char *const core[] = { "type", "readonly",
+					     "write_zeroes_unmap",
+					     t->stacked ? "devices" : NULL,
+					     NULL };
+
+		bs_opts_set_label(s->opts, s->name);
+		return bs_opts_check_known(s->opts, core, t->options);
+	}
+	return 0;
+}
+
+static int walk(struct bs_config *cfg, struct bs_ctx *ctx,
+		struct bs_ctx *known)
 {
 	struct bs_config_section *s = NULL;
 	int *color = calloc(cfg->nsections + 1, sizeof(*color));
@@ -330,14 +442,28 @@ int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx)
 		return -ENOMEM;
 	while (!err && (s = bs_config_next(cfg, "device", s))) {
 		path[0] = '\0';
-		err = visit(cfg, ctx, s, color, path, sizeof(path));
-		if (err && !strstr(bs_last_error(), cfg->path)) {
-			/* prefix the section's place to the device's message */
-			char msg[512];
-			snprintf(msg, sizeof(msg), "%s", bs_last_error());
-			bs_error(err, "%s:%d: %s", cfg->path, s->line, msg);
-		}
+		err = visit(cfg, ctx, known, s, color, path, sizeof(path));
+		if (err)
+			err = at_section(cfg, s, err);
 	}
 	free(color);
 	return err;
+}
+
+int bs_config_check_devices(struct bs_config *cfg, struct bs_ctx *ctx)
+{
+	struct bs_config_section *s = NULL;
+	int err;
+
+	while ((s = bs_config_next(cfg, "device", s)))
+		if ((err = check_device(cfg, s)))
+			return err;
+	return walk(cfg, NULL, ctx);
+}
+
+int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx)
+{
+	int err = bs_config_check_devices(cfg, ctx);
+
+	return err ? err : walk(cfg, ctx, ctx);
 }

@@ -285,6 +285,17 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 				*bs_opts_where(opts, "type") ? ": " : "", name,
 				typename);
 
+	if (type->options) {
+		/* unknown keys first: before "needs size" and before open */
+		const char *const core[] = { "type", "readonly",
+					     "write_zeroes_unmap",
+					     type->stacked ? "devices" : NULL,
+					     NULL };
+
+		err = bs_opts_check_known(opts, core, type->options);
+		if (err)
+			return err;
+	}
 	err = bs_opts_get_bool(opts, "readonly", &ro);
 	if (err < 0)
 		return err;

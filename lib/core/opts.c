@@ -135,7 +135,7 @@ int bs_opts_get_size(struct bs_opts *o, const char *key, uint64_t *out)
 		return 1;
 	err = bs_parse_size(v, out);
 	if (err)
-		return bad(o, key, v, "not a size (use 4096, 64K, 1G, 2T)");
+		return bad(o, key, v, bs_size_strerror(err));
 	return 0;
 }
 
@@ -196,6 +196,38 @@ int bs_opts_check_unused(const struct bs_opts *o)
 	for (i = 0; i < o->n; i++) {
 		const struct opt *p = &o->v[i];
 		if (!p->used)
+			return bs_error(-EINVAL, "%s%s%s%sunknown key '%s'",
+					p->where ? p->where : "",
+					p->where ? ": " : "", o->label,
+					*o->label ? ": " : "", p->key);
+	}
+	return 0;
+}
+
+/* Is @key named at the start of a line of @help ("key=VALUE  text")? */
+static bool in_help(const char *help, const char *key)
+{
+	size_t n = strlen(key);
+	const char *l;
+
+	for (l = help; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, key, n) && l[n] == '=')
+			return true;
+	return false;
+}
+
+int bs_opts_check_known(const struct bs_opts *o, const char *const *known,
+			const char *help)
+{
+	unsigned i, j;
+
+	for (i = 0; i < o->n; i++) {
+		const struct opt *p = &o->v[i];
+		bool ok = in_help(help, p->key);
+
+		for (j = 0; !ok && known && known[j]; j++)
+			ok = !strcmp(known[j], p->key);
+		if (!ok)
 			return bs_error(-EINVAL, "%s%s%s%sunknown key '%s'",
 					p->where ? p->where : "",
 					p->where ? ": " : "", o->label,

@@ -1,50 +1,62 @@
 /* SPDX-License-Identifier: MIT */
 /* Sizes as users type them ("64K", "1G") and as they read them. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <blkstack/bdev.h>
 
+/*
+ * A size is a decimal number of bytes, optionally followed by one binary
+ * unit letter K M G T P E (either case; powers of 1024), optionally spelled
+ * with "iB" (64KiB). Nothing else: no blanks, no sign, no octal ("010" is
+ * ten) and no hex, so what the user reads is what the device gets.
+ */
 int bs_parse_size(const char *s, uint64_t *out)
 {
-	unsigned long long v;
+	static const char units[] = "KMGTPE";
+	uint64_t v = 0;
 	unsigned shift = 0;
-	char *end;
+	bool big = false;
+	const char *p = s;
 
-	if (!s)
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
-	while (isspace((unsigned char)*s))
-		s++;
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno == ERANGE)
-		return -ERANGE;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': shift = 10; end++; break;
-	case 'M': shift = 20; end++; break;
-	case 'G': shift = 30; end++; break;
-	case 'T': shift = 40; end++; break;
-	case 'P': shift = 50; end++; break;
-	case 'E': shift = 60; end++; break;
-	default: break;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			big = true;	/* keep reading: "99...9x" is not a size */
+		else
+			v = v * 10 + d;
 	}
-	/* accept KiB / KB / B suffix spellings */
-	if (shift && (*end == 'i' || *end == 'I'))
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	while (isspace((unsigned char)*end))
-		end++;
-	if (*end)
-		return -EINVAL;
-	if (shift && v > (UINT64_MAX >> shift))
+	if (*p) {
+		char u = *p >= 'a' && *p <= 'z' ? (char)(*p - 'a' + 'A') : *p;
+		unsigned i;
+
+		for (i = 0; units[i] && units[i] != u; i++)
+			;
+		if (!units[i])
+			return -EINVAL;
+		shift = 10 * (i + 1);
+		p++;
+		if (p[0] == 'i' && p[1] == 'B')
+			p += 2;
+		if (*p)
+			return -EINVAL;
+	}
+	if (big || v > (UINT64_MAX >> shift))
 		return -ERANGE;
-	*out = (uint64_t)v << shift;
+	*out = v << shift;
 	return 0;
+}
+
+const char *bs_size_strerror(int err)
+{
+	if (err == -ERANGE)
+		return "too large (the largest size is 16E - 1 bytes)";
+	return "not a size (a decimal number of bytes, or with a unit "
+	       "K M G T P E: 4096, 64K, 1G)";
 }
 
 const char *bs_fmt_size(uint64_t bytes, char *buf, size_t len)

@@ -138,6 +138,7 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 	bool direct = false;
 	struct statfs sfs;
 	struct stat st;
+	bool created = false;
 	int err, flags;
 
 	if (!path || !*path)
@@ -180,7 +181,16 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 				       dev->name, path);
 			goto fail_free;
 		}
-		f->fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+		if (size % lbs) {
+			err = bs_error(-EINVAL, "%s: file: size = %llu is not a "
+				       "multiple of the logical block size %u; "
+				       "not creating %s", dev->name,
+				       (unsigned long long)size, lbs, path);
+			goto fail_free;
+		}
+		/* a volume is its owner's data: no other user reads it */
+		f->fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+		created = f->fd >= 0;
 		if (f->fd >= 0 && ftruncate(f->fd, (off_t)size) < 0) {
 			err = bs_error(-errno, "%s: file: %s: cannot size: %s",
 				       dev->name, path, strerror(errno));
@@ -261,6 +271,8 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 	return 0;
 fail_close:
 	close(f->fd);
+	if (created)
+		unlink(path);	/* ours, made a moment ago: leave no trace */
 fail_free:
 	free(f->path);
 	free(f);

@@ -176,6 +176,16 @@ int bs_export_create(struct bs_exports *set, const char *name,
 	if (!type)
 		return where_fail(opts, "type", -EINVAL, name,
 				  "unknown export type '%s'", typename);
+	if (type->options) {
+		/* unknown keys first: before anything listens */
+		static const char *const common[] = { "type", "device",
+						      "readonly", "description",
+						      NULL };
+
+		err = bs_opts_check_known(opts, common, type->options);
+		if (err)
+			return err;
+	}
 	devname = bs_opts_get(opts, "device");
 	if (!devname || !*devname)
 		return bs_error(-EINVAL, "export %s: no 'device' given", name);
@@ -275,6 +285,54 @@ void bs_exports_free(struct bs_exports *set)
 	/* closed connections may still have work queued on the loop */
 	bs_loop_run_once(bs_ctx_loop(set->ctx), 0);
 	free(set);
+}
+
+static const char *peek(const struct bs_opts *opts, const char *key)
+{
+	const char *k, *v;
+	unsigned i;
+
+	for (i = 0; bs_opts_at(opts, i, &k, &v); i++)
+		if (!strcmp(k, key))
+			return v;
+	return NULL;
+}
+
+int bs_config_check_exports(struct bs_config *cfg)
+{
+	static const char *const common[] = { "type", "device", "readonly",
+					      "description", NULL };
+	struct bs_config_section *s = NULL, *d;
+	const struct bs_export_type *type;
+	const char *tname, *dev;
+	int err;
+
+	while ((s = bs_config_next(cfg, "export", s))) {
+		bs_opts_set_label(s->opts, s->name);
+		tname = peek(s->opts, "type");
+		if (!tname)
+			return bs_error(-EINVAL, "%s:%d: export %s: no 'type' "
+					"given (type = nbd)", cfg->path,
+					s->line, s->name);
+		type = bs_export_type_find(tname);
+		if (!type)
+			return where_fail(s->opts, "type", -EINVAL, s->name,
+					  "unknown export type '%s'", tname);
+		if (type->options &&
+		    (err = bs_opts_check_known(s->opts, common, type->options)))
+			return err;
+		dev = peek(s->opts, "device");
+		if (!dev || !*dev)
+			return bs_error(-EINVAL, "%s:%d: export %s: no 'device' "
+					"given", cfg->path, s->line, s->name);
+		for (d = NULL; (d = bs_config_next(cfg, "device", d));)
+			if (!strcmp(d->name, dev))
+				break;
+		if (!d)
+			return where_fail(s->opts, "device", -ENOENT, s->name,
+					  "device '%s' does not exist", dev);
+	}
+	return 0;
 }
 
 int bs_config_create_exports(struct bs_config *cfg, struct bs_exports *set)
