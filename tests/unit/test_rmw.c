@@ -307,6 +307,44 @@ static void model_linear(void **state)
 	model_run(th_dev_kv(*state, "v", "type=linear;devices=m"), 4, 300);
 }
 
+/* The cuts at their edges: aligned start or end, one byte, the last byte. */
+static void edges(void **state)
+{
+	struct bs_dev *d = th_dev(*state, "d", "mem:64K,logical_block_size=4096");
+	static const struct {
+		uint64_t off, len;
+	} rows[] = {
+		{ 0, 1 }, { 0, 4095 }, { 4096, 100 }, { 1, 4095 }, { 4095, 1 },
+		{ 4095, 4097 }, { 100, 8092 }, { 8192, 4097 }, { 3, 12285 },
+		{ 65535, 1 }, { 61440, 4095 }, { 1, 65535 }, { 0, 65535 },
+	};
+	uint8_t *model = calloc(1, 64 * KiB), *buf = malloc(64 * KiB),
+		*got = malloc(64 * KiB);
+	unsigned i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint64_t off = rows[i].off, len = rows[i].len;
+
+		print_message("row %u: %llu+%llu\n", i, (unsigned long long)off,
+			      (unsigned long long)len);
+		th_fill(buf, len, 100 + i);
+		assert_int_equal(bytes_sync(d, BS_OP_WRITE, 0, off, len, buf), 0);
+		memcpy(model + off, buf, len);
+		assert_int_equal(bytes_sync(d, BS_OP_READ, 0, off, len, got), 0);
+		assert_memory_equal(got, buf, len);
+		assert_int_equal(bs_read_sync(d, got, 64 * KiB, 0), 0);
+		assert_memory_equal(got, model, 64 * KiB);
+		/* zero it again, through the same cut */
+		assert_int_equal(zero_bytes_sync(d, off, len, 0), 0);
+		memset(model + off, 0, len);
+		assert_int_equal(bs_read_sync(d, got, 64 * KiB, 0), 0);
+		assert_memory_equal(got, model, 64 * KiB);
+	}
+	free(model);
+	free(buf);
+	free(got);
+}
+
 /* The middle goes down as one request from the caller's buffer. */
 static void middle_is_zero_copy(void **state)
 {
@@ -343,6 +381,27 @@ static void middle_is_zero_copy(void **state)
 			 0);
 	assert_int_equal(d->stats.ops[BS_OP_DISCARD], 1);
 	assert_int_equal(d->stats.bytes[BS_OP_DISCARD], 8192);
+	free(buf);
+}
+
+/* Unaligned zeroes keep NOUNMAP for the middle, and may unmap without it. */
+static void zeroes_nounmap_kept(void **state)
+{
+	struct bs_dev *d = th_dev(*state, "d", "mem:1M,chunk=4K");
+	uint8_t *buf = malloc(64 * KiB);
+
+	th_fill(buf, 64 * KiB, 8);
+	assert_int_equal(bs_write_sync(d, buf, 64 * KiB, 0), 0);
+	assert_int_equal(bs_dev_allocated(d), 64 * KiB);
+	assert_int_equal(zero_bytes_sync(d, 1, 64 * KiB - 2, BS_ZERO_NOUNMAP),
+			 0);
+	assert_int_equal(bs_dev_allocated(d), 64 * KiB);
+	assert_int_equal(zero_bytes_sync(d, 1, 64 * KiB - 2, 0), 0);
+	/* the chunks holding the partial blocks stay, the rest is freed */
+	assert_int_equal(bs_dev_allocated(d), 8 * KiB);
+	assert_int_equal(bs_read_sync(d, buf, 64 * KiB, 0), 0);
+	assert_true(th_is_zero(buf + 1, 64 * KiB - 2));
+	assert_false(th_is_zero(buf, 1) && th_is_zero(buf + 64 * KiB - 1, 1));
 	free(buf);
 }
 
@@ -517,7 +576,11 @@ int main(void)
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(model_linear, th_ctx_setup,
 						th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(edges, th_ctx_setup,
+						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(middle_is_zero_copy,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(zeroes_nounmap_kept,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(fua_every_piece, th_ctx_setup,
 						th_ctx_teardown),
