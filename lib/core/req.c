@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Request submission: validation, splitting by the device's limits, FUA
- * emulation, and completion through the loop.
+ * emulation, and completion through the loop. Writes entering bs_submit()
+ * take their place in the device's write ordering (order.c) and leave it
+ * when they complete; the core's own pieces go down untracked.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -165,7 +167,7 @@ static void split_issue(struct split *s)
 		k->s = s;
 		if (p->iov) {
 			int n = bs_iov_slice(p->iov, p->iovcnt, s->next, len,
-					  &k->iov);
+					     &k->iov);
 			if (n < 0) {
 				s->result = n;
 				s->free_kids[s->nfree++] =
