@@ -55,6 +55,28 @@ enum bs_op {
 
 typedef void (*bs_req_fn)(struct bs_req *req);
 
+/*
+ * Owned by the core (lib/core/order.c): a write's place among the writes in
+ * flight on one device, so that a read-modify-write of a block never
+ * interleaves with another write touching that block. Zero is idle.
+ */
+struct bs_wt_node {
+	struct bs_wt_node *prev, *next;	/* active or waiting list */
+	uint64_t start, end;		/* bytes, whole logical blocks */
+	bool excl;			/* RMW: every overlap waits for it */
+	uint8_t state;			/* idle, waiting or active */
+	void (*go)(struct bs_wt_node *n); /* admitted after waiting */
+};
+
+/* Per device: writes in flight and writes waiting, in arrival order. */
+struct bs_wtrack {
+	struct bs_wt_node *active;		/* in flight, unordered */
+	struct bs_wt_node *wait_head, *wait_tail; /* arrival order */
+	unsigned nexcl;		/* exclusive nodes active or waiting */
+	bool waking, rewake;
+	uint64_t waited;	/* writes that had to wait (statistics) */
+};
+
 struct bs_req {
 	/* set by the submitter */
 	enum bs_op op;
@@ -78,6 +100,7 @@ struct bs_req {
 	 * taken back when the driver completes it (bs_req_drv()).
 	 */
 	void *drv_ctx;
+	struct bs_wt_node ord;	/* write ordering, owned by the core */
 };
 
 /* The driver's typed per-request context (NULL when req_ctx_size is 0). */
@@ -100,6 +123,28 @@ void bs_req_init(struct bs_req *req, enum bs_op op, uint32_t flags,
  * or -EROFS, and reaches no driver.
  */
 void bs_submit(struct bs_dev *dev, struct bs_req *req);
+
+/*
+ * Submit @req at byte granularity: what front ends whose protocol allows
+ * any offset and length (NBD with minimum block size 1) call. A request
+ * aligned to the logical block size goes to bs_submit() unchanged (zero
+ * copy). Otherwise only the bounds are checked (-EINVAL past the end or
+ * empty, -EROFS, -EOPNOTSUPP as bs_submit) and:
+ *   READ          partial head/tail blocks read into a bounce of one block
+ *                 each and copied out; the aligned middle read in place;
+ *   WRITE         partial head/tail blocks read-modify-written, the aligned
+ *                 middle written from the caller's buffer; FUA holds for
+ *                 every piece, so for the whole request;
+ *   WRITE_ZEROES  partial blocks read-modify-written with zeroes, the
+ *                 aligned middle as WRITE_ZEROES (NOUNMAP kept);
+ *   DISCARD       only the whole blocks inside are discarded; partial
+ *                 blocks are left as they are (discard is advisory), and
+ *                 completes with 0 when no whole block is inside.
+ * A read-modify-write never interleaves with another write touching the
+ * same block (bs_submit() writes included): conflicting writes wait in
+ * arrival order. Bounce memory is at most two blocks per request.
+ */
+void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req);
 
 /* Called by drivers (and the core) to finish @req with @result. */
 void bs_req_complete(struct bs_req *req, int result);
@@ -236,6 +281,7 @@ struct bs_dev {
 	/* free per-request driver contexts (core, loop thread only) */
 	void *drv_ctx_free;
 	unsigned drv_ctx_nfree;
+	struct bs_wtrack wt;		/* write ordering, owned by the core */
 	struct bs_dev *next;		/* context list, creation order */
 };
 

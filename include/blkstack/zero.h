@@ -39,6 +39,19 @@ int bs_zeroout(struct bs_dev *dev, uint64_t offset, uint64_t len,
 int bs_zeroout_sync(struct bs_dev *dev, uint64_t offset, uint64_t len,
 		    unsigned flags, bs_zero_progress_fn progress, void *arg);
 
+/*
+ * bs_zeroout() at byte granularity, for front ends (NBD WRITE_ZEROES with
+ * minimum block size 1): an aligned range is bs_zeroout() itself; else the
+ * aligned middle is a bs_zeroout() (NOUNMAP kept) and the partial head and
+ * tail blocks are read-modify-written with zeroes, ordered against every
+ * other write to them (see bs_submit_bytes()). With BS_ZERO_NOFALLBACK a
+ * range with a partial block is -EOPNOTSUPP at once, nothing written: only
+ * writing can zero part of a block. Returns 0 when started (@done called
+ * once from the loop) or -errno without calling it.
+ */
+int bs_zeroout_bytes(struct bs_dev *dev, uint64_t offset, uint64_t len,
+		     unsigned flags, bs_zero_done_fn done, void *arg);
+
 /* fallocate(2) mode bits, values as in <linux/falloc.h> */
 #define BS_FALLOC_KEEP_SIZE 0x01
 #define BS_FALLOC_PUNCH_HOLE 0x02

@@ -18,4 +18,27 @@ void bs_req_drv_ctx_drain(struct bs_dev *dev);
 /* The context's shared, read-only zero buffer (allocated on first use). */
 const void *bs_ctx_zero_buf(struct bs_ctx *ctx);
 
+/*
+ * Write ordering (order.c). Admit @n (start, end, excl, go set): true when
+ * it may go now (it is active), false when it waits; n->go(n) is then
+ * called once it is admitted. Release it when its I/O is done.
+ */
+bool bs_wt_admit(struct bs_dev *dev, struct bs_wt_node *n);
+void bs_wt_release(struct bs_dev *dev, struct bs_wt_node *n);
+
+/*
+ * Requests (req.c). Submit without taking a place in the write ordering:
+ * for the core's own pieces of a request that already holds one. Complete
+ * @req with @result through the loop (releasing its ordering node).
+ */
+void bs_submit_untracked(struct bs_dev *dev, struct bs_req *req);
+void bs_req_finish(struct bs_dev *dev, struct bs_req *req, int result);
+
+/*
+ * Point a new array *@dstp (free() it) at bytes [off, off+len) of the
+ * scatter list @src; returns its entry count or -ENOMEM.
+ */
+int bs_iov_slice(const struct iovec *src, int cnt, uint64_t off,
+		 uint64_t len, struct iovec **dstp);
+
 #endif

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Request submission: validation, splitting by the device's limits, FUA
- * emulation, and completion through the loop.
+ * emulation, and completion through the loop. Writes entering bs_submit()
+ * take their place in the device's write ordering (order.c) and leave it
+ * when they complete; the core's own pieces go down untracked.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,9 +56,10 @@ static void run_done(void *arg)
 	req->done(req);
 }
 
-/* Queue the submitter's callback on the loop. */
+/* Queue the submitter's callback on the loop; end its write ordering. */
 static void finish(struct bs_dev *dev, struct bs_req *req, int result)
 {
+	bs_wt_release(dev, &req->ord);
 	req->result = result;
 	req->work.fn = run_done;
 	req->work.arg = req;
@@ -168,9 +172,8 @@ struct split {
 	unsigned nfree;
 };
 
-/* Point @dst at bytes [off, off+len) of @src (at most @max entries). */
-static int iov_slice(const struct iovec *src, int cnt, uint64_t off,
-		     uint64_t len, struct iovec **dstp)
+int bs_iov_slice(const struct iovec *src, int cnt, uint64_t off,
+		 uint64_t len, struct iovec **dstp)
 {
 	struct iovec *dst;
 	int i, n = 0;
@@ -224,8 +227,8 @@ static void split_issue(struct split *s)
 			    NULL, split_child_done, k);
 		k->s = s;
 		if (p->iov) {
-			int n = iov_slice(p->iov, p->iovcnt, s->next, len,
-					  &k->iov);
+			int n = bs_iov_slice(p->iov, p->iovcnt, s->next, len,
+					     &k->iov);
 			if (n < 0) {
 				s->result = n;
 				s->free_kids[s->nfree++] =
@@ -237,7 +240,8 @@ static void split_issue(struct split *s)
 		}
 		s->next += len;
 		s->inflight++;
-		bs_submit(s->dev, &k->req);
+		/* a piece of a request that holds its place already */
+		bs_submit_untracked(s->dev, &k->req);
 	}
 	if (!s->inflight && (s->result || s->next >= p->len)) {
 		struct bs_dev *dev = s->dev;
@@ -297,7 +301,7 @@ static void fua_write_done(struct bs_req *r)
 		return;
 	}
 	bs_req_init(&f->flush, BS_OP_FLUSH, 0, 0, 0, NULL, fua_flush_done, f);
-	bs_submit(r->dev, &f->flush);
+	bs_submit_untracked(r->dev, &f->flush);
 }
 
 static void submit_fua_emulated(struct bs_dev *dev, struct bs_req *req)
@@ -313,7 +317,7 @@ static void submit_fua_emulated(struct bs_dev *dev, struct bs_req *req)
 		    req->offset, req->len, NULL, fua_write_done, f);
 	f->write.iov = req->iov;
 	f->write.iovcnt = req->iovcnt;
-	bs_submit(dev, &f->write);
+	bs_submit_untracked(dev, &f->write);
 }
 
 /* ---- submit ------------------------------------------------------------- */
@@ -328,37 +332,39 @@ static uint64_t iov_total(const struct iovec *iov, int cnt)
 	return t;
 }
 
-void bs_submit(struct bs_dev *dev, struct bs_req *req)
+/*
+ * Check @req against @dev (bounds, alignment, flags, op support, read-only)
+ * and find the size to split it by. 1 = go on with *@max set; 0 = it was
+ * finished here (done at once, or failed).
+ */
+static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max)
 {
 	const struct bs_limits *lim = &dev->limits;
 	uint64_t mask = lim->logical_block_size - 1;
-	uint64_t max = 0;
 
-	req->dev = dev;
-	req->result = 0;
-	req->drv_ctx = NULL;	/* only to_driver() gives one */
+	*max = 0;
 	if ((unsigned)req->op >= BS_OP__COUNT) {
 		finish(dev, req, -EINVAL);
-		return;
+		return 0;
 	}
 	if (req->op == BS_OP_FLUSH) {
 		/* nothing volatile to flush: done (the block layer does so) */
-		if (!bs_limits_write_cache(lim))
+		if (!bs_limits_write_cache(lim)) {
 			finish(dev, req, 0);
-		else
-			to_driver(dev, req);
-		return;
+			return 0;
+		}
+		return 1;
 	}
 	/* bounds and alignment: nothing invalid reaches a driver */
 	if (!req->len || req->offset > dev->size ||
 	    req->len > dev->size - req->offset ||
 	    ((req->offset | req->len) & mask)) {
 		finish(dev, req, -EINVAL);
-		return;
+		return 0;
 	}
 	if (req->op != BS_OP_READ && dev->readonly) {
 		finish(dev, req, -EROFS);
-		return;
+		return 0;
 	}
 	switch (req->op) {
 	case BS_OP_READ:
@@ -366,56 +372,115 @@ void bs_submit(struct bs_dev *dev, struct bs_req *req)
 		if (!req->iov || req->iovcnt <= 0 ||
 		    iov_total(req->iov, req->iovcnt) != req->len) {
 			finish(dev, req, -EINVAL);
-			return;
+			return 0;
 		}
 		if ((req->flags & ~BS_REQ_FUA) ||
 		    (req->op == BS_OP_READ && req->flags)) {
 			finish(dev, req, -EINVAL);
-			return;
+			return 0;
 		}
-		max = (uint64_t)lim->max_sectors << BS_SECTOR_SHIFT;
-		if (req->op == BS_OP_WRITE && (req->flags & BS_REQ_FUA) &&
-		    !(lim->features & BS_FEAT_FUA)) {
-			if (bs_limits_write_cache(lim)) {
-				submit_fua_emulated(dev, req);
-				return;
-			}
-			/* no volatile cache: every write is durable already */
-			req->flags &= ~BS_REQ_FUA;
-		}
+		*max = (uint64_t)lim->max_sectors << BS_SECTOR_SHIFT;
 		break;
 	case BS_OP_DISCARD:
 		if (req->flags) {
 			finish(dev, req, -EINVAL);
-			return;
+			return 0;
 		}
-		max = (uint64_t)lim->max_discard_sectors << BS_SECTOR_SHIFT;
-		if (!max) {
+		*max = (uint64_t)lim->max_discard_sectors << BS_SECTOR_SHIFT;
+		if (!*max) {
 			finish(dev, req, -EOPNOTSUPP);
-			return;
+			return 0;
 		}
 		break;
 	case BS_OP_WRITE_ZEROES:
 		if (req->flags & ~BS_REQ_NOUNMAP) {
 			finish(dev, req, -EINVAL);
-			return;
+			return 0;
 		}
-		max = (uint64_t)lim->max_write_zeroes_sectors << BS_SECTOR_SHIFT;
-		if (!max) {
+		*max = (uint64_t)lim->max_write_zeroes_sectors << BS_SECTOR_SHIFT;
+		if (!*max) {
 			finish(dev, req, -EOPNOTSUPP);
-			return;
+			return 0;
 		}
 		break;
 	default:
 		finish(dev, req, -EINVAL);
-		return;
+		return 0;
 	}
-	max &= ~mask;
+	*max &= ~mask;
+	return 1;
+}
+
+/* A checked request: FUA emulation, splitting, or the driver. */
+static void dispatch(struct bs_dev *dev, struct bs_req *req, uint64_t max)
+{
+	const struct bs_limits *lim = &dev->limits;
+
+	if (req->op == BS_OP_WRITE && (req->flags & BS_REQ_FUA) &&
+	    !(lim->features & BS_FEAT_FUA)) {
+		if (bs_limits_write_cache(lim)) {
+			submit_fua_emulated(dev, req);
+			return;
+		}
+		/* no volatile cache: every write is durable already */
+		req->flags &= ~BS_REQ_FUA;
+	}
 	if (max && req->len > max) {
 		submit_split(dev, req, max);
 		return;
 	}
 	to_driver(dev, req);
+}
+
+void bs_submit_untracked(struct bs_dev *dev, struct bs_req *req)
+{
+	uint64_t max;
+
+	req->dev = dev;
+	req->result = 0;
+	req->ord.state = 0;
+	req->drv_ctx = NULL;	/* only to_driver() gives one */
+	if (check(dev, req, &max))
+		dispatch(dev, req, max);
+}
+
+/* A write admitted after waiting: limits may have changed meanwhile. */
+static void ord_go(struct bs_wt_node *n)
+{
+	struct bs_req *req = (struct bs_req *)((char *)n -
+					       offsetof(struct bs_req, ord));
+	uint64_t max;
+
+	if (check(req->dev, req, &max))
+		dispatch(req->dev, req, max);
+}
+
+void bs_submit(struct bs_dev *dev, struct bs_req *req)
+{
+	uint64_t max;
+
+	req->dev = dev;
+	req->result = 0;
+	req->ord.state = 0;
+	req->drv_ctx = NULL;	/* only to_driver() gives one */
+	if (!check(dev, req, &max))
+		return;
+	if (req->op == BS_OP_WRITE || req->op == BS_OP_WRITE_ZEROES ||
+	    req->op == BS_OP_DISCARD) {
+		/* its place among the writes in flight (order.c) */
+		req->ord.start = req->offset;
+		req->ord.end = req->offset + req->len;
+		req->ord.excl = false;
+		req->ord.go = ord_go;
+		if (!bs_wt_admit(dev, &req->ord))
+			return;
+	}
+	dispatch(dev, req, max);
+}
+
+void bs_req_finish(struct bs_dev *dev, struct bs_req *req, int result)
+{
+	finish(dev, req, result);
 }
 
 /* ---- synchronous wrappers ---------------------------------------------- */

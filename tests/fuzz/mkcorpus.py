@@ -123,6 +123,19 @@ def main():
          struct.pack(">I", 3) + opt(OPT["GO"], bytes(65 * K)) +
          opt(OPT["EXPORT_NAME"], b"") + req("READ", 0, 512) +
          req("DISC"))
+    # 4K blocks: unaligned requests, overlapping writes in flight (RMW)
+    seed("unaligned_overlap", 3 << 1, 255,
+         go() + b"".join(req("WRITE", 4000 + 37 * i, 100 + 61 * i,
+                             FUA if i % 3 == 0 else 0, cookie=i)
+                         for i in range(24)) +
+         req("WRITE", 4096, 4096, cookie=30) +
+         req("WRITE_ZEROES", 3, 5000, cookie=31) +
+         req("WRITE_ZEROES", 4095, 2, NO_HOLE | FUA, cookie=32) +
+         req("WRITE_ZEROES", 4001, 100, FAST_ZERO, cookie=33) +
+         req("TRIM", 100, 20000, cookie=34) +
+         req("READ", 1, 9000, cookie=35) +
+         req("READ", 4 * 1024 * K - 1, 1, DF, cookie=36) +
+         req("BLOCK_STATUS", 5, 10000, cookie=37) + req("DISC", cookie=38))
     # no fixed newstyle; ends in the middle of a write
     seed("nonfixed_partial", 1 << 1, 0,
          struct.pack(">I", 0) + opt(OPT["EXPORT_NAME"], b"other") +

@@ -88,8 +88,13 @@ void nbd_tx_block_sizes(const struct bs_export *exp, uint32_t *min,
 		p = l->io_opt;
 	if (p < 512)
 		p = 512;
+	/*
+	 * Any offset and length: the core read-modify-writes partial blocks
+	 * (bs_submit_bytes), as nbdkit and qemu-nbd accept them too; the
+	 * preferred size tells clients what avoids that.
+	 */
 	if (min)
-		*min = l->logical_block_size;
+		*min = 1;
 	if (pref)
 		*pref = p;
 	/* the core splits by max_sectors: any payload up to this is fine */
@@ -303,7 +308,8 @@ static int ext_cb(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 static void block_status(struct nbd_req *r)
 {
 	struct nbd_session *s = r->s;
-	struct extents e = { .lbs = s->min_block };
+	/* merge below the device's own block: it has no finer status */
+	struct extents e = { .lbs = s->dev->limits.logical_block_size };
 	size_t hl = NBD_CHUNK_HDR_SIZE + 4;
 	uint8_t *msg;
 	int err;
@@ -344,25 +350,27 @@ static void execute(struct nbd_req *r)
 	int err;
 
 	switch (r->type) {
+	/* byte granular: partial blocks are read-modify-written below */
 	case NBD_CMD_READ:
 		bs_req_init(&r->breq, BS_OP_READ, 0, r->offset, r->len, r->buf,
 			    io_done, r);
-		bs_submit(dev, &r->breq);
+		bs_submit_bytes(dev, &r->breq);
 		break;
 	case NBD_CMD_WRITE:
 		bs_req_init(&r->breq, BS_OP_WRITE,
 			    (r->flags & NBD_CMD_FLAG_FUA) ? BS_REQ_FUA : 0,
 			    r->offset, r->len, r->buf, io_done, r);
-		bs_submit(dev, &r->breq);
+		bs_submit_bytes(dev, &r->breq);
 		break;
 	case NBD_CMD_FLUSH:
 		bs_req_init(&r->breq, BS_OP_FLUSH, 0, 0, 0, NULL, io_done, r);
 		bs_submit(dev, &r->breq);
 		break;
 	case NBD_CMD_TRIM:
+		/* only the whole blocks inside; partial ones keep their data */
 		bs_req_init(&r->breq, BS_OP_DISCARD, 0, r->offset, r->len, NULL,
 			    io_done, r);
-		bs_submit(dev, &r->breq);
+		bs_submit_bytes(dev, &r->breq);
 		break;
 	case NBD_CMD_WRITE_ZEROES:
 		zf = (r->flags & NBD_CMD_FLAG_NO_HOLE) ? BS_ZERO_NOUNMAP : 0;
@@ -374,7 +382,8 @@ static void execute(struct nbd_req *r)
 			}
 			zf |= BS_ZERO_NOFALLBACK;
 		}
-		err = bs_zeroout(dev, r->offset, r->len, zf, NULL, zero_done, r);
+		/* partial blocks: RMW with zeroes; with FAST_ZERO refused */
+		err = bs_zeroout_bytes(dev, r->offset, r->len, zf, zero_done, r);
 		if (err)
 			finish(r, err);
 		break;
