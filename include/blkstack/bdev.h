@@ -50,7 +50,9 @@ enum bs_op {
 	BS_OP__COUNT
 };
 
-#define BS_REQ_FUA (1u << 0)	 /* WRITE: durable when completed */
+#define BS_REQ_FUA (1u << 0)	 /* WRITE, WRITE_ZEROES, DISCARD: durable
+				  * when completed (the core flushes after
+				  * where the device cannot do it natively) */
 #define BS_REQ_NOUNMAP (1u << 1) /* WRITE_ZEROES: keep blocks allocated */
 
 typedef void (*bs_req_fn)(struct bs_req *req);

@@ -14,6 +14,7 @@ struct bs_dev;
 /* zeroout flags */
 #define BS_ZERO_NOUNMAP (1u << 0)    /* blocks must stay allocated */
 #define BS_ZERO_NOFALLBACK (1u << 1) /* -EOPNOTSUPP instead of writing zeroes */
+#define BS_ZERO_FUA (1u << 2)        /* durable when done: one flush after */
 
 /* At most this many requests of one zeroout are in flight. */
 #define BS_ZERO_MAX_INFLIGHT 16

@@ -270,7 +270,7 @@ static void submit_split(struct bs_dev *dev, struct bs_req *req,
 	split_issue(s);
 }
 
-/* ---- FUA emulation: write, then flush ---------------------------------- */
+/* ---- FUA emulation: the request, then a flush --------------------------- */
 
 struct fua {
 	struct bs_req *parent;
@@ -313,7 +313,7 @@ static void submit_fua_emulated(struct bs_dev *dev, struct bs_req *req)
 		return;
 	}
 	f->parent = req;
-	bs_req_init(&f->write, BS_OP_WRITE, req->flags & ~BS_REQ_FUA,
+	bs_req_init(&f->write, req->op, req->flags & ~BS_REQ_FUA,
 		    req->offset, req->len, NULL, fua_write_done, f);
 	f->write.iov = req->iov;
 	f->write.iovcnt = req->iovcnt;
@@ -382,7 +382,7 @@ static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max)
 		*max = (uint64_t)lim->max_sectors << BS_SECTOR_SHIFT;
 		break;
 	case BS_OP_DISCARD:
-		if (req->flags) {
+		if (req->flags & ~BS_REQ_FUA) {
 			finish(dev, req, -EINVAL);
 			return 0;
 		}
@@ -393,7 +393,7 @@ static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max)
 		}
 		break;
 	case BS_OP_WRITE_ZEROES:
-		if (req->flags & ~BS_REQ_NOUNMAP) {
+		if (req->flags & ~(BS_REQ_NOUNMAP | BS_REQ_FUA)) {
 			finish(dev, req, -EINVAL);
 			return 0;
 		}
@@ -416,8 +416,13 @@ static void dispatch(struct bs_dev *dev, struct bs_req *req, uint64_t max)
 {
 	const struct bs_limits *lim = &dev->limits;
 
-	if (req->op == BS_OP_WRITE && (req->flags & BS_REQ_FUA) &&
-	    !(lim->features & BS_FEAT_FUA)) {
+	/*
+	 * FUA: a native FUA covers writes; write-zeroes and discard (which
+	 * drivers carry out as other calls) and writes without native FUA
+	 * get a flush after them, as the block layer's flush machinery does.
+	 */
+	if ((req->flags & BS_REQ_FUA) &&
+	    (req->op != BS_OP_WRITE || !(lim->features & BS_FEAT_FUA))) {
 		if (bs_limits_write_cache(lim)) {
 			submit_fua_emulated(dev, req);
 			return;

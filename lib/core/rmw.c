@@ -321,13 +321,13 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 			err = -EINVAL;
 		break;
 	case BS_OP_DISCARD:
-		if (req->flags)
+		if (req->flags & ~BS_REQ_FUA)
 			err = -EINVAL;
 		else if (!lim->max_discard_sectors)
 			err = -EOPNOTSUPP;
 		break;
 	case BS_OP_WRITE_ZEROES:
-		if (req->flags & ~BS_REQ_NOUNMAP)
+		if (req->flags & ~(BS_REQ_NOUNMAP | BS_REQ_FUA))
 			err = -EINVAL;
 		else if (!lim->max_write_zeroes_sectors)
 			err = -EOPNOTSUPP;
@@ -349,7 +349,7 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 	r->op = req->op;
 	r->parent = req;
 	/* FUA on every written piece: the whole request is durable */
-	r->wflags = req->op == BS_OP_WRITE ? (req->flags & BS_REQ_FUA) : 0;
+	r->wflags = req->flags & BS_REQ_FUA;
 	err = rmw_start(r, req->offset, req->len);
 	if (err)
 		bs_req_finish(dev, req, err);
@@ -363,7 +363,7 @@ int bs_zeroout_bytes(struct bs_dev *dev, uint64_t offset, uint64_t len,
 
 	if (!((offset | len) & mask))
 		return bs_zeroout(dev, offset, len, flags, NULL, done, arg);
-	if (flags & ~(BS_ZERO_NOUNMAP | BS_ZERO_NOFALLBACK))
+	if (flags & ~(BS_ZERO_NOUNMAP | BS_ZERO_NOFALLBACK | BS_ZERO_FUA))
 		return -EINVAL;
 	if (!len || offset > dev->size || len > dev->size - offset)
 		return bs_error(-EINVAL, "%s: zeroout: range %llu+%llu is "
@@ -388,5 +388,7 @@ int bs_zeroout_bytes(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	r->zdone = done;
 	r->zarg = arg;
 	r->zflags = flags;
+	/* FUA: the middle flushes at its end, the partial blocks are FUA */
+	r->wflags = flags & BS_ZERO_FUA ? BS_REQ_FUA : 0;
 	return rmw_start(r, offset, len);
 }

@@ -43,6 +43,7 @@ struct zctx {
 	bs_zero_done_fn done;
 	void *arg;
 	struct bs_work finish_work;
+	struct bs_req flush;	/* BS_ZERO_FUA: one flush at the end */
 	struct zslot slots[BS_ZERO_MAX_INFLIGHT];
 	unsigned free_slots[BS_ZERO_MAX_INFLIGHT];
 	unsigned nfree;
@@ -50,15 +51,33 @@ struct zctx {
 
 static void z_issue(struct zctx *z);
 
-static void z_finish(void *arg)
+static void z_end(struct zctx *z, int result)
 {
-	struct zctx *z = arg;
 	bs_zero_done_fn done = z->done;
 	void *darg = z->arg;
-	int result = z->result;
 
 	free(z);
 	done(darg, result);
+}
+
+static void z_flush_done(struct bs_req *req)
+{
+	z_end(req->priv, req->result);
+}
+
+static void z_finish(void *arg)
+{
+	struct zctx *z = arg;
+
+	/* BS_ZERO_FUA: one flush after all of it, not one per piece (the
+	 * core completes it at once on a device without a volatile cache) */
+	if (!z->result && (z->flags & BS_ZERO_FUA)) {
+		bs_req_init(&z->flush, BS_OP_FLUSH, 0, 0, 0, NULL,
+			    z_flush_done, z);
+		bs_submit(z->dev, &z->flush);
+		return;
+	}
+	z_end(z, z->result);
 }
 
 static void z_slot_done(struct bs_req *req)
@@ -151,7 +170,7 @@ int bs_zeroout(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	struct zctx *z;
 	unsigned i;
 
-	if (flags & ~(BS_ZERO_NOUNMAP | BS_ZERO_NOFALLBACK))
+	if (flags & ~(BS_ZERO_NOUNMAP | BS_ZERO_NOFALLBACK | BS_ZERO_FUA))
 		return -EINVAL;
 	if (offset > dev->size || len > dev->size - offset)
 		return bs_error(-EINVAL, "%s: zeroout: range %llu+%llu is "

@@ -30,7 +30,8 @@ static void invalid_requests_touch_nothing(void **state)
 		{ BS_OP_WRITE, 0, 4096, BS_REQ_NOUNMAP, -EINVAL },
 		{ BS_OP_WRITE_ZEROES, 4096, 100, 0, -EINVAL },
 		{ BS_OP_WRITE_ZEROES, 0, 2 * MiB, 0, -EINVAL },
-		{ BS_OP_WRITE_ZEROES, 0, 4096, BS_REQ_FUA, -EINVAL },
+		{ BS_OP_WRITE_ZEROES, 0, 4096, 1u << 7, -EINVAL },
+		{ BS_OP_DISCARD, 0, 4096, BS_REQ_NOUNMAP, -EINVAL },
 		{ BS_OP_DISCARD, 0, 4096 + 512, 0, -EINVAL },
 		{ BS_OP_DISCARD, MiB, 4096, 0, -EINVAL },
 		{ BS_OP_READ, 1, 4096, 0, -EINVAL },
@@ -145,6 +146,54 @@ static void split_iovec(void **state)
 	free(b);
 }
 
+/*
+ * FUA on write-zeroes and discard: the core flushes after them where the
+ * device has a volatile cache (drivers never see the flag), as it does for
+ * writes; zeroout's BS_ZERO_FUA flushes once at the end, not per piece.
+ */
+static void fua_emulation_zero_discard(void **state)
+{
+	struct bs_dev *c = th_dev(*state, "c", "mem:4M,write_cache=1,"
+				  "max_write_zeroes=64K");
+	struct bs_dev *n = th_dev(*state, "n", "mem:4M");
+	char buf[4096];
+
+	memset(buf, 0x77, sizeof(buf));
+	assert_int_equal(bs_write_sync(c, buf, 4096, 8192), 0);
+	assert_int_equal(bs_io_sync(c, BS_OP_WRITE_ZEROES, BS_REQ_FUA, 0,
+				    65536, NULL), 0);
+	assert_int_equal(c->stats.ops[BS_OP_WRITE_ZEROES], 1);
+	assert_int_equal(c->stats.ops[BS_OP_FLUSH], 1);
+	assert_int_equal(bs_read_sync(c, buf, 4096, 8192), 0);
+	assert_true(th_is_zero(buf, 4096));
+	assert_int_equal(bs_io_sync(c, BS_OP_WRITE_ZEROES,
+				    BS_REQ_FUA | BS_REQ_NOUNMAP, 0, 4096, NULL), 0);
+	assert_int_equal(c->stats.ops[BS_OP_FLUSH], 2);
+	assert_int_equal(bs_io_sync(c, BS_OP_DISCARD, BS_REQ_FUA, 0, 8192,
+				    NULL), 0);
+	assert_int_equal(c->stats.ops[BS_OP_DISCARD], 1);
+	assert_int_equal(c->stats.ops[BS_OP_FLUSH], 3);
+	/* split by max_write_zeroes: still one flush, after all pieces */
+	assert_int_equal(bs_io_sync(c, BS_OP_WRITE_ZEROES, BS_REQ_FUA, 0,
+				    4 * 65536, NULL), 0);
+	assert_int_equal(c->stats.ops[BS_OP_WRITE_ZEROES], 2 + 4);
+	assert_int_equal(c->stats.ops[BS_OP_FLUSH], 4);
+	/* zeroout: one flush for the whole range */
+	assert_int_equal(bs_zeroout_sync(c, 0, MiB, BS_ZERO_FUA, NULL, NULL),
+			 0);
+	assert_int_equal(c->stats.ops[BS_OP_FLUSH], 5);
+	assert_int_equal(bs_zeroout_sync(c, 0, MiB, 0, NULL, NULL), 0);
+	assert_int_equal(c->stats.ops[BS_OP_FLUSH], 5);
+	/* no volatile cache: nothing to flush */
+	assert_int_equal(bs_io_sync(n, BS_OP_WRITE_ZEROES, BS_REQ_FUA, 0,
+				    4096, NULL), 0);
+	assert_int_equal(bs_io_sync(n, BS_OP_DISCARD, BS_REQ_FUA, 0, 4096,
+				    NULL), 0);
+	assert_int_equal(bs_zeroout_sync(n, 0, 8192, BS_ZERO_FUA, NULL, NULL),
+			 0);
+	assert_int_equal(n->stats.ops[BS_OP_FLUSH], 0);
+}
+
 /* FUA without native FUA: write then flush when there is a cache. */
 static void fua_emulation(void **state)
 {
@@ -253,6 +302,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(split_read_write, th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(split_iovec, th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(fua_emulation, th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(fua_emulation_zero_discard,
+						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(mem_rules, th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(mem_block_status, th_ctx_setup, th_ctx_teardown),
 	};

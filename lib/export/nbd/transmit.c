@@ -32,7 +32,6 @@ struct nbd_req {
 	size_t acct;		/* bytes of buf counted in the session */
 	size_t got;		/* payload bytes received */
 	struct bs_req breq;
-	struct bs_req flush;
 };
 
 static const char *cmd_name(uint16_t type)
@@ -219,22 +218,6 @@ static void finish(struct nbd_req *r, int result)
 	nbd_kick(s);
 }
 
-static void flush_done(struct bs_req *breq)
-{
-	finish(breq->priv, breq->result);
-}
-
-/* FUA on a command the core cannot mark: flush after it. */
-static void then_flush(struct nbd_req *r, int result)
-{
-	if (result || !(r->flags & NBD_CMD_FLAG_FUA)) {
-		finish(r, result);
-		return;
-	}
-	bs_req_init(&r->flush, BS_OP_FLUSH, 0, 0, 0, NULL, flush_done, r);
-	bs_submit(r->s->dev, &r->flush);
-}
-
 static void io_done(struct bs_req *breq)
 {
 	struct nbd_req *r = breq->priv;
@@ -243,15 +226,15 @@ static void io_done(struct bs_req *breq)
 	 * TRIM is a hint the server may ignore: a device that stopped
 	 * discarding since negotiation is not an error for the client.
 	 */
-	if (r->type == NBD_CMD_TRIM)
-		then_flush(r, breq->result == -EOPNOTSUPP ? 0 : breq->result);
+	if (r->type == NBD_CMD_TRIM && breq->result == -EOPNOTSUPP)
+		finish(r, 0);
 	else
 		finish(r, breq->result);
 }
 
 static void zero_done(void *arg, int result)
 {
-	then_flush(arg, result);
+	finish(arg, result);
 }
 
 /* ---- block status ---------------------------------------------------------- */
@@ -368,12 +351,16 @@ static void execute(struct nbd_req *r)
 		break;
 	case NBD_CMD_TRIM:
 		/* only the whole blocks inside; partial ones keep their data */
-		bs_req_init(&r->breq, BS_OP_DISCARD, 0, r->offset, r->len, NULL,
-			    io_done, r);
+		bs_req_init(&r->breq, BS_OP_DISCARD,
+			    (r->flags & NBD_CMD_FLAG_FUA) ? BS_REQ_FUA : 0,
+			    r->offset, r->len, NULL, io_done, r);
 		bs_submit_bytes(dev, &r->breq);
 		break;
 	case NBD_CMD_WRITE_ZEROES:
 		zf = (r->flags & NBD_CMD_FLAG_NO_HOLE) ? BS_ZERO_NOUNMAP : 0;
+		/* the core flushes once after it where FUA is not native */
+		if (r->flags & NBD_CMD_FLAG_FUA)
+			zf |= BS_ZERO_FUA;
 		if (r->flags & NBD_CMD_FLAG_FAST_ZERO) {
 			/* fast only where the stack zeroes by deallocating */
 			if (!bs_dev_write_zeroes_unmap(dev)) {
