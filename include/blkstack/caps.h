@@ -79,6 +79,15 @@ const char *bs_cap_how_name(enum bs_cap_how how);
  */
 void bs_caps_why_no_unmap(const struct bs_dev *dev, char *buf, size_t len);
 
+/*
+ * What changed from @old to @new, as one line for a log: "fast_zero
+ * yes->no (write zeroes unmap disabled by the user ...), discard yes->no"
+ * (the reason of a new "no" in brackets). Returns the number of changed
+ * facts (0: @buf is ""). The generation is not compared.
+ */
+unsigned bs_caps_diff(const struct bs_caps *old, const struct bs_caps *new_,
+		      char *buf, size_t len);
+
 /* ---- change events ------------------------------------------------------ */
 
 /*

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/caps.h>
 
 struct bs_ctx;
 struct bs_dev;
@@ -43,6 +44,13 @@ struct bs_export {
 	char *description;	/* "" when none */
 	void *priv;		/* the type's state */
 	struct bs_export *next;
+	/*
+	 * The device's capabilities as this export last saw them, kept up to
+	 * date by a change subscription (export.c): every change is logged
+	 * and handed to the type's caps_changed().
+	 */
+	struct bs_caps caps;
+	struct bs_caps_sub *caps_sub;
 };
 
 struct bs_export_type {
@@ -66,6 +74,16 @@ struct bs_export_type {
 	void (*close)(struct bs_export *exp);
 	/* Optional: facts for listings ("listen", "socket", "clients"). */
 	void (*describe)(struct bs_export *exp, bs_kv_fn kv, void *arg);
+	/*
+	 * Optional: the served device's capabilities changed (a knob, a
+	 * restack below, a lost mirror leg, a run-time EOPNOTSUPP); called on
+	 * the loop after the change was logged, with exp->caps still the old
+	 * snapshot and @now the new one. Types whose clients learn the
+	 * capabilities once, at connection (NBD), need nothing here: new
+	 * connections read them afresh; SCSI raises a unit attention, NVMe an
+	 * asynchronous event.
+	 */
+	void (*caps_changed)(struct bs_export *exp, const struct bs_caps *now);
 };
 
 void bs_export_type_register(const struct bs_export_type *type);

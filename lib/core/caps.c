@@ -4,6 +4,7 @@
  * every "no"), and change events delivered on the loop.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,103 @@ static bool caps_same(const struct bs_caps *a, const struct bs_caps *b)
 
 	x.generation = y.generation = 0;
 	return !memcmp(&x, &y, sizeof(x));
+}
+
+/* ---- describing a change ------------------------------------------------ */
+
+struct diff_out {
+	char *buf;
+	size_t len, used;
+	unsigned n;
+};
+
+static void diff_add(struct diff_out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void diff_add(struct diff_out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	o->n++;
+	if (o->used + 1 >= o->len)
+		return;
+	if (o->n > 1) {
+		w = snprintf(o->buf + o->used, o->len - o->used, ", ");
+		o->used += (size_t)w < o->len - o->used ? (size_t)w
+							 : o->len - o->used - 1;
+	}
+	va_start(ap, fmt);
+	w = vsnprintf(o->buf + o->used, o->len - o->used, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		o->used += (size_t)w < o->len - o->used ? (size_t)w
+							 : o->len - o->used - 1;
+}
+
+static const char *yes_no(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+static void diff_bool(struct diff_out *o, const char *name, bool a, bool b,
+		      const char *why)
+{
+	if (a == b)
+		return;
+	if (!b && why && *why)
+		diff_add(o, "%s yes->no (%s)", name, why);
+	else
+		diff_add(o, "%s %s->%s", name, yes_no(a), yes_no(b));
+}
+
+static void diff_u64(struct diff_out *o, const char *name, uint64_t a,
+		     uint64_t b)
+{
+	if (a != b)
+		diff_add(o, "%s %llu->%llu", name, (unsigned long long)a,
+			 (unsigned long long)b);
+}
+
+unsigned bs_caps_diff(const struct bs_caps *a, const struct bs_caps *b,
+		      char *buf, size_t len)
+{
+	struct diff_out o = { .buf = buf, .len = len };
+
+	if (len)
+		buf[0] = '\0';
+	diff_u64(&o, "size", a->size, b->size);
+	diff_bool(&o, "readonly", a->readonly, b->readonly, NULL);
+	if (a->zeroing != b->zeroing)
+		diff_add(&o, "zeroing %s->%s%s%s%s", bs_cap_how_name(a->zeroing),
+			 bs_cap_how_name(b->zeroing),
+			 *b->why_emulated_zeroing ? " (" : "",
+			 b->why_emulated_zeroing,
+			 *b->why_emulated_zeroing ? ")" : "");
+	diff_u64(&o, "max_write_zeroes", a->max_write_zeroes,
+		 b->max_write_zeroes);
+	diff_bool(&o, "write_zeroes_unmap", a->write_zeroes_unmap,
+		  b->write_zeroes_unmap, b->why_no_unmap);
+	diff_bool(&o, "fast_zero", a->fast_zero, b->fast_zero, NULL);
+	diff_bool(&o, "discard", a->discard, b->discard, b->why_no_discard);
+	diff_u64(&o, "max_discard", a->max_discard, b->max_discard);
+	diff_u64(&o, "discard_granularity", a->discard_granularity,
+		 b->discard_granularity);
+	diff_bool(&o, "discard_zeroes", a->discard_zeroes, b->discard_zeroes,
+		  NULL);
+	if (a->fua != b->fua)
+		diff_add(&o, "fua %s->%s", bs_cap_how_name(a->fua),
+			 bs_cap_how_name(b->fua));
+	diff_bool(&o, "write_cache", a->write_cache, b->write_cache, NULL);
+	diff_bool(&o, "rotational", a->rotational, b->rotational, NULL);
+	diff_u64(&o, "logical_block_size", a->logical_block_size,
+		 b->logical_block_size);
+	diff_u64(&o, "physical_block_size", a->physical_block_size,
+		 b->physical_block_size);
+	diff_u64(&o, "io_min", a->io_min, b->io_min);
+	diff_u64(&o, "io_opt", a->io_opt, b->io_opt);
+	diff_u64(&o, "max_transfer", a->max_transfer, b->max_transfer);
+	return o.n;
 }
 
 static void sweep_dead(struct bs_caps_state *st)

@@ -143,6 +143,27 @@ static int where_fail(struct bs_opts *opts, const char *key, int err,
 	return bs_error(err, "%s%sexport %s: %s", w, *w ? ": " : "", name, msg);
 }
 
+/*
+ * The served device's capabilities changed: one log line saying what, then
+ * the type's own reaction.
+ */
+static void export_caps_changed(void *arg, struct bs_dev *dev,
+				const struct bs_caps *now)
+{
+	struct bs_export *exp = arg;
+	char what[1024];
+
+	if (bs_caps_diff(&exp->caps, now, what, sizeof(what)))
+		bs_exports_log(exp->set, "export %s: device %s capabilities "
+			       "changed (generation %llu): %s; new "
+			       "connections get them", exp->name,
+			       dev->name,
+			       (unsigned long long)now->generation, what);
+	if (exp->type->caps_changed)
+		exp->type->caps_changed(exp, now);
+	exp->caps = *now;
+}
+
 int bs_export_create(struct bs_exports *set, const char *name,
 		     const char *typename, struct bs_opts *opts,
 		     struct bs_export **out)
@@ -213,10 +234,14 @@ int bs_export_create(struct bs_exports *set, const char *name,
 		free(exp);
 		return -ENOMEM;
 	}
+	bs_dev_caps(exp->dev, &exp->caps);
 	err = type->open(exp, opts);
 	if (err)
 		goto fail;
 	err = bs_opts_check_unused(opts);
+	if (!err)
+		err = bs_caps_subscribe(exp->dev, export_caps_changed, exp,
+					&exp->caps_sub);
 	if (err) {
 		type->close(exp);
 		goto fail;
@@ -243,6 +268,7 @@ void bs_export_destroy(struct bs_export *exp)
 			break;
 		}
 	}
+	bs_caps_unsubscribe(exp->caps_sub);
 	exp->type->close(exp);
 	free(exp->description);
 	free(exp);

@@ -123,10 +123,21 @@ ctl 0 zeroout -l 1M a
 ctl 0 fallocate -w -o 1M -l 1M a
 ctl 0 explain a
 [[ $OUT == *a* ]] || fail "explain over -s: $OUT"
+fast_zero() { nbdinfo --json "nbd://127.0.0.1:$PORT/a" | jq -r '.exports[0].can_fast_zero'; }
+[[ $(fast_zero) == true ]] || fail "fast zero not offered before the knob"
 ctl 0 attr a queue/write_zeroes_unmap 0
 ctl 1 fallocate -w -l 1M a
 expect_err "a"
+note "a capability change is logged once and new connections get it"
+[[ $(fast_zero) == false ]] || fail "fast zero still offered after the knob"
+LOG=$T/state/blkstackd.log
+for ((i = 0; i < 100; i++)); do grep -q 'capabilities changed' "$LOG" && break; sleep 0.05; done
+grep -q "export a: device a capabilities changed (generation [0-9]*): write_zeroes_unmap yes->no (write zeroes unmap disabled by the user (queue/write_zeroes_unmap=0)), fast_zero yes->no; new connections get them" "$LOG" ||
+	fail "no capability change line in the log: $(grep -i capab "$LOG")"
 ctl 0 attr a queue/write_zeroes_unmap 1
+[[ $(fast_zero) == true ]] || fail "fast zero not offered again after re-enabling"
+for ((i = 0; i < 100; i++)); do grep -q 'fast_zero no->yes' "$LOG" && break; sleep 0.05; done
+(($(grep -c 'capabilities changed' "$LOG") == 2)) || fail "expected 2 change lines: $(grep -i capab "$LOG")"
 ctl 1 info file:/etc/passwd
 expect_err "configured devices"
 ctl 2 nosuchcommand

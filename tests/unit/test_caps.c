@@ -221,6 +221,42 @@ static void destroy_with_event_pending(void **state)
 	assert_int_equal(s.events, 0);
 }
 
+/* One log line per change: what changed, with the reason of a new "no". */
+static void diff_names_changes_and_reasons(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *a;
+	struct bs_caps before, after;
+	char buf[1024], tiny[16];
+
+	a = th_dev(ctx, "a", "mem:8M");
+	bs_dev_caps(a, &before);
+	assert_int_equal(bs_caps_diff(&before, &before, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+
+	assert_int_equal(bs_attr_store(a, "queue/write_zeroes_unmap", "0"), 0);
+	bs_dev_caps(a, &after);
+	assert_int_equal(bs_caps_diff(&before, &after, buf, sizeof(buf)), 2);
+	assert_string_equal(buf,
+			    "write_zeroes_unmap yes->no (write zeroes unmap "
+			    "disabled by the user (queue/write_zeroes_unmap=0)"
+			    "), fast_zero yes->no");
+	/* and back: no reason on a "yes" */
+	assert_int_equal(bs_caps_diff(&after, &before, buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "write_zeroes_unmap no->yes, "
+				 "fast_zero no->yes");
+	/* a short buffer is cut, never overrun, and still counts */
+	assert_int_equal(bs_caps_diff(&before, &after, tiny, sizeof(tiny)), 2);
+	assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
+
+	after = before;
+	after.size += 4096;
+	after.fua = BS_CAP_EMULATED;
+	before.fua = BS_CAP_NATIVE;
+	assert_int_equal(bs_caps_diff(&before, &after, buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "size 8388608->8392704, fua native->emulated");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +270,8 @@ int main(void)
 			runtime_eopnotsupp_delivers_one_event, th_ctx_setup,
 			th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(destroy_with_event_pending,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(diff_names_changes_and_reasons,
 						th_ctx_setup, th_ctx_teardown),
 	};
 

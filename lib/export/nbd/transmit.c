@@ -47,28 +47,30 @@ static const char *cmd_name(uint16_t type)
 
 uint16_t nbd_tx_flags(const struct nbd_session *s, const struct bs_export *exp)
 {
-	const struct bs_dev *dev = exp->dev;
+	struct bs_caps c;
 	uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
 		     NBD_FLAG_SEND_CACHE |
 		     /* one device behind every connection; FLUSH is device-wide */
 		     NBD_FLAG_CAN_MULTI_CONN;
 
+	/* read at negotiation: a change applies to the next connection */
+	bs_dev_caps(exp->dev, &c);
 	if (exp->readonly) {
 		/* nothing that writes is offered: those commands get EPERM */
 		f |= NBD_FLAG_READ_ONLY;
 	} else {
-		/* the core falls back to writing zeroes: always offered */
+		/* FUA is native or emulated by the core, zeroing native or
+		 * written zero buffers: both always offered */
 		f |= NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_WRITE_ZEROES;
-		if (dev->limits.max_discard_sectors)
+		if (c.discard)
 			f |= NBD_FLAG_SEND_TRIM;
-		/* read at negotiation: the knob decides for the next connection */
-		if (bs_dev_write_zeroes_unmap(dev))
+		if (c.fast_zero)
 			f |= NBD_FLAG_SEND_FAST_ZERO;
 	}
 	/* reads always go out as one data chunk, so DF always holds */
 	if (s->structured)
 		f |= NBD_FLAG_SEND_DF;
-	if (dev->limits.features & BS_FEAT_ROTATIONAL)
+	if (c.rotational)
 		f |= NBD_FLAG_ROTATIONAL;
 	return f;
 }
@@ -76,15 +78,17 @@ uint16_t nbd_tx_flags(const struct nbd_session *s, const struct bs_export *exp)
 void nbd_tx_block_sizes(const struct bs_export *exp, uint32_t *min,
 			uint32_t *pref, uint32_t *max)
 {
-	const struct bs_limits *l = &exp->dev->limits;
-	uint32_t p = l->physical_block_size;
+	struct bs_caps c;
+	uint32_t p;
 
+	bs_dev_caps(exp->dev, &c);
+	p = c.physical_block_size;
 	/* preferred: a power of two, at least the minimum and 512 */
-	if (p < l->logical_block_size || (p & (p - 1)))
-		p = l->logical_block_size;
-	if (l->io_opt && !(l->io_opt & (l->io_opt - 1)) && l->io_opt > p &&
-	    l->io_opt <= NBD_MAX_PAYLOAD)
-		p = l->io_opt;
+	if (p < c.logical_block_size || (p & (p - 1)))
+		p = c.logical_block_size;
+	if (c.io_opt && !(c.io_opt & (c.io_opt - 1)) && c.io_opt > p &&
+	    c.io_opt <= NBD_MAX_PAYLOAD)
+		p = c.io_opt;
 	if (p < 512)
 		p = 512;
 	/*
