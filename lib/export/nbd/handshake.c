@@ -172,17 +172,23 @@ static void opt_export_name(struct nbd_session *s)
 static void opt_list(struct nbd_session *s)
 {
 	struct bs_export *exp = NULL;
-	uint8_t buf[4 + BS_EXPORT_NAME_MAX];
+	uint8_t buf[4 + BS_EXPORT_NAME_MAX + NBD_MAX_STRING];
 
 	if (s->optlen) {
 		reply_err(s, NBD_REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
 		return;
 	}
 	while (s->ops && s->ops->next && (exp = s->ops->next(s->arg, exp))) {
-		size_t n = strlen(exp->name);
+		size_t n = strlen(exp->name), d = 0;
+
+		/* name, then the description as the rest of the reply */
 		nbd_put32(buf, (uint32_t)n);
 		memcpy(buf + 4, exp->name, n);
-		reply(s, NBD_REP_SERVER, buf, 4 + n);
+		if (exp->description) {
+			d = strnlen(exp->description, NBD_MAX_STRING);
+			memcpy(buf + 4 + n, exp->description, d);
+		}
+		reply(s, NBD_REP_SERVER, buf, 4 + n + d);
 	}
 	reply(s, NBD_REP_ACK, NULL, 0);
 }

@@ -446,8 +446,9 @@ static uint32_t validate(const struct nbd_session *s, uint16_t type,
 		*msg = "zero-length request";
 		return NBD_EINVAL;
 	}
-	if ((type == NBD_CMD_READ || type == NBD_CMD_WRITE ||
-	     type == NBD_CMD_CACHE) && len > NBD_MAX_PAYLOAD) {
+	/* CACHE moves no payload: any in-bounds length is served */
+	if ((type == NBD_CMD_READ || type == NBD_CMD_WRITE) &&
+	    len > NBD_MAX_PAYLOAD) {
 		/*
 		 * Beyond the advertised maximum: EINVAL; EOVERFLOW is only
 		 * for a read that cannot be sent unfragmented (DF).
