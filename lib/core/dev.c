@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/caps.h>
 #include <blkstack/opts.h>
 #include <blkstack/workers.h>
@@ -83,6 +84,7 @@ void bs_ctx_free(struct bs_ctx *ctx)
 			break;
 	}
 	bs_workers_free(ctx->workers);
+	bs_budget_free(ctx->budget);
 	bs_loop_free(ctx->loop);
 	free(ctx->zero_buf);
 	free(ctx);

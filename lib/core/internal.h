@@ -10,6 +10,7 @@ struct bs_ctx {
 	struct bs_dev *devs;	/* creation order */
 	void *zero_buf;		/* BS_ZERO_BUF_SIZE of zeroes, shared, lazy */
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
+	struct bs_budget *budget;	/* bs_ctx_budget(), lazy */
 };
 
 /* Free @dev's cached per-request driver contexts (device going away). */
