@@ -335,14 +335,23 @@ static int apply_budget(struct bsd *d)
 	max = d->max_inflight ? d->max_inflight : bs_budget_limit(b);
 	ms = d->stall_set ? d->stall_timeout * 1000 : BS_BUDGET_STALL_MS_DEFAULT;
 	bs_budget_configure(b, max, ms);
-	if (ms)
+	return 0;
+}
+
+static void log_budget(struct bsd *d)
+{
+	struct bs_budget *b = bs_ctx_budget(d->ctx);
+	uint64_t max = bs_budget_limit(b);
+	unsigned s = d->stall_set ? d->stall_timeout
+				  : BS_BUDGET_STALL_MS_DEFAULT / 1000;
+
+	if (s)
 		bsd_log("in-flight payload budget %llu MiB; clients stalled "
 			"%u s while others wait are closed",
-			(unsigned long long)(max >> 20), ms / 1000);
+			(unsigned long long)(max >> 20), s);
 	else
 		bsd_log("in-flight payload budget %llu MiB; stalled clients "
 			"are never closed", (unsigned long long)(max >> 20));
-	return 0;
 }
 
 /* ---- stopping ------------------------------------------------------------ */
@@ -569,12 +578,20 @@ static void summary(struct bsd *d)
 		char sz[32];
 
 		nexp++;
+		if (e->dev->state != BS_DEV_LIVE) {
+			bsd_log("export %s (%s): device %s %s (%s); served once "
+				"it is live", e->name, e->type->name,
+				e->dev->name, bs_dev_state_name(e->dev->state),
+				e->dev->state_reason);
+			continue;
+		}
 		bsd_log("export %s (%s): device %s, %s%s, write_zeroes_unmap "
 			"%s", e->name, e->type->name, e->dev->name,
 			bs_fmt_size(e->dev->size, sz, sizeof(sz)),
 			e->readonly ? ", read-only" : "",
 			bs_dev_write_zeroes_unmap(e->dev) ? "yes" : "no");
 	}
+	log_budget(d);
 	bsd_log("ready: %u device%s, %u export%s, control socket %s "
 		"(pid %ld)", ndev, ndev == 1 ? "" : "s", nexp,
 		nexp == 1 ? "" : "s", d->control, (long)getpid());
@@ -597,7 +614,8 @@ static int stop(struct bsd *d, struct bs_config *cfg)
 		     dev = bs_dev_next(d->ctx, dev)) {
 			int err;
 
-			if (dev->readonly)
+			/* nothing was written to one that never opened */
+			if (dev->readonly || dev->state != BS_DEV_LIVE)
 				continue;
 			bs_error_clear();
 			err = bs_flush_sync(dev);

@@ -201,8 +201,14 @@ struct bs_dev_type {
 	/*
 	 * Set dev->size, dev->limits (driver values: hw limits and features),
 	 * dev->priv; read options with bs_opts_get*(). For a stacked type the
-	 * components are already in dev->components. Returns 0 or -errno with
-	 * bs_error() set.
+	 * components are already in dev->components, and live. Returns 0 or
+	 * -errno with bs_error() set.
+	 *
+	 * An open that takes time (a remote target to connect to) reads its
+	 * options, starts the work and returns BS_OPEN_PENDING: the device is
+	 * then `opening` (dev->state_reason may say what it waits for) and
+	 * the driver calls bs_dev_open_done() on the loop when it knows size
+	 * and limits, or failed. close() is called as for any open device.
 	 */
 	int (*open)(struct bs_dev *dev, struct bs_opts *opts);
 	void (*close)(struct bs_dev *dev);
@@ -247,6 +253,17 @@ const struct bs_dev_type *bs_dev_type_next(const struct bs_dev_type *prev);
 
 /* ---- devices ----------------------------------------------------------- */
 
+/* A driver's open() return value: the open goes on, see bs_dev_open_done. */
+#define BS_OPEN_PENDING 1
+
+/*
+ * Device states. LIVE serves requests. OPENING: its driver's open goes on
+ * asynchronously, or (stacked) a component is still opening; requests get
+ * -EAGAIN. FAILED: the open failed (state_reason says why); requests get
+ * -ENXIO; the device stays listed until destroyed.
+ */
+enum bs_dev_state { BS_DEV_LIVE, BS_DEV_OPENING, BS_DEV_FAILED };
+
 struct bs_dev_stats {
 	uint64_t ops[BS_OP__COUNT];	/* requests reaching the driver */
 	uint64_t bytes[BS_OP__COUNT];
@@ -277,6 +294,12 @@ struct bs_dev {
 	/* Set once write-zeroes failed with EOPNOTSUPP: stays off. */
 	bool wz_broken;
 
+	enum bs_dev_state state;
+	char state_reason[192];		/* what it waits for, why it failed */
+	struct bs_opts *pending_opts;	/* stacked, waiting for components */
+	bool knob_off;			/* write_zeroes_unmap = 0 at create */
+	bool drv_open;			/* the driver's open succeeded: close */
+
 	struct bs_dev_stats stats;
 	/* capability events (lib/core/caps.c): generation, subscribers */
 	struct bs_caps_state *caps_state;
@@ -304,6 +327,19 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *type,
 		  struct bs_opts *opts, struct bs_dev **out);
 /* -EBUSY while a holder uses it. */
 int bs_dev_destroy(struct bs_dev *dev);
+
+/*
+ * The driver's asynchronous open finished (on the loop): 0 with size and
+ * limits set, or -errno with bs_error() set (the reason is kept). Holders
+ * waiting for @dev open in turn; capability subscribers hear of it.
+ */
+void bs_dev_open_done(struct bs_dev *dev, int err);
+const char *bs_dev_state_name(enum bs_dev_state state);
+/* 0 when live; -EAGAIN (opening) or -ENXIO (failed) with bs_error(). */
+int bs_dev_check_live(const struct bs_dev *dev);
+/* Run the loop until @dev is not opening, at most @timeout_ms: then
+ * bs_dev_check_live() (-ETIMEDOUT when still opening). For the CLI. */
+int bs_dev_wait_live(struct bs_dev *dev, unsigned timeout_ms);
 struct bs_dev *bs_dev_find(struct bs_ctx *ctx, const char *name);
 /* Devices in creation order: pass NULL first. */
 struct bs_dev *bs_dev_next(struct bs_ctx *ctx, struct bs_dev *prev);

@@ -105,6 +105,25 @@ static const char *skip_prefix(const char *s, const char *word)
 int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
 		   struct bs_dev **out)
 {
+	struct bs_dev *dev;
+	int err = bs_cmd_find_dev(env, arg, &dev);
+
+	if (err)
+		return err;
+	/* the CLI waits for an opening device; the daemon answers now */
+	if (env->in_daemon || dev->state != BS_DEV_OPENING)
+		err = bs_dev_check_live(dev);
+	else
+		err = bs_dev_wait_live(dev, BS_CMD_OPEN_WAIT_MS);
+	if (err)
+		return err;
+	*out = dev;
+	return 0;
+}
+
+int bs_cmd_find_dev(struct bs_cmd_env *env, const char *arg,
+		    struct bs_dev **out)
+{
 	struct bs_opts *opts = NULL;
 	struct bs_dev *dev;
 	char *type = NULL;

@@ -82,6 +82,8 @@ static void print_text(FILE *f, struct bs_dev *dev)
 
 	fprintf(f, "%s\n", dev->name);
 	row(f, "type", "%s", dev->type->name);
+	row(f, "state", "%s%s%s", bs_dev_state_name(dev->state),
+	    *dev->state_reason ? ": " : "", dev->state_reason);
 	row(f, "size", "%llu (%s)", (unsigned long long)dev->size,
 	    bs_fmt_size(dev->size, h, sizeof(h)));
 	if (alloc >= 0)
@@ -198,6 +200,11 @@ static json_t *to_json(struct bs_dev *dev)
 	}
 	json_object_set_new(o, "name", json_string(dev->name));
 	json_object_set_new(o, "type", json_string(dev->type->name));
+	json_object_set_new(o, "state",
+			    json_string(bs_dev_state_name(dev->state)));
+	if (*dev->state_reason)
+		json_object_set_new(o, "state_reason",
+				    json_string(dev->state_reason));
 	json_object_set_new(o, "size", json_integer((json_int_t)dev->size));
 	json_object_set_new(o, "allocated",
 			    alloc >= 0 ? json_integer(alloc) : json_null());
@@ -320,7 +327,7 @@ static int info_run(struct bs_cmd_env *env, int argc, char **argv)
 		return cmd_usage(env, "info", "%s",
 				 optind >= argc ? "DEV is missing"
 						: "only one DEV, please");
-	err = bs_cmd_get_dev(env, argv[optind], &dev);
+	err = bs_cmd_find_dev(env, argv[optind], &dev);
 	if (err)
 		return bs_cmd_fail(env, argv[optind], "open", err);
 	if (json) {

@@ -147,6 +147,23 @@ static void del_holder(struct bs_dev *below, struct bs_dev *above)
 	}
 }
 
+/* Register @dev as a holder of each component that does not have it yet. */
+static int hold_components(struct bs_dev *dev)
+{
+	unsigned i, j;
+
+	for (i = 0; i < dev->ncomponents; i++) {
+		struct bs_dev *c = dev->components[i];
+		bool held = false;
+
+		for (j = 0; j < c->nholders && !held; j++)
+			held = c->holders[j] == dev;
+		if (!held && add_holder(c, dev))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 {
 	const char *list = bs_opts_get(opts, "devices");
@@ -183,6 +200,7 @@ static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 
 static void free_dev(struct bs_dev *dev)
 {
+	bs_opts_free(dev->pending_opts);
 	bs_caps_dev_free(dev);
 	bs_req_drv_ctx_drain(dev);
 	free(dev->components);
@@ -207,7 +225,8 @@ static void restack(struct bs_dev *dev)
 	uint32_t user_flags = dev->limits.flags;
 	uint32_t user_sectors = dev->limits.max_user_sectors;
 
-	if (!dev->type->stack_limits)
+	/* not open yet (or failed): it stacks when it opens */
+	if (!dev->type->stack_limits || dev->state != BS_DEV_LIVE)
 		return;
 	bs_limits_init_stacking(&lim);
 	if (dev->type->stack_limits(dev, &lim))
@@ -229,6 +248,9 @@ static void propagate(struct bs_dev *dev, unsigned depth)
 	if (depth > 64)
 		return; /* cycles are refused at creation; stay bounded anyway */
 	for (i = 0; i < dev->nholders; i++) {
+		/* a holder not open yet stacks when it opens */
+		if (dev->holders[i]->state != BS_DEV_LIVE)
+			continue;
 		restack(dev->holders[i]);
 		bs_caps_note_change(dev->holders[i]);
 		propagate(dev->holders[i], depth + 1);
@@ -313,6 +335,7 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	dev->type = type;
 	dev->ctx = ctx;
 	dev->readonly = ro;
+	dev->knob_off = knob_set && !knob;
 	bs_limits_init(&dev->limits);
 
 	if (type->stacked) {
@@ -320,44 +343,37 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 		if (err)
 			goto fail;
 	}
-	err = type->open(dev, opts);
+	err = hold_components(dev);
 	if (err)
-		goto fail;
-	err = bs_opts_check_unused(opts);
-	if (err) {
-		if (type->close)
-			type->close(dev);
-		goto fail;
-	}
-	for (i = 0; i < dev->ncomponents; i++) {
-		err = add_holder(dev->components[i], dev);
+		goto fail_holders;
+	err = bs_dev_components_ready(dev);
+	if (err < 0)
+		goto fail_holders;
+	if (err == BS_OPEN_PENDING) {
+		/* a component is still opening: open when it is live */
+		err = bs_opts_take_rest(opts, &dev->pending_opts);
+		if (err)
+			goto fail_holders;
+		dev->state = BS_DEV_OPENING;
+	} else {
+		err = bs_dev_open_driver(dev, opts);
+		if (err)
+			goto fail_holders;
+		/* types that take their components themselves (error) */
+		err = hold_components(dev);
 		if (err) {
-			while (i--)
-				del_holder(dev->components[i], dev);
 			if (type->close)
 				type->close(dev);
-			goto fail;
+			goto fail_holders;
 		}
 	}
-	if (type->stacked)
-		restack(dev);
-	else
-		bs_limits_finish(&dev->limits);
-	if (knob_set && !knob)
-		dev->limits.flags |= BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED;
-	if (dev->size % dev->limits.logical_block_size)
-		err = bs_error(-EINVAL, "%s: size %llu is not a multiple of the "
-			       "logical block size %u", name,
-			       (unsigned long long)dev->size,
-			       dev->limits.logical_block_size);
-	else
-		err = bs_caps_dev_init(dev);	/* the first snapshot */
+	if (dev->state == BS_DEV_OPENING)
+		bs_limits_finish(&dev->limits);	/* defaults until it opens */
+	err = bs_caps_dev_init(dev);	/* the first snapshot */
 	if (err) {
-		for (i = 0; i < dev->ncomponents; i++)
-			del_holder(dev->components[i], dev);
-		if (type->close)
+		if (dev->drv_open && type->close)
 			type->close(dev);
-		goto fail;
+		goto fail_holders;
 	}
 
 	for (pp = &ctx->devs; *pp; pp = &(*pp)->next)
@@ -366,9 +382,58 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (out)
 		*out = dev;
 	return 0;
+fail_holders:
+	for (i = 0; i < dev->ncomponents; i++)
+		del_holder(dev->components[i], dev);
 fail:
 	free_dev(dev);
 	return err;
+}
+
+/*
+ * Call the driver's open with @opts: 0 when live (limits stacked or
+ * finished, the knob applied, size checked), 0 with the state OPENING when
+ * the driver went on asynchronously, or -errno (nothing left open).
+ */
+int bs_dev_open_driver(struct bs_dev *dev, struct bs_opts *opts)
+{
+	int err = dev->type->open(dev, opts);
+	bool pending;
+
+	if (err < 0)
+		return err;
+	dev->drv_open = true;
+	pending = err == BS_OPEN_PENDING;
+	if (pending)
+		dev->state = BS_DEV_OPENING;
+	err = bs_opts_check_unused(opts);
+	if (!err && !pending)
+		err = bs_dev_finish_open(dev);
+	if (err && dev->type->close) {
+		dev->type->close(dev);
+		dev->drv_open = false;
+	}
+	return err;
+}
+
+int bs_dev_finish_open(struct bs_dev *dev)
+{
+	dev->state = BS_DEV_LIVE;
+	dev->state_reason[0] = '\0';
+	if (dev->type->stacked)
+		restack(dev);
+	else
+		bs_limits_finish(&dev->limits);
+	if (dev->knob_off)
+		dev->limits.flags |= BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED;
+	if (dev->size % dev->limits.logical_block_size) {
+		dev->state = BS_DEV_FAILED;
+		return bs_error(-EINVAL, "%s: size %llu is not a multiple of "
+				"the logical block size %u", dev->name,
+				(unsigned long long)dev->size,
+				dev->limits.logical_block_size);
+	}
+	return 0;
 }
 
 int bs_dev_destroy(struct bs_dev *dev)
@@ -380,7 +445,7 @@ int bs_dev_destroy(struct bs_dev *dev)
 	if (dev->nholders)
 		return bs_error(-EBUSY, "%s: in use by %s", dev->name,
 				dev->holders[0]->name);
-	if (dev->type->close)
+	if (dev->drv_open && dev->type->close)
 		dev->type->close(dev);
 	for (i = 0; i < dev->ncomponents; i++)
 		del_holder(dev->components[i], dev);
@@ -398,11 +463,14 @@ int64_t bs_dev_allocated(struct bs_dev *dev)
 {
 	if (!dev->type->allocated)
 		return -EOPNOTSUPP;
+	if (dev->state != BS_DEV_LIVE)
+		return dev->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO;
 	return dev->type->allocated(dev);
 }
 
 void bs_dev_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 {
-	if (dev->type->describe)
+	/* the type's facts read its state: only while it is open */
+	if (dev->type->describe && dev->drv_open)
 		dev->type->describe(dev, kv, arg);
 }

@@ -13,6 +13,17 @@ struct bs_ctx {
 	struct bs_budget *budget;	/* bs_ctx_budget(), lazy */
 };
 
+/*
+ * Opening (dev.c, open.c). components_ready: 0 when every component is
+ * live, BS_OPEN_PENDING when one is opening, -ENXIO (bs_error) when one
+ * failed. open_driver: the type's open with @opts, then finish_open
+ * (stack or finish limits, the knob, the size check; state LIVE) unless
+ * the driver went on asynchronously (state OPENING).
+ */
+int bs_dev_components_ready(struct bs_dev *dev);
+int bs_dev_open_driver(struct bs_dev *dev, struct bs_opts *opts);
+int bs_dev_finish_open(struct bs_dev *dev);
+
 /* Free @dev's cached per-request driver contexts (device going away). */
 void bs_req_drv_ctx_drain(struct bs_dev *dev);
 

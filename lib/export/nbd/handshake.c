@@ -154,9 +154,15 @@ static void opt_export_name(struct nbd_session *s)
 		return;
 	}
 	exp = find(s, name);
-	if (!exp) {
+	if (!exp || exp->dev->state != BS_DEV_LIVE) {
 		/* no way to answer an error here: the protocol says close */
-		nbd_end(s, "NBD_OPT_EXPORT_NAME: no export '%s'", name);
+		if (!exp)
+			nbd_end(s, "NBD_OPT_EXPORT_NAME: no export '%s'", name);
+		else
+			nbd_end(s, "NBD_OPT_EXPORT_NAME: export '%s': device "
+				"%s %s: %s", name, exp->dev->name,
+				bs_dev_state_name(exp->dev->state),
+				exp->dev->state_reason);
 		free(name);
 		return;
 	}
@@ -240,6 +246,16 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 		return;
 	}
 	free(name);
+	if (exp->dev->state != BS_DEV_LIVE) {
+		/* "not available": the client may try again later */
+		reply_err(s, NBD_REP_ERR_UNKNOWN, "export '%s': device %s %s: "
+			  "%s", exp->name, exp->dev->name,
+			  exp->dev->state == BS_DEV_OPENING
+				  ? "is still opening"
+				  : "failed to open",
+			  exp->dev->state_reason);
+		return;
+	}
 	flags = nbd_tx_flags(s, exp);
 	nbd_put16(buf, NBD_INFO_EXPORT);
 	nbd_put64(buf + 2, exp->dev->size);
