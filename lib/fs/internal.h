@@ -27,7 +27,22 @@ struct bs_fs {
 	char ioname[32];
 	bool rw;
 	bool was_clean;		/* s_state at open */
+	char damage[160];	/* why e2fsck is needed ("" = it is not) */
 };
+
+/* fs/check.c: is the image safe to write? */
+struct fs_check {
+	ext2fs_block_bitmap meta; /* superblocks, descriptors, bitmaps, tables */
+	char why[144];		/* the reason, when a check returns 1 */
+};
+/*
+ * The superblock and the group descriptors, before the bitmaps are read:
+ * 0 sane, 1 needs e2fsck (reason in @c->why), or a negative errno.
+ */
+int fs_check_desc(struct bs_fs *fs, struct fs_check *c);
+/* The bitmaps (read) against the metadata found by fs_check_desc(). */
+int fs_check_bitmaps(struct bs_fs *fs, struct fs_check *c);
+void fs_check_free(struct fs_check *c);
 
 /* Largest file size: 2^32 - 1 blocks (extents address 32-bit blocks). */
 static inline uint64_t fs_max_bytes(const struct bs_fs *fs)
@@ -35,6 +50,8 @@ static inline uint64_t fs_max_bytes(const struct bs_fs *fs)
 	return (((uint64_t)1 << 32) - 1) * fs->e2->blocksize;
 }
 
+/* libext2fs' message for @code. */
+const char *fs_strerror(errcode_t code);
 /* A libext2fs error code as a negative errno. */
 int fs_errno(errcode_t code);
 /*
