@@ -92,7 +92,11 @@ struct bs_fs_stat {
 	uint32_t generation;
 };
 
-/* Lookup: @path absolute; -ENOENT, -ENOTDIR on a file in the middle. */
+/*
+ * Lookup: @path absolute; -ENOENT, -ENOTDIR on a file in the middle or
+ * before a trailing '/' ("/d/f/"). The path calls below follow the same
+ * rule: a trailing '/' names a directory (bs_fs_create: -EISDIR).
+ */
 int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino);
 /* One component @name in directory @dir. */
 int bs_fs_lookup_at(struct bs_fs *fs, uint32_t dir, const char *name,

@@ -44,11 +44,15 @@ int fs_check_desc(struct bs_fs *fs, struct fs_check *c);
 int fs_check_bitmaps(struct bs_fs *fs, struct fs_check *c);
 void fs_check_free(struct fs_check *c);
 
-/* Largest file size: 2^32 - 1 blocks (extents address 32-bit blocks). */
-static inline uint64_t fs_max_bytes(const struct bs_fs *fs)
-{
-	return (((uint64_t)1 << 32) - 1) * fs->e2->blocksize;
-}
+/*
+ * ext4's largest size of a file with extents for this block size and
+ * features (the kernel's s_maxbytes): 2^32 - 1 blocks, less without
+ * huge_file (i_blocks then counts 2^32 - 1 sectors).
+ */
+uint64_t fs_max_bytes(const struct bs_fs *fs);
+/* The same for @inode: block-mapped files have their own limit. */
+uint64_t fs_max_bytes_of(const struct bs_fs *fs,
+			 const struct ext2_inode *inode);
 
 /* libext2fs' message for @code. */
 const char *fs_strerror(errcode_t code);
@@ -69,7 +73,10 @@ void fs_free_zero_buf(void);
 
 int fs_read_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
 int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
-/* Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else. */
+/*
+ * Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else;
+ * -EFBIG when its size is past fs_max_bytes_of() (a damaged inode).
+ */
 int fs_check_reg(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
 /* Refuse writes on a read-only open: -EROFS with a reason. */
 int fs_check_rw(struct bs_fs *fs, const char *what);

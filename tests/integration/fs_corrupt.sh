@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Damaged ext4 images (issue 10 item 2): a read-write `fs` command refuses
-# each with one line "DEV: filesystem needs checking (run e2fsck): REASON"
-# and leaves the image byte for byte as it was; read-only commands (ls,
-# stat, cat) never write either. The corruptions are made the way a user
-# meets them: a stray byte (checksums then disagree) and debugfs edits
+# Damaged ext4 images (issue 10 items 2 and 15): a read-write `fs` command
+# refuses each with one line "DEV: filesystem needs checking (run e2fsck):
+# REASON" and leaves the image byte for byte as it was; read-only commands
+# (ls, stat, cat) never write either. The corruptions are made the way a
+# user meets them: a stray byte (checksums then disagree) and debugfs edits
 # that keep every checksum valid, so the location and count checks
-# themselves are what refuses.
+# themselves are what refuses. Then item 15: "/d/f/" of a file is ENOTDIR,
+# an inode claiming 2^48 bytes is EFBIG.
 source "$(dirname "$0")/lib/cli-common.bash"
 has_type file || skip "no 'file' device type in this build"
 command -v debugfs >/dev/null || skip "debugfs not installed"
@@ -111,5 +112,22 @@ debugfs_edit "$T/b4.img" "orphan list" "orphan inodes to be freed" \
 debugfs_edit "$T/b4.img" "errors recorded" "errors recorded" "ssv state 3"
 debugfs_edit "$T/b4.img" "journal needs recovery" \
 	"the journal needs recovery" "feature needs_recovery"
+
+note "issue 10 item 15: a file named with a trailing '/', a 2^48-byte inode"
+cp "$T/b4.img" "$T/t.img"
+run_bs 1 fs cat "file:$T/t.img" /d/f/
+expect_err "fs cat /d/f/" "Not a directory"
+run_bs 1 fs cat "file:$T/t.img" /d/f/x
+expect_err "Not a directory"
+run_bs 1 fs put "file:$T/t.img" "$T/h.txt" /d/new/
+expect_err "Is a directory"
+run_bs 0 fs ls "file:$T/t.img" /d/
+debugfs -w -R "sif /d/f size 281474976710656" "$T/t.img" >/dev/null 2>&1 ||
+	fail "debugfs sif size"
+run_bs 1 fs cat "file:$T/t.img" /d/f
+expect_err "File too large" "claims 281474976710656 bytes"
+run_bs 0 fs stat "file:$T/t.img" /d/f
+[[ $OUT == *281474976710656* ]] || fail "stat hides the size: $OUT"
+run_bs 0 fs rm "file:$T/t.img" /d/f
 
 echo "PASS fs_corrupt"
