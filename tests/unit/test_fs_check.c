@@ -5,7 +5,8 @@
  * superblocks without writing a byte, read-only opens never write;
  * trailing slashes need directories (ENOTDIR / EISDIR as the kernel);
  * an inode claiming a size past ext4's largest file is EFBIG; the largest
- * sizes are the kernel's for the block size and features.
+ * sizes are the kernel's for the block size and features; a refused
+ * WRITE_ZEROES gives the core's reason (bs_caps_why_no_unmap).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,7 +15,9 @@
 
 #include <ext2fs/ext2fs.h>
 
+#include <blkstack/caps.h>
 #include <blkstack/fs.h>
+#include <blkstack/zero.h>
 
 #include "fs/internal.h"
 #include "helpers/th.h"
@@ -281,6 +284,28 @@ static void max_sizes(void **state)
 	close_ok(fs);
 }
 
+/* fallocate WRITE_ZEROES refused with the core's one reason (bs_caps). */
+static void write_zeroes_reason(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *dev = th_dev(ctx, "m", "mem:32M,zeroes=write");
+	char why[BS_CAPS_WHY], want[BS_CAPS_WHY + 64];
+	struct bs_fs *fs;
+	uint32_t f;
+
+	assert_int_equal(bs_fs_mkfs(dev, NULL), 0);
+	fs = open_rw(dev);
+	assert_int_equal(bs_fs_create(fs, "/f", 0644, &f), 0);
+	assert_int_equal(bs_fs_fallocate(fs, f, BS_FALLOC_WRITE_ZEROES, 0,
+					 4096), -EOPNOTSUPP);
+	bs_caps_why_no_unmap(dev, why, sizeof(why));
+	assert_true(why[0]);
+	snprintf(want, sizeof(want), "m: ext4: fallocate: write zeroes: %s",
+		 why);
+	assert_string_equal(bs_last_error(), want);
+	close_ok(fs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +319,8 @@ int main(void)
 						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(max_sizes, th_ctx_setup,
 						th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(write_zeroes_reason,
+						th_ctx_setup, th_ctx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
