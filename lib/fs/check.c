@@ -7,12 +7,14 @@
  * points its block bitmap outside the device makes every block look free
  * and the next allocation lands on the superblock.
  *
- * Two passes: fs_check_desc() on the superblock and the group
- * descriptors, before the bitmaps are read (a bitmap location that is
- * wrong would be read as a bitmap); fs_check_bitmaps() after, on what the
- * bitmaps say about the metadata. Each returns 0, 1 with a reason in the
- * struct fs_check when the image needs e2fsck, or a negative errno when
- * the check itself could not run.
+ Three passes: fs_check_super() on the superblock's geometry, which
+ * libext2fs needs right even to read (a read-only open stops there too);
+ * fs_check_desc() on its counters and the group descriptors, before the
+ * bitmaps are read (a bitmap location that is wrong would be read as a
+ * bitmap); fs_check_bitmaps() after, on what the bitmaps say about the
+ * metadata. Each returns 0, 1 with a reason in the struct fs_check when
+ * the image needs e2fsck, or a negative errno when the check itself
+ * could not run.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,20 +45,24 @@ static bool pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-/* The superblock's geometry and counters (what ext2fs_open2 leaves out). */
-static int check_super(struct bs_fs *fs, struct fs_check *c)
+int fs_check_super(struct bs_fs *fs, struct fs_check *c)
 {
 	ext2_filsys e2 = fs->e2;
 	struct ext2_super_block *sb = e2->super;
 	uint64_t blocks = ext2fs_blocks_count(sb);
 	uint32_t bs = e2->blocksize;
 
+	/*
+	 * e2fsck's rule: with 1 KiB blocks (and no bigalloc) block 0 is the
+	 * boot block and the superblock block 1, else the superblock is in
+	 * block 0. (libext2fs reads past its bitmaps on other values.)
+	 */
+	if (sb->s_first_data_block !=
+	    (bs == 1024 && EXT2FS_CLUSTER_RATIO(e2) == 1 ? 1u : 0u))
+		return bad(c, "first data block %u with %u-byte blocks",
+			   sb->s_first_data_block, bs);
 	if (sb->s_first_data_block >= blocks)
 		return bad(c, "first data block %u is past the last block",
-			   sb->s_first_data_block);
-	/* with 1 KiB blocks block 0 is the boot block, the superblock 1 */
-	if (bs == 1024 && sb->s_first_data_block != 1)
-		return bad(c, "first data block %u with 1 KiB blocks (1 expected)",
 			   sb->s_first_data_block);
 	if (!sb->s_blocks_per_group || sb->s_blocks_per_group > 8 * bs)
 		return bad(c, "%u blocks per group (1 to %u)",
@@ -78,15 +84,6 @@ static int check_super(struct bs_fs *fs, struct fs_check *c)
 		return bad(c, "first non-reserved inode %u (%u to %u)",
 			   sb->s_first_ino, EXT2_GOOD_OLD_FIRST_INO,
 			   sb->s_inodes_count);
-	if (ext2fs_free_blocks_count(sb) > blocks)
-		return bad(c, "%" PRIu64 " free blocks of %" PRIu64,
-			   (uint64_t)ext2fs_free_blocks_count(sb), blocks);
-	if (ext2fs_r_blocks_count(sb) > blocks)
-		return bad(c, "%" PRIu64 " reserved blocks of %" PRIu64,
-			   (uint64_t)ext2fs_r_blocks_count(sb), blocks);
-	if (sb->s_free_inodes_count > sb->s_inodes_count)
-		return bad(c, "%u free inodes of %u", sb->s_free_inodes_count,
-			   sb->s_inodes_count);
 	if (sb->s_reserved_gdt_blocks > bs / 4)
 		return bad(c, "%u reserved descriptor blocks (at most %u)",
 			   sb->s_reserved_gdt_blocks, bs / 4);
@@ -102,6 +99,24 @@ static int check_super(struct bs_fs *fs, struct fs_check *c)
 	     sb->s_journal_inum == EXT2_ROOT_INO))
 		return bad(c, "journal inode %u is not a reserved inode",
 			   sb->s_journal_inum);
+	return 0;
+}
+
+/* The superblock's counters: within the totals. */
+static int check_counts(struct bs_fs *fs, struct fs_check *c)
+{
+	struct ext2_super_block *sb = fs->e2->super;
+	uint64_t blocks = ext2fs_blocks_count(sb);
+
+	if (ext2fs_free_blocks_count(sb) > blocks)
+		return bad(c, "%" PRIu64 " free blocks of %" PRIu64,
+			   (uint64_t)ext2fs_free_blocks_count(sb), blocks);
+	if (ext2fs_r_blocks_count(sb) > blocks)
+		return bad(c, "%" PRIu64 " reserved blocks of %" PRIu64,
+			   (uint64_t)ext2fs_r_blocks_count(sb), blocks);
+	if (sb->s_free_inodes_count > sb->s_inodes_count)
+		return bad(c, "%u free inodes of %u", sb->s_free_inodes_count,
+			   sb->s_inodes_count);
 	return 0;
 }
 
@@ -141,7 +156,7 @@ int fs_check_desc(struct bs_fs *fs, struct fs_check *c)
 	int rc;
 
 	c->why[0] = '\0';
-	if ((rc = check_super(fs, c)))
+	if ((rc = check_counts(fs, c)))
 		return rc;
 	if (!c->meta) {
 		ret = ext2fs_allocate_block_bitmap(e2, "metadata", &c->meta);

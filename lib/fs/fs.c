@@ -576,7 +576,8 @@ static int needs_check(struct bs_fs *fs, bool rw)
  * The checks the kernel makes before mounting, before anything is
  * written: state, superblock, group descriptors (fs/check.c), the bitmaps
  * against the metadata, the root. A read-only open only records what it
- * found, for bs_fs_info().
+ * found, for bs_fs_info(), except a superblock geometry that libext2fs
+ * cannot even read safely (refused as for read-write).
  */
 static int validate(struct bs_fs *fs, bool rw)
 {
@@ -586,6 +587,11 @@ static int validate(struct bs_fs *fs, bool rw)
 
 	if (check_state(fs) && (rc = needs_check(fs, rw)))
 		return rc;
+	/* a geometry libext2fs cannot read safely: refused read-only too */
+	if (fs_check_super(fs, &c)) {
+		snprintf(fs->damage, sizeof(fs->damage), "%s", c.why);
+		return needs_check(fs, true);
+	}
 	rc = fs_check_desc(fs, &c);
 	if (rc < 0)
 		goto out;

@@ -36,8 +36,14 @@ struct fs_check {
 	char why[144];		/* the reason, when a check returns 1 */
 };
 /*
- * The superblock and the group descriptors, before the bitmaps are read:
- * 0 sane, 1 needs e2fsck (reason in @c->why), or a negative errno.
+ * The superblock's geometry (block and group sizes, inode counts and
+ * sizes...), which libext2fs must be able to trust even to read: 0 sane,
+ * 1 needs e2fsck (reason in @c->why).
+ */
+int fs_check_super(struct bs_fs *fs, struct fs_check *c);
+/*
+ * The superblock's counters and the group descriptors, before the
+ * bitmaps are read: 0 sane, 1 needs e2fsck, or a negative errno.
  */
 int fs_check_desc(struct bs_fs *fs, struct fs_check *c);
 /* The bitmaps (read) against the metadata found by fs_check_desc(). */

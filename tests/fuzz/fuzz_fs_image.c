@@ -278,7 +278,11 @@ static void fix_csums(struct bs_dev *dev, bool drop_csum)
 			ext2fs_clear_feature_metadata_csum(e2->super);
 			ext2fs_clear_feature_gdt_csum(e2->super);
 		}
-		if (!ext2fs_read_bitmaps(e2)) {
+		struct bs_fs tmp = { .dev = dev, .e2 = e2 };
+		struct fs_check c = { 0 };
+
+		/* bs_fs_open() reads no bitmaps of a geometry this refuses */
+		if (!fs_check_super(&tmp, &c) && !ext2fs_read_bitmaps(e2)) {
 			ext2fs_mark_bb_dirty(e2);
 			ext2fs_mark_ib_dirty(e2);
 		}

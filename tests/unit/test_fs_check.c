@@ -182,6 +182,31 @@ static void clean_image_has_no_damage(void **state)
 	close_ok(fs);
 }
 
+/*
+ * A superblock geometry libext2fs cannot even read (found by
+ * fuzz_fs_image: first data block 96 with 1 KiB blocks overflowed a heap
+ * buffer in ext2fs_read_bitmaps): refused read-only too, nothing written.
+ */
+static void bad_geometry_refused_ro(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_fs *fs = NULL;
+	uint64_t before;
+	uint32_t f;
+	struct bs_dev *dev = made(ctx, &f);
+
+	fs = open_rw(dev);
+	fs->e2->super->s_first_data_block = 96;
+	fs->e2->flags |= EXT2_FLAG_SUPER_ONLY | EXT2_FLAG_MASTER_SB_ONLY;
+	close_ok(fs);
+	before = dev_digest(dev);
+	assert_int_equal(bs_fs_open(dev, BS_FS_RDONLY, &fs), -EUCLEAN);
+	assert_non_null(strstr(bs_last_error(), "m: filesystem needs checking "
+			       "(run e2fsck): first data block 96"));
+	assert_int_equal(bs_fs_open(dev, 0, &fs), -EUCLEAN);
+	assert_int_equal(dev_digest(dev), before);
+}
+
 /* ---- item 15: paths ------------------------------------------------------ */
 
 static void trailing_slash(void **state)
@@ -311,6 +336,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(damaged_images, th_ctx_setup,
 						th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(bad_geometry_refused_ro,
+						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(clean_image_has_no_damage,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(trailing_slash, th_ctx_setup,
