@@ -9,6 +9,7 @@
  * zeroed through the device's zeroout so that a thin device stays thin and
  * no stale bytes of the device ever look like metadata.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -626,6 +627,39 @@ out:
 	return rc;
 }
 
+/*
+ * Before libext2fs sizes anything from it: the block count of the
+ * superblock must fit the device (the kernel's first geometry check);
+ * else ext2fs_open2() allocates descriptors, and later bitmaps, for
+ * whatever count a damaged superblock claims. 1: reason in fs->damage.
+ */
+static int check_size(struct bs_fs *fs)
+{
+	struct ext2_super_block sb;
+	uint8_t buf[4096];
+	uint64_t blocks;
+	uint32_t log;
+
+	if (fs->dev->size < sizeof(buf) ||
+	    bs_read_sync(fs->dev, buf, sizeof(buf), 0))
+		return 0; /* ext2fs_open2() says what is wrong */
+	memcpy(&sb, buf + SUPERBLOCK_OFFSET, sizeof(sb));
+	log = le32toh(sb.s_log_block_size);
+	if (le16toh(sb.s_magic) != EXT2_SUPER_MAGIC ||
+	    log > EXT2_MAX_BLOCK_LOG_SIZE - EXT2_MIN_BLOCK_LOG_SIZE)
+		return 0;
+	blocks = le32toh(sb.s_blocks_count);
+	if (le32toh(sb.s_feature_incompat) & EXT4_FEATURE_INCOMPAT_64BIT)
+		blocks |= (uint64_t)le32toh(sb.s_blocks_count_hi) << 32;
+	if (blocks <= fs->dev->size >> (log + EXT2_MIN_BLOCK_LOG_SIZE))
+		return 0;
+	snprintf(fs->damage, sizeof(fs->damage), "the superblock says %"
+		 PRIu64 " blocks of %u bytes, the device holds %" PRIu64,
+		 blocks, 1024u << log,
+		 fs->dev->size >> (log + EXT2_MIN_BLOCK_LOG_SIZE));
+	return 1;
+}
+
 int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 {
 	bool rw = !(flags & BS_FS_RDONLY);
@@ -644,6 +678,10 @@ int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 		return bs_error(-ENOMEM, "%s: ext4: open: out of memory",
 				dev->name);
 	fs->dev = dev;
+	if (check_size(fs)) {
+		err = needs_check(fs, true);
+		goto out_free;
+	}
 	err = bs_fs_io_register(dev, fs->ioname, sizeof(fs->ioname));
 	if (err)
 		goto out_free;

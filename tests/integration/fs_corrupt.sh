@@ -113,6 +113,15 @@ debugfs_edit "$T/b4.img" "errors recorded" "errors recorded" "ssv state 3"
 debugfs_edit "$T/b4.img" "journal needs recovery" \
 	"the journal needs recovery" "feature needs_recovery"
 
+note "a truncated image: refused read-only too, untouched"
+cp "$T/b4.img" "$T/t.img"
+truncate -s 16M "$T/t.img"
+before=$(sha "$T/t.img")
+run_bs 1 fs ls "file:$T/t.img" /
+expect_err "filesystem needs checking (run e2fsck): the superblock says 8192 blocks of 4096 bytes, the device holds 4096"
+run_bs 1 fs put "file:$T/t.img" "$T/h.txt" /new
+[[ $(sha "$T/t.img") == "$before" ]] || fail "truncated image written"
+
 note "issue 10 item 15: a file named with a trailing '/', a 2^48-byte inode"
 cp "$T/b4.img" "$T/t.img"
 run_bs 1 fs cat "file:$T/t.img" /d/f/

@@ -207,6 +207,31 @@ static void bad_geometry_refused_ro(void **state)
 	assert_int_equal(dev_digest(dev), before);
 }
 
+/*
+ * A block count past the device (fuzz_fs_image: ext2fs_open2() then
+ * allocates descriptors for it): refused before libext2fs opens it.
+ */
+static void blocks_past_device(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_fs *fs = NULL;
+	uint64_t before;
+	uint32_t f;
+	struct bs_dev *dev = made(ctx, &f);
+
+	fs = open_rw(dev);
+	ext2fs_blocks_count_set(fs->e2->super, (uint64_t)1 << 40);
+	fs->e2->flags |= EXT2_FLAG_SUPER_ONLY | EXT2_FLAG_MASTER_SB_ONLY;
+	close_ok(fs);
+	before = dev_digest(dev);
+	assert_int_equal(bs_fs_open(dev, BS_FS_RDONLY, &fs), -EUCLEAN);
+	assert_non_null(strstr(bs_last_error(), "m: filesystem needs checking "
+			       "(run e2fsck): the superblock says 1099511627776 "
+			       "blocks of 1024 bytes, the device holds 32768"));
+	assert_int_equal(bs_fs_open(dev, 0, &fs), -EUCLEAN);
+	assert_int_equal(dev_digest(dev), before);
+}
+
 /* ---- item 15: paths ------------------------------------------------------ */
 
 static void trailing_slash(void **state)
@@ -337,6 +362,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(damaged_images, th_ctx_setup,
 						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(bad_geometry_refused_ro,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(blocks_past_device,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(clean_image_has_no_damage,
 						th_ctx_setup, th_ctx_teardown),
