@@ -292,8 +292,12 @@ static int sub_stat(struct fs_ctx *c, int argc, char **argv)
 		fprintf(f, "  %-12s %u\n", "inodes", info.inodes);
 		fprintf(f, "  %-12s %u\n", "free inodes", info.free_inodes);
 		fprintf(f, "  %-12s %u blocks\n", "journal", info.journal_blocks);
-		fprintf(f, "  %-12s %s\n", "state",
-			info.clean ? "clean" : "not clean (run e2fsck -f)");
+		if (info.damage[0])
+			fprintf(f, "  %-12s needs checking (run e2fsck): %s\n",
+				"state", info.damage);
+		else
+			fprintf(f, "  %-12s %s\n", "state", info.clean ? "clean" :
+				"not clean (run e2fsck -f)");
 		return close_fs(c, CMD_OK);
 	}
 	if ((err = want_args(c, argc, argv, 2, "DEV [/PATH]")))
@@ -680,7 +684,10 @@ static const struct bs_cmd fs_cmd = {
 	"  ext4. Each run opens the filesystem, marks it \"not clean\" while it\n"
 	"  changes it, and marks it clean again when done; a run that was\n"
 	"  killed leaves it not clean, and read-write runs then refuse it until\n"
-	"  e2fsck -f has checked it. PATHs are absolute inside the filesystem;\n"
+	"  e2fsck -f has checked it. Read-write runs also check the image\n"
+	"  first (superblock, group descriptors, bitmaps) and refuse a damaged\n"
+	"  one, writing nothing: \"filesystem needs checking (run e2fsck):\n"
+	"  REASON\". PATHs are absolute inside the filesystem;\n"
 	"  symbolic links are not followed.\n"
 	"\n"
 	"SUBCOMMANDS\n"

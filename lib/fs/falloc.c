@@ -30,6 +30,7 @@
 #include <ext2fs/ext2fs.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/caps.h>
 #include <blkstack/fs.h>
 #include <blkstack/zero.h>
 
@@ -314,17 +315,14 @@ int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
 			      (long long)len);
 	}
 	/* ext4's own order: the device capability before the mode mask */
-	if ((mode & BS_FALLOC_WRITE_ZEROES) && !bs_dev_write_zeroes_unmap(fs->dev))
-		return fs_err(fs, -EOPNOTSUPP, "fallocate: write zeroes: %s%s%s",
-			      bs_write_zeroes_unmap_why_not(fs->dev),
-			      (fs->dev->limits.features &
-			       BS_FEAT_WRITE_ZEROES_UNMAP) || !*fs->dev->wz_reason
-				      ? ""
-				      : ": ",
-			      (fs->dev->limits.features &
-			       BS_FEAT_WRITE_ZEROES_UNMAP)
-				      ? ""
-				      : fs->dev->wz_reason);
+	if ((mode & BS_FALLOC_WRITE_ZEROES) &&
+	    !bs_dev_write_zeroes_unmap(fs->dev)) {
+		char why[BS_CAPS_WHY];
+
+		bs_caps_why_no_unmap(fs->dev, why, sizeof(why));
+		return fs_err(fs, -EOPNOTSUPP, "fallocate: write zeroes: %s",
+			      why);
+	}
 	switch (mode & BS_FALLOC_MODE_MASK) {
 	case 0:
 	case BS_FALLOC_PUNCH_HOLE:

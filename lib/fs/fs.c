@@ -9,6 +9,7 @@
  * zeroed through the device's zeroout so that a thin device stays thin and
  * no stale bytes of the device ever look like metadata.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -100,16 +101,21 @@ int fs_errno(errcode_t code)
 	}
 }
 
+const char *fs_strerror(errcode_t code)
+{
+	pthread_once(&et_once, et_init);
+	return error_message(code);
+}
+
 static int fs_vfail(struct bs_fs *fs, int err, errcode_t code,
 		    const char *fmt, va_list ap)
 {
 	char what[256];
 
 	vsnprintf(what, sizeof(what), fmt, ap);
-	pthread_once(&et_once, et_init);
 	if (code)
 		return bs_error(err, "%s: ext4: %s: %s", fs->dev->name, what,
-				error_message(code));
+				fs_strerror(code));
 	return bs_error(err, "%s: ext4: %s", fs->dev->name, what);
 }
 
@@ -511,30 +517,147 @@ static int check_features(struct bs_fs *fs, bool rw)
 
 	bad = sb->s_feature_incompat & ~(rw ? FS_INCOMPAT_RW : FS_INCOMPAT_RO);
 	if (rw)
-		bad &= ~EXT3_FEATURE_INCOMPAT_RECOVER; /* reported below */
+		bad &= ~EXT3_FEATURE_INCOMPAT_RECOVER; /* a state: see below */
 	if (bad)
 		return fs_err(fs, -EOPNOTSUPP, "incompatible features 0x%x not "
 			      "supported%s", bad, rw ? " for writing (open "
 			      "read-only)" : "");
-	if (rw && (bad = sb->s_feature_ro_compat & ~FS_RO_COMPAT_RW))
+	bad = sb->s_feature_ro_compat & ~FS_RO_COMPAT_RW &
+	      ~EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT;
+	if (rw && bad)
 		return fs_err(fs, -EOPNOTSUPP, "read-only-compatible features "
 			      "0x%x not supported for writing (open read-only)",
 			      bad);
 	if (rw && !ext2fs_has_feature_extents(sb))
 		return fs_err(fs, -EOPNOTSUPP, "no extents feature: this layer "
 			      "writes ext4 with extents only (open read-only)");
-	if (rw && ext2fs_has_feature_journal_needs_recovery(sb))
-		return fs_err(fs, -EUCLEAN, "the journal needs recovery: run "
-			      "e2fsck first");
-	if (rw && !(sb->s_state & EXT2_VALID_FS))
-		return fs_err(fs, -EUCLEAN, "not cleanly unmounted: run "
-			      "e2fsck -f first");
-	if (rw && (sb->s_state & EXT2_ERROR_FS))
-		return fs_err(fs, -EUCLEAN, "errors recorded in the superblock: "
-			      "run e2fsck -f first");
 	if (EXT2FS_CLUSTER_RATIO(fs->e2) > 1)
 		return fs_err(fs, -EOPNOTSUPP, "bigalloc is not supported");
 	return 0;
+}
+
+/*
+ * States only e2fsck (or the kernel's journal replay and orphan cleanup)
+ * can resolve: 1 with the reason in fs->damage, else 0.
+ */
+static int check_state(struct bs_fs *fs)
+{
+	struct ext2_super_block *sb = fs->e2->super;
+	const char *why = NULL;
+
+	if (ext2fs_has_feature_journal_needs_recovery(sb))
+		why = "the journal needs recovery";
+	else if (sb->s_state & EXT2_ERROR_FS)
+		why = "errors recorded in the superblock";
+	else if (!(sb->s_state & EXT2_VALID_FS))
+		why = "not cleanly unmounted";
+	else if (sb->s_last_orphan)
+		why = "orphan inodes to be freed";
+	else if (ext2fs_has_feature_orphan_present(sb))
+		why = "the orphan file lists inodes to be freed";
+	if (!why)
+		return 0;
+	snprintf(fs->damage, sizeof(fs->damage), "%s", why);
+	return 1;
+}
+
+/*
+ * The image needs e2fsck for the reason in fs->damage: -EUCLEAN for a
+ * read-write open; read-only opens go on (they never write).
+ */
+static int needs_check(struct bs_fs *fs, bool rw)
+{
+	if (!rw)
+		return 0;
+	return bs_error(-EUCLEAN, "%s: filesystem needs checking (run "
+			"e2fsck): %s", fs->dev->name, fs->damage);
+}
+
+/*
+ * The checks the kernel makes before mounting, before anything is
+ * written: state, superblock, group descriptors (fs/check.c), the bitmaps
+ * against the metadata, the root. A read-only open only records what it
+ * found, for bs_fs_info(), except a superblock geometry that libext2fs
+ * cannot even read safely (refused as for read-write).
+ */
+static int validate(struct bs_fs *fs, bool rw)
+{
+	struct fs_check c = { 0 };
+	errcode_t ret;
+	int rc;
+
+	if (check_state(fs) && (rc = needs_check(fs, rw)))
+		return rc;
+	/* a geometry libext2fs cannot read safely: refused read-only too */
+	if (fs_check_super(fs, &c)) {
+		snprintf(fs->damage, sizeof(fs->damage), "%s", c.why);
+		return needs_check(fs, true);
+	}
+	rc = fs_check_desc(fs, &c);
+	if (rc < 0)
+		goto out;
+	if (rc > 0) {
+		if (!fs->damage[0])
+			snprintf(fs->damage, sizeof(fs->damage), "%s", c.why);
+		if ((rc = needs_check(fs, rw)))
+			goto out;
+	}
+	ret = ext2fs_read_bitmaps(fs->e2);
+	if (ret) {
+		rc = fs_errno(ret);
+		if (rw && rc == -EUCLEAN) {
+			snprintf(fs->damage, sizeof(fs->damage), "reading the "
+				 "allocation bitmaps: %s", fs_strerror(ret));
+			rc = needs_check(fs, rw);
+		} else {
+			rc = fs_fail(fs, ret, "reading the allocation bitmaps");
+		}
+		goto out;
+	}
+	if (!c.why[0]) {
+		rc = fs_check_bitmaps(fs, &c);
+		if (rc < 0)
+			goto out;
+		if (rc > 0 && !fs->damage[0])
+			snprintf(fs->damage, sizeof(fs->damage), "%s", c.why);
+		rc = rc > 0 ? needs_check(fs, rw) : 0;
+	}
+out:
+	fs_check_free(&c);
+	return rc;
+}
+
+/*
+ * Before libext2fs sizes anything from it: the block count of the
+ * superblock must fit the device (the kernel's first geometry check);
+ * else ext2fs_open2() allocates descriptors, and later bitmaps, for
+ * whatever count a damaged superblock claims. 1: reason in fs->damage.
+ */
+static int check_size(struct bs_fs *fs)
+{
+	struct ext2_super_block sb;
+	uint8_t buf[4096];
+	uint64_t blocks;
+	uint32_t log;
+
+	if (fs->dev->size < sizeof(buf) ||
+	    bs_read_sync(fs->dev, buf, sizeof(buf), 0))
+		return 0; /* ext2fs_open2() says what is wrong */
+	memcpy(&sb, buf + SUPERBLOCK_OFFSET, sizeof(sb));
+	log = le32toh(sb.s_log_block_size);
+	if (le16toh(sb.s_magic) != EXT2_SUPER_MAGIC ||
+	    log > EXT2_MAX_BLOCK_LOG_SIZE - EXT2_MIN_BLOCK_LOG_SIZE)
+		return 0;
+	blocks = le32toh(sb.s_blocks_count);
+	if (le32toh(sb.s_feature_incompat) & EXT4_FEATURE_INCOMPAT_64BIT)
+		blocks |= (uint64_t)le32toh(sb.s_blocks_count_hi) << 32;
+	if (blocks <= fs->dev->size >> (log + EXT2_MIN_BLOCK_LOG_SIZE))
+		return 0;
+	snprintf(fs->damage, sizeof(fs->damage), "the superblock says %"
+		 PRIu64 " blocks of %u bytes, the device holds %" PRIu64,
+		 blocks, 1024u << log,
+		 fs->dev->size >> (log + EXT2_MIN_BLOCK_LOG_SIZE));
+	return 1;
 }
 
 int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
@@ -555,6 +678,10 @@ int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 		return bs_error(-ENOMEM, "%s: ext4: open: out of memory",
 				dev->name);
 	fs->dev = dev;
+	if (check_size(fs)) {
+		err = needs_check(fs, true);
+		goto out_free;
+	}
 	err = bs_fs_io_register(dev, fs->ioname, sizeof(fs->ioname));
 	if (err)
 		goto out_free;
@@ -566,18 +693,16 @@ int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 		if (ret == EXT2_ET_BAD_MAGIC)
 			err = fs_err(fs, -EINVAL, "no ext2/3/4 filesystem on the "
 				     "device (make one with `blkstack fs mkfs`)");
+		else if (rw && fs_errno(ret) == -EUCLEAN)
+			err = bs_error(-EUCLEAN, "%s: filesystem needs checking "
+				       "(run e2fsck): %s", dev->name,
+				       fs_strerror(ret));
 		else
 			err = fs_fail(fs, ret, "open");
 		goto out_unreg;
 	}
-	err = check_features(fs, rw);
-	if (err)
+	if ((err = check_features(fs, rw)) || (err = validate(fs, rw)))
 		goto out_close;
-	ret = ext2fs_read_bitmaps(fs->e2);
-	if (ret) {
-		err = fs_fail(fs, ret, "reading the allocation bitmaps");
-		goto out_close;
-	}
 	fs->rw = rw;
 	fs->was_clean = fs->e2->super->s_state & EXT2_VALID_FS;
 	if (rw) {
@@ -652,6 +777,7 @@ int bs_fs_info(struct bs_fs *fs, struct bs_fs_info *info)
 	info->inodes = sb->s_inodes_count;
 	info->free_inodes = sb->s_free_inodes_count;
 	info->clean = fs->was_clean;
+	snprintf(info->damage, sizeof(info->damage), "%s", fs->damage);
 	if (ext2fs_has_feature_journal(sb) && sb->s_journal_inum) {
 		struct ext2_inode inode;
 

@@ -27,14 +27,41 @@ struct bs_fs {
 	char ioname[32];
 	bool rw;
 	bool was_clean;		/* s_state at open */
+	char damage[160];	/* why e2fsck is needed ("" = it is not) */
 };
 
-/* Largest file size: 2^32 - 1 blocks (extents address 32-bit blocks). */
-static inline uint64_t fs_max_bytes(const struct bs_fs *fs)
-{
-	return (((uint64_t)1 << 32) - 1) * fs->e2->blocksize;
-}
+/* fs/check.c: is the image safe to write? */
+struct fs_check {
+	ext2fs_block_bitmap meta; /* superblocks, descriptors, bitmaps, tables */
+	char why[144];		/* the reason, when a check returns 1 */
+};
+/*
+ * The superblock's geometry (block and group sizes, inode counts and
+ * sizes...), which libext2fs must be able to trust even to read: 0 sane,
+ * 1 needs e2fsck (reason in @c->why).
+ */
+int fs_check_super(struct bs_fs *fs, struct fs_check *c);
+/*
+ * The superblock's counters and the group descriptors, before the
+ * bitmaps are read: 0 sane, 1 needs e2fsck, or a negative errno.
+ */
+int fs_check_desc(struct bs_fs *fs, struct fs_check *c);
+/* The bitmaps (read) against the metadata found by fs_check_desc(). */
+int fs_check_bitmaps(struct bs_fs *fs, struct fs_check *c);
+void fs_check_free(struct fs_check *c);
 
+/*
+ * ext4's largest size of a file with extents for this block size and
+ * features (the kernel's s_maxbytes): 2^32 - 1 blocks, less without
+ * huge_file (i_blocks then counts 2^32 - 1 sectors).
+ */
+uint64_t fs_max_bytes(const struct bs_fs *fs);
+/* The same for @inode: block-mapped files have their own limit. */
+uint64_t fs_max_bytes_of(const struct bs_fs *fs,
+			 const struct ext2_inode *inode);
+
+/* libext2fs' message for @code. */
+const char *fs_strerror(errcode_t code);
 /* A libext2fs error code as a negative errno. */
 int fs_errno(errcode_t code);
 /*
@@ -52,7 +79,10 @@ void fs_free_zero_buf(void);
 
 int fs_read_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
 int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
-/* Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else. */
+/*
+ * Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else;
+ * -EFBIG when its size is past fs_max_bytes_of() (a damaged inode).
+ */
 int fs_check_reg(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
 /* Refuse writes on a read-only open: -EROFS with a reason. */
 int fs_check_rw(struct bs_fs *fs, const char *what);

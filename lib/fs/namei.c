@@ -73,14 +73,17 @@ int bs_fs_lookup_at(struct bs_fs *fs, uint32_t dir, const char *name,
 
 /*
  * Walk @path; with @last set, stop before the last component and return
- * it there (for create/unlink/rename), else resolve all of it.
+ * it there (for create/unlink/rename), else resolve all of it. *@slash
+ * (when not NULL) says whether the path ends in '/' after a component:
+ * then, as in the kernel, the last component must be a directory.
  */
 static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
-		char *last, size_t lastlen)
+		char *last, size_t lastlen, bool *slash)
 {
 	const char *p = path, *end;
 	uint32_t cur = BS_FS_ROOT_INO;
 	char name[NAME_MAX_EXT4 + 1];
+	bool trailing = false;
 	int err;
 
 	if (!path || path[0] != '/')
@@ -101,6 +104,7 @@ static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
 		memcpy(name, p, (size_t)(end - p));
 		name[end - p] = '\0';
 		p = end;
+		trailing = *p == '/';
 		if (last) {
 			const char *q = p;
 			while (*q == '/')
@@ -111,6 +115,8 @@ static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
 					return fs_err(fs, -ENAMETOOLONG,
 						      "%s: name too long", path);
 				*ino = cur;
+				if (slash)
+					*slash = trailing;
 				return 0;
 			}
 		}
@@ -127,13 +133,40 @@ static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
 	if (last)
 		return fs_err(fs, -EINVAL, "%s: the root has no name to "
 			      "create or remove", path);
+	if (trailing) {
+		/* "/d/f/": f must be a directory, as path resolution wants */
+		struct ext2_inode inode;
+
+		if ((err = fs_read_inode(fs, cur, &inode)))
+			return err;
+		if (!LINUX_S_ISDIR(inode.i_mode))
+			return fs_err(fs, -ENOTDIR, "%s: '%s' is not a "
+				      "directory", path, name);
+	}
 	*ino = cur;
+	return 0;
+}
+
+/* @name in @dir must be a directory (a path named it with a trailing '/'). */
+static int want_dir(struct bs_fs *fs, uint32_t dir, const char *name,
+		    const char *path)
+{
+	struct ext2_inode inode;
+	uint32_t ino;
+	int err;
+
+	if ((err = bs_fs_lookup_at(fs, dir, name, &ino)) ||
+	    (err = fs_read_inode(fs, ino, &inode)))
+		return err;
+	if (!LINUX_S_ISDIR(inode.i_mode))
+		return fs_err(fs, -ENOTDIR, "%s: '%s' is not a directory", path,
+			      name);
 	return 0;
 }
 
 int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino)
 {
-	return walk(fs, path, ino, NULL, 0);
+	return walk(fs, path, ino, NULL, 0, NULL);
 }
 
 int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
@@ -303,9 +336,16 @@ int bs_fs_create(struct bs_fs *fs, const char *path, uint32_t mode,
 {
 	char name[NAME_MAX_EXT4 + 1];
 	uint32_t dir;
-	int err = walk(fs, path, &dir, name, sizeof(name));
+	bool slash;
+	int err = walk(fs, path, &dir, name, sizeof(name), &slash);
 
-	return err ? err : bs_fs_create_at(fs, dir, name, mode, ino);
+	if (err)
+		return err;
+	/* open(O_CREAT) of "f/": the kernel says EISDIR */
+	if (slash)
+		return fs_err(fs, -EISDIR, "%s: a regular file cannot be named "
+			      "with a trailing '/'", path);
+	return bs_fs_create_at(fs, dir, name, mode, ino);
 }
 
 int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
@@ -350,7 +390,7 @@ int bs_fs_mkdir(struct bs_fs *fs, const char *path, uint32_t mode,
 {
 	char name[NAME_MAX_EXT4 + 1];
 	uint32_t dir;
-	int err = walk(fs, path, &dir, name, sizeof(name));
+	int err = walk(fs, path, &dir, name, sizeof(name), NULL);
 
 	return err ? err : bs_fs_mkdir_at(fs, dir, name, mode, ino);
 }
@@ -488,8 +528,11 @@ int bs_fs_unlink(struct bs_fs *fs, const char *path)
 {
 	char name[NAME_MAX_EXT4 + 1];
 	uint32_t dir;
-	int err = walk(fs, path, &dir, name, sizeof(name));
+	bool slash;
+	int err = walk(fs, path, &dir, name, sizeof(name), &slash);
 
+	if (!err && slash && strcmp(name, ".") && strcmp(name, ".."))
+		err = want_dir(fs, dir, name, path);
 	return err ? err : bs_fs_unlink_at(fs, dir, name);
 }
 
@@ -638,10 +681,15 @@ int bs_fs_rename(struct bs_fs *fs, const char *from, const char *to)
 {
 	char fname[NAME_MAX_EXT4 + 1], tname[NAME_MAX_EXT4 + 1];
 	uint32_t fdir, tdir;
+	bool fslash, tslash;
 	int err;
 
-	if ((err = walk(fs, from, &fdir, fname, sizeof(fname))) ||
-	    (err = walk(fs, to, &tdir, tname, sizeof(tname))))
+	if ((err = walk(fs, from, &fdir, fname, sizeof(fname), &fslash)) ||
+	    (err = walk(fs, to, &tdir, tname, sizeof(tname), &tslash)))
+		return err;
+	/* a trailing '/' on either name: only a directory may move */
+	if ((fslash || tslash) && strcmp(fname, ".") && strcmp(fname, "..") &&
+	    (err = want_dir(fs, fdir, fname, from)))
 		return err;
 	return bs_fs_rename_at(fs, fdir, fname, tdir, tname);
 }
