@@ -394,11 +394,19 @@ static int sub_put(struct fs_ctx *c, int argc, char **argv)
 		}
 		if (!n)
 			break;
-		w = bs_fs_write(c->fs, ino, buf, (uint64_t)n, off);
-		if (w < 0)
-			err = (int)w;
-		else
-			off += (uint64_t)n;
+		/* a short write: the rest again, which returns the error */
+		for (w = 0; !err && w < n;) {
+			int64_t got = bs_fs_write(c->fs, ino, buf + w,
+						  (uint64_t)(n - w), off);
+
+			if (got < 0)
+				err = (int)got;
+			else if (!got)
+				err = bs_error(-EIO, "writing %s: no progress",
+					       path);
+			w += got > 0 ? got : 0;
+			off += got > 0 ? (uint64_t)got : 0;
+		}
 	}
 	if (err)
 		rc = fail(c, err);

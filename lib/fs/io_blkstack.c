@@ -95,12 +95,36 @@ struct io_priv {
 	bool rw;
 	uint8_t *bounce;	/* one logical block, for read-modify-write */
 	struct struct_io_stats stats;
+	bool data;		/* writes are file data (fs_io_data) */
+	unsigned long meta_errors; /* failed metadata writes and flushes */
 };
 
 /* errno values are valid errcode_t values (com_err's "system" table). */
 static errcode_t io_err(int err)
 {
 	return err < 0 ? (errcode_t)-err : 0;
+}
+
+/* A failed write, flush, discard or zeroout: count it unless it is data. */
+static errcode_t io_wfail(struct io_priv *p, int err)
+{
+	if (err && !p->data)
+		p->meta_errors++;
+	return io_err(err);
+}
+
+unsigned long fs_io_meta_errors(struct bs_fs *fs)
+{
+	struct io_priv *p = fs->e2->io->private_data;
+
+	return p->meta_errors;
+}
+
+void fs_io_data(struct bs_fs *fs, bool on)
+{
+	struct io_priv *p = fs->e2->io->private_data;
+
+	p->data = on;
 }
 
 static errcode_t io_range(io_channel ch, unsigned long long block, int count,
@@ -260,7 +284,7 @@ static errcode_t bsio_write_blk64(io_channel ch, unsigned long long block,
 	/* io_rw() does not write through @data; the cast only shares code */
 	err = io_rw(p, true, (uint8_t *)data, off, len);
 	if (err)
-		return io_err(err);
+		return io_wfail(p, err);
 	p->stats.bytes_written += len;
 	return 0;
 }
@@ -290,7 +314,7 @@ static errcode_t bsio_write_byte(io_channel ch, unsigned long offset,
 		return EXT2_ET_INVALID_ARGUMENT;
 	err = io_rw(p, true, (uint8_t *)data, offset, (uint64_t)size);
 	if (err)
-		return io_err(err);
+		return io_wfail(p, err);
 	p->stats.bytes_written += (uint64_t)size;
 	return 0;
 }
@@ -301,7 +325,7 @@ static errcode_t bsio_flush(io_channel ch)
 
 	if (!p->rw)
 		return 0;
-	return io_err(bs_flush_sync(p->dev));
+	return io_wfail(p, bs_flush_sync(p->dev));
 }
 
 static errcode_t bsio_set_option(io_channel ch, const char *option,
@@ -349,7 +373,8 @@ static errcode_t bsio_discard(io_channel ch, unsigned long long block,
 		return ret;
 	if (!len)
 		return 0;
-	return io_err(bs_io_sync(p->dev, BS_OP_DISCARD, 0, off, len, NULL));
+	return io_wfail(p, bs_io_sync(p->dev, BS_OP_DISCARD, 0, off, len,
+					 NULL));
 }
 
 /*
@@ -370,7 +395,7 @@ static errcode_t bsio_zeroout(io_channel ch, unsigned long long block,
 		return ret;
 	if (!len)
 		return 0;
-	return io_err(bs_zeroout_sync(p->dev, off, len, 0, NULL, NULL));
+	return io_wfail(p, bs_zeroout_sync(p->dev, off, len, 0, NULL, NULL));
 }
 
 static errcode_t bsio_cache_readahead(io_channel ch, unsigned long long block,
