@@ -188,12 +188,14 @@ int fs_sync(struct bs_fs *fs)
 	if (ret) {
 		/* part of the bitmaps, descriptors, superblock may be out */
 		fs_set_broken(fs);
-		return fs_fail(fs, ret, "writing metadata");
+		return fs_fail(fs, ret, "writing metadata (the filesystem is "
+			       "left not clean, run e2fsck -f)");
 	}
 	err = bs_flush_sync(fs->dev);
 	if (err) {
 		fs_set_broken(fs);
-		return fs_err(fs, err, "flushing the device: %s",
+		return fs_err(fs, err, "flushing the device: %s (the "
+			      "filesystem is left not clean, run e2fsck -f)",
 			      bs_last_error());
 	}
 	return 0;

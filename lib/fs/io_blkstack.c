@@ -11,6 +11,8 @@
  * aligned to the device's logical block size are done by read-modify-write
  * of the partial logical blocks at the edges. zeroout is the core's
  * may-unmap zeroout (no flags), discard is BS_OP_DISCARD, flush BS_OP_FLUSH.
+ * There is no write_byte: the superblock is always written whole, in one
+ * request, so a failed write never leaves it torn.
  * There is no cache here: what libext2fs writes has reached the device (up
  * to its write cache) when the call returns.
  */
@@ -301,24 +303,6 @@ static errcode_t bsio_write_blk(io_channel ch, unsigned long block, int count,
 	return bsio_write_blk64(ch, block, count, data);
 }
 
-static errcode_t bsio_write_byte(io_channel ch, unsigned long offset,
-				 int size, const void *data)
-{
-	struct io_priv *p = ch->private_data;
-	int err;
-
-	if (!p->rw)
-		return EXT2_ET_RO_FILSYS;
-	if (size < 0 || offset > p->dev->size ||
-	    (uint64_t)size > p->dev->size - offset)
-		return EXT2_ET_INVALID_ARGUMENT;
-	err = io_rw(p, true, (uint8_t *)data, offset, (uint64_t)size);
-	if (err)
-		return io_wfail(p, err);
-	p->stats.bytes_written += (uint64_t)size;
-	return 0;
-}
-
 static errcode_t bsio_flush(io_channel ch)
 {
 	struct io_priv *p = ch->private_data;
@@ -413,7 +397,12 @@ static struct struct_io_manager bs_io_manager_struct = {
 	.read_blk = bsio_read_blk,
 	.write_blk = bsio_write_blk,
 	.flush = bsio_flush,
-	.write_byte = bsio_write_byte,
+	/*
+	 * No write_byte: libext2fs would then write the primary superblock
+	 * as the runs of bytes that changed, one request each, and a failure
+	 * between them leaves a superblock whose checksum does not match
+	 * (e2fsck cannot open it). Without it the superblock is one request.
+	 */
 	.set_option = bsio_set_option,
 	.get_stats = bsio_get_stats,
 	.read_blk64 = bsio_read_blk64,
