@@ -84,4 +84,31 @@ fsck_clean "rm /big"
 [[ $(free_blocks) == "$before" ]] ||
 	fail "free blocks $(free_blocks) after rm /big, $before before"
 
+note "create, mkdir, mv into a full directory on a full filesystem"
+rm -f "$IMG"
+truncate -s 16M "$IMG"
+run_bs 0 fs mkfs "$DEV"
+run_bs 0 fs mkdir "$DEV" /d
+run_bs 0 fs fallocate -l $(($(free_blocks) * 4096)) "$DEV" /fill
+[[ $(free_blocks) == 0 ]] || fail "free blocks after filling: $(free_blocks)"
+: >"$T/empty"
+long=$(printf 'x%.0s' {1..200})
+for ((i = 1; i <= 40; i++)); do
+	rc=0
+	"$BS" fs put "$DEV" "$T/empty" "/d/$long$i" 2>"$T/err" || rc=$?
+	((rc == 0)) || break
+done
+((rc == 1)) || fail "40 names of 200 bytes fit in one directory block"
+ERR=$(cat "$T/err")
+expect_err "fs put /d/" "No space left on device" "growing directory"
+fsck_clean "create in a full directory"
+run_bs 1 fs ls "$DEV" "/d/$long$i"
+run_bs 1 fs mkdir "$DEV" "/d/${long}m"
+expect_err "No space left on device"
+fsck_clean "mkdir in a full directory"
+run_bs 1 fs mv "$DEV" /fill "/d/${long}v"
+expect_err "No space left on device"
+fsck_clean "mv into a full directory"
+run_bs 0 fs stat "$DEV" /fill
+
 echo "PASS"
