@@ -328,6 +328,24 @@ int bs_fs_create(struct bs_fs *fs, const char *path, uint32_t mode,
 	return err ? err : bs_fs_create_at(fs, dir, name, mode, ino);
 }
 
+/*
+ * ext2fs_mkdir() failed: an inode it wrote before linking the name (not
+ * yet counted in the bitmap) is written back as removed, so that e2fsck
+ * finds no unattached directory.
+ */
+static void unmake_dir(struct bs_fs *fs, uint32_t child)
+{
+	struct ext2_inode inode;
+
+	if (fs->broken || ext2fs_test_inode_bitmap2(fs->e2->inode_map, child) ||
+	    ext2fs_read_inode(fs->e2, child, &inode) ||
+	    !LINUX_S_ISDIR(inode.i_mode) || !inode.i_links_count)
+		return;
+	inode.i_links_count = 0;
+	inode.i_dtime = now32();
+	ext2fs_write_inode(fs->e2, child, &inode);
+}
+
 static int do_mkdir(struct bs_fs *fs, uint32_t dir, const char *name,
 		    uint32_t mode, uint32_t *ino)
 {
@@ -340,19 +358,22 @@ static int do_mkdir(struct bs_fs *fs, uint32_t dir, const char *name,
 	    (err = check_dir(fs, dir)) || (err = exists(fs, dir, name)) ||
 	    (err = make_room(fs, dir, name)))
 		return err;
-	ret = ext2fs_mkdir(fs->e2, dir, 0, name);
+	/* the inode number first, so that the op knows whose block it is */
+	ret = ext2fs_new_inode(fs->e2, dir, LINUX_S_IFDIR | 0755, NULL, &child);
+	if (ret)
+		return fs_fail(fs, ret, "mkdir '%s': no free inode", name);
+	fs_op_note(fs, child);
+	ret = ext2fs_mkdir(fs->e2, dir, child, name);
 	if (ret == EXT2_ET_DIR_NO_SPACE) {
 		/* our room check was wrong: the half-made inode is reused */
 		ret = ext2fs_expand_dir(fs->e2, dir);
 		if (!ret)
-			ret = ext2fs_mkdir(fs->e2, dir, 0, name);
+			ret = ext2fs_mkdir(fs->e2, dir, child, name);
 	}
-	if (ret)
+	if (ret) {
+		unmake_dir(fs, child);
 		return fs_fail(fs, ret, "mkdir '%s'", name);
-	ret = ext2fs_lookup(fs->e2, dir, name, (int)strlen(name), NULL, &child);
-	if (ret)
-		return fs_fail(fs, ret, "mkdir '%s': looking it up", name);
-	fs_op_note(fs, child);
+	}
 	if ((err = fs_read_inode(fs, child, &inode)))
 		return err;
 	inode.i_mode = LINUX_S_IFDIR | (mode & 07777);

@@ -134,17 +134,51 @@ static int ref_block(ext2_filsys e2, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 {
 	struct refs *r = priv;
 
-	(void)e2;
 	(void)blockcnt;
 	(void)ref_blk;
 	(void)ref_offset;
 	if (*blocknr >= ext2fs_blocks_count(e2->super))
 		return BLOCK_ABORT;
-	if (!ext2fs_fast_test_block_bitmap2(r->map, *blocknr)) {
-		ext2fs_fast_mark_block_bitmap2(r->map, *blocknr);
-		r->count++;
-	}
+	ext2fs_mark_block_bitmap2(r->map, *blocknr);
+	r->count++;
 	return 0;
+}
+
+/* An extent tree, extent by extent: leaves are runs, index entries nodes. */
+static errcode_t ref_extents(ext2_filsys e2, uint32_t ino,
+			     struct ext2_inode *inode, struct refs *r)
+{
+	blk64_t nblocks = ext2fs_blocks_count(e2->super);
+	ext2_extent_handle_t h;
+	struct ext2fs_extent ex;
+	errcode_t ret;
+
+	ret = ext2fs_extent_open2(e2, ino, inode, &h);
+	if (ret)
+		return ret;
+	ret = ext2fs_extent_get(h, EXT2_EXTENT_ROOT, &ex);
+	while (!ret) {
+		if (ex.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT) {
+			/* an index entry seen on the way back up */
+		} else if (ex.e_flags & EXT2_EXTENT_FLAGS_LEAF) {
+			if (ex.e_len && ex.e_pblk < nblocks &&
+			    ex.e_len <= nblocks - ex.e_pblk) {
+				ext2fs_mark_block_bitmap_range2(r->map,
+								ex.e_pblk,
+								ex.e_len);
+				r->count += ex.e_len;
+			}
+		} else if (ex.e_pblk < nblocks) {
+			/* the node this index entry points to */
+			ext2fs_mark_block_bitmap2(r->map, ex.e_pblk);
+			r->count++;
+		}
+		ret = ext2fs_extent_get(h, EXT2_EXTENT_NEXT, &ex);
+	}
+	ext2fs_extent_free(h);
+	if (ret == EXT2_ET_EXTENT_NO_NEXT || ret == EXT2_ET_NO_CURRENT_NODE)
+		ret = 0;
+	return ret;
 }
 
 /*
@@ -165,12 +199,15 @@ static errcode_t ref_inode(struct bs_fs *fs, uint32_t ino,
 		return ret;
 	if (!inode.i_links_count)
 		return 0;
-	if (ext2fs_inode_has_valid_blocks2(fs->e2, &inode)) {
+	if (!ext2fs_inode_has_valid_blocks2(fs->e2, &inode))
+		ret = 0;
+	else if (inode.i_flags & EXT4_EXTENTS_FL)
+		ret = ref_extents(fs->e2, ino, &inode, &r);
+	else
 		ret = ext2fs_block_iterate3(fs->e2, ino, BLOCK_FLAG_READ_ONLY,
 					    NULL, ref_block, &r);
-		if (ret)
-			return ret;
-	}
+	if (ret)
+		return ret;
 	acl = ext2fs_file_acl_block(fs->e2, &inode);
 	if (acl && acl < ext2fs_blocks_count(fs->e2->super)) {
 		ext2fs_mark_block_bitmap2(map, acl);
