@@ -259,7 +259,7 @@ static int exists(struct bs_fs *fs, uint32_t dir, const char *name)
 }
 
 static int do_create(struct bs_fs *fs, uint32_t dir, const char *name,
-		      uint32_t mode, uint32_t *ino)
+		     uint32_t mode, uint32_t *ino)
 {
 	struct ext2_inode inode;
 	ext2_extent_handle_t h;
@@ -620,7 +620,7 @@ static int is_below(struct bs_fs *fs, uint32_t dir, uint32_t anc, bool *below)
 }
 
 static int do_rename(struct bs_fs *fs, uint32_t fdir, const char *fname,
-		      uint32_t tdir, const char *tname)
+		     uint32_t tdir, const char *tname)
 {
 	uint32_t ino, target = 0;
 	bool isdir, tisdir = false, empty, below;
