@@ -398,11 +398,19 @@ static int sub_put(struct fs_ctx *c, int argc, char **argv)
 		}
 		if (!n)
 			break;
-		w = bs_fs_write(c->fs, ino, buf, (uint64_t)n, off);
-		if (w < 0)
-			err = (int)w;
-		else
-			off += (uint64_t)n;
+		/* a short write: the rest again, which returns the error */
+		for (w = 0; !err && w < n;) {
+			int64_t got = bs_fs_write(c->fs, ino, buf + w,
+						  (uint64_t)(n - w), off);
+
+			if (got < 0)
+				err = (int)got;
+			else if (!got)
+				err = bs_error(-EIO, "writing %s: no progress",
+					       path);
+			w += got > 0 ? got : 0;
+			off += got > 0 ? (uint64_t)got : 0;
+		}
 	}
 	if (err)
 		rc = fail(c, err);
@@ -687,8 +695,11 @@ static const struct bs_cmd fs_cmd = {
 	"  e2fsck -f has checked it. Read-write runs also check the image\n"
 	"  first (superblock, group descriptors, bitmaps) and refuse a damaged\n"
 	"  one, writing nothing: \"filesystem needs checking (run e2fsck):\n"
-	"  REASON\". PATHs are absolute inside the filesystem;\n"
-	"  symbolic links are not followed.\n"
+	"  REASON\". A subcommand that fails (out of space, a device error)\n"
+	"  leaves the filesystem consistent, keeping what it did until then;\n"
+	"  only when writing metadata failed is it left not clean, and the\n"
+	"  error line then ends \"run e2fsck -f\". PATHs are absolute inside\n"
+	"  the filesystem; symbolic links are not followed.\n"
 	"\n"
 	"SUBCOMMANDS\n"
 	"  mkfs [-b BLOCKSIZE] [-i BYTES-PER-INODE] [-J JOURNAL-BLOCKS]\n"

@@ -349,8 +349,10 @@ static int write_blocks(struct bs_fs *fs, uint32_t ino, const uint8_t *src,
 				     (unsigned long long)cur);
 			break;
 		}
+		fs_io_data(fs, true);
 		ret = io_channel_write_blk64(fs->e2->io, pblk, (int)run,
 					     src + (cur - lblk) * bs);
+		fs_io_data(fs, false);
 		if (ret) {
 			err = fs_fail(fs, ret, "writing blocks %llu+%llu",
 				      (unsigned long long)pblk,
@@ -373,8 +375,28 @@ static int write_blocks(struct bs_fs *fs, uint32_t ino, const uint8_t *src,
 	return err;
 }
 
-int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
-		    uint64_t len, uint64_t off)
+/*
+ * After a failed write that reached past EOF: free the blocks of its range
+ * past the new EOF (allocated unwritten for data that never came), as the
+ * kernel truncates after a failed write. Errors are left to the op.
+ */
+static void trim_failed(struct bs_fs *fs, uint32_t ino, uint64_t end)
+{
+	struct ext2_inode inode;
+	uint32_t bs = fs->e2->blocksize;
+	blk64_t from, to;
+
+	if (fs_op_repair(fs) || fs_read_inode(fs, ino, &inode))
+		return;
+	from = (EXT2_I_SIZE(&inode) + bs - 1) / bs;
+	to = (end + bs - 1) / bs;
+	if (to <= from)
+		return;
+	fs_punch(fs, ino, &inode, from, to - 1);
+}
+
+static int64_t do_write(struct bs_fs *fs, uint32_t ino, const void *buf,
+			uint64_t len, uint64_t off, int *failed)
 {
 	struct ext2_inode inode;
 	const uint8_t *src = buf;
@@ -429,14 +451,31 @@ out:
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", bs_last_error());
-		if (done && !set_size_times(fs, ino, off + done, true)) {
-			bs_error(err, "%s", why);
-			return (int64_t)done;
-		}
-		return err;
+		*failed = err;
+		if (done && set_size_times(fs, ino, off + done, true))
+			return err;
+		trim_failed(fs, ino, off + len);
+		bs_error(err, "%s", why);
+		return done ? (int64_t)done : err;
 	}
 	err = set_size_times(fs, ino, off + len, true);
+	*failed = err;
 	return err ? err : (int64_t)len;
+}
+
+int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
+		    uint64_t len, uint64_t off)
+{
+	struct fs_op op;
+	int64_t n;
+	int failed = 0, err;
+
+	fs_op_begin(&op, fs);
+	fs_op_note(fs, ino);
+	n = do_write(fs, ino, buf, len, off, &failed);
+	/* a short count is a failure for the op, not for the caller */
+	err = fs_op_end(&op, n < 0 ? (int)n : failed);
+	return n < 0 ? err : n;
 }
 
 int fs_zero_partial(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
@@ -464,7 +503,9 @@ int fs_zero_partial(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 		ret = io_channel_read_blk64(fs->e2->io, pblk, 1, blk);
 	if (!ret) {
 		memset(blk + off % bs, 0, len);
+		fs_io_data(fs, true);
 		ret = io_channel_write_blk64(fs->e2->io, pblk, 1, blk);
+		fs_io_data(fs, false);
 	}
 	ext2fs_free_mem(&blk);
 	if (ret)
@@ -473,7 +514,7 @@ int fs_zero_partial(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 	return 0;
 }
 
-int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
+static int do_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 {
 	struct ext2_inode inode;
 	uint32_t bs = fs->e2->blocksize;
@@ -495,8 +536,7 @@ int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 		    (err = fs_zero_partial(fs, ino, &inode, size,
 					   bs - size % bs)))
 			return err;
-		ret = ext2fs_punch(fs->e2, ino, &inode, NULL,
-				   (size + bs - 1) / bs, ~0ULL);
+		ret = fs_punch(fs, ino, &inode, (size + bs - 1) / bs, ~0ULL);
 		if (ret)
 			return fs_fail(fs, ret, "freeing blocks past %" PRIu64,
 				      size);
@@ -507,6 +547,14 @@ int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 		return fs_fail(fs, ret, "setting the size of inode %u", ino);
 	inode.i_mtime = inode.i_ctime = (__u32)time(NULL);
 	return fs_write_inode(fs, ino, &inode);
+}
+
+int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_truncate(fs, ino, size));
 }
 
 int bs_fs_fsync(struct bs_fs *fs, uint32_t ino)

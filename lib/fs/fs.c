@@ -172,6 +172,10 @@ int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode)
 
 int fs_check_rw(struct bs_fs *fs, const char *what)
 {
+	if (fs->broken)
+		return fs_err(fs, -EIO, "%s: an earlier metadata write failed: "
+			      "the filesystem is left not clean, run e2fsck -f",
+			      what);
 	if (fs->rw)
 		return 0;
 	return fs_err(fs, -EROFS, "%s: the filesystem is open read-only", what);
@@ -184,13 +188,22 @@ int fs_sync(struct bs_fs *fs)
 
 	if (!fs->rw)
 		return 0;
+	if (fs->broken)
+		return fs_check_rw(fs, "sync");
 	ret = ext2fs_flush(fs->e2);
-	if (ret)
-		return fs_fail(fs, ret, "writing metadata");
+	if (ret) {
+		/* part of the bitmaps, descriptors, superblock may be out */
+		fs_set_broken(fs);
+		return fs_fail(fs, ret, "writing metadata (the filesystem is "
+			       "left not clean, run e2fsck -f)");
+	}
 	err = bs_flush_sync(fs->dev);
-	if (err)
-		return fs_err(fs, err, "flushing the device: %s",
+	if (err) {
+		fs_set_broken(fs);
+		return fs_err(fs, err, "flushing the device: %s (the "
+			      "filesystem is left not clean, run e2fsck -f)",
 			      bs_last_error());
+	}
 	return 0;
 }
 
@@ -736,7 +749,10 @@ int bs_fs_close(struct bs_fs *fs)
 
 	if (!fs)
 		return 0;
-	if (fs->rw) {
+	if (fs->rw && fs->broken) {
+		/* as after a crash: the superblock stays "not clean" */
+		err = fs_check_rw(fs, "close");
+	} else if (fs->rw) {
 		/* everything durable while still "not clean", then clean */
 		err = fs_sync(fs);
 		if (!err) {

@@ -21,6 +21,8 @@ extern io_manager bs_fs_io_manager;
 int bs_fs_io_register(struct bs_dev *dev, char *name, size_t len);
 void bs_fs_io_unregister(const char *name);
 
+struct fs_op;
+
 struct bs_fs {
 	struct bs_dev *dev;
 	ext2_filsys e2;
@@ -28,6 +30,13 @@ struct bs_fs {
 	bool rw;
 	bool was_clean;		/* s_state at open */
 	char damage[160];	/* why e2fsck is needed ("" = it is not) */
+	/*
+	 * A metadata write (or flush) failed, or a failed operation could
+	 * not be put right: nothing more is written, close leaves the
+	 * superblock "not clean" (op.c).
+	 */
+	bool broken;
+	struct fs_op *op;	/* the modifying operation under way */
 };
 
 /* fs/check.c: is the image safe to write? */
@@ -62,6 +71,56 @@ uint64_t fs_max_bytes_of(const struct bs_fs *fs,
 
 /* libext2fs' message for @code. */
 const char *fs_strerror(errcode_t code);
+
+/*
+ * Failure handling of modifying operations (op.c). Each public call that
+ * changes the filesystem runs between fs_op_begin() and fs_op_end(); the
+ * helpers that change an inode's blocks name it with fs_op_note(). Block
+ * allocations and frees in between are logged (libext2fs' alloc-stats
+ * callbacks); when the call fails, fs_op_end() puts the noted inodes right
+ * (i_blocks from their extent trees, blocks allocated and left unreferenced
+ * freed, blocks freed but still referenced taken back) or, when a metadata
+ * write failed, marks the filesystem broken. It returns @err with the
+ * message kept (and "run e2fsck -f" appended when broken).
+ */
+#define FS_OP_INOS 4
+struct fs_alloc_run {
+	blk64_t blk;
+	blk64_t num;
+	int inuse;		/* +1 allocated, -1 freed */
+};
+struct fs_op {
+	struct bs_fs *fs;
+	uint32_t ino[FS_OP_INOS];
+	unsigned nino;
+	bool too_many;		/* more inodes than FS_OP_INOS, or log full */
+	bool quiet;		/* repairing: its own stats are not logged */
+	unsigned long meta_errors;
+	struct fs_alloc_run *log;
+	size_t n, cap;
+	void (*old_stats)(ext2_filsys, blk64_t, int);
+	void (*old_range)(ext2_filsys, blk64_t, blk_t, int);
+};
+void fs_op_begin(struct fs_op *op, struct bs_fs *fs);
+void fs_op_note(struct bs_fs *fs, uint32_t ino);
+int fs_op_end(struct fs_op *op, int err);
+/*
+ * Put the noted inodes right now, in the middle of a failed op, before a
+ * cleanup step that relies on i_blocks (the op goes on logging). Does
+ * nothing once broken; else 0 or a negative errno (then broken).
+ */
+int fs_op_repair(struct bs_fs *fs);
+/* Mark @fs broken (a metadata write or flush failed). */
+void fs_set_broken(struct bs_fs *fs);
+
+/*
+ * io_blkstack.c: failed writes, flushes, discards and zeroouts of the
+ * channel, not counting those made while fs_io_data(fs, true) (file data,
+ * whose failure leaves the metadata as it was).
+ */
+unsigned long fs_io_meta_errors(struct bs_fs *fs);
+void fs_io_data(struct bs_fs *fs, bool on);
+
 /* A libext2fs error code as a negative errno. */
 int fs_errno(errcode_t code);
 /*
@@ -98,6 +157,13 @@ int fs_map_run(struct bs_fs *fs, ext2_extent_handle_t h, blk64_t lblk,
 /* Fill holes in file blocks [@lblk, @lblk+@n) with unwritten extents. */
 int fs_alloc_unwritten(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 		       blk64_t lblk, blk64_t n);
+/*
+ * ext2fs_punch() of file blocks [@start, @end] (inclusive; ~0ULL: to the
+ * end), working around libext2fs' refusal to free the filesystem's last
+ * block; notes @ino in the op.
+ */
+errcode_t fs_punch(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		   blk64_t start, blk64_t end);
 /*
  * Mark the unwritten extents over file blocks [@start, @end) written,
  * splitting those that stick out of the range. Only for blocks whose
