@@ -420,7 +420,7 @@ static int check_device(struct bs_config *cfg, struct bs_config_section *s)
 				s->name, tname);
 	if (t->options) {
 		const char *const core[] = { "type", "readonly",
-					     "write_zeroes_unmap",
+					     "write_zeroes_unmap", "claim",
 					     t->stacked ? "devices" : NULL,
 					     NULL };
 

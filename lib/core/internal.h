@@ -12,6 +12,12 @@ struct bs_ctx {
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
 };
 
+/*
+ * Free every claim still held on @dev (claim.c): only for a context going
+ * away, when their holders are gone without giving them back.
+ */
+void bs_dev_claims_drop(struct bs_dev *dev);
+
 /* Free @dev's cached per-request driver contexts (device going away). */
 void bs_req_drv_ctx_drain(struct bs_dev *dev);
 

@@ -27,6 +27,7 @@ struct bs_fs {
 	char ioname[32];
 	bool rw;
 	bool was_clean;		/* s_state at open */
+	struct bs_claim *claim;	/* on dev, open to close (fs.c) */
 };
 
 /* Largest file size: 2^32 - 1 blocks (extents address 32-bit blocks). */
