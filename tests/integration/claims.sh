@@ -67,6 +67,7 @@ done
 [[ $(sum "$T/vol0.img") == "$s0" ]] || fail "a refused command wrote to vol0"
 ctl 0 fs ls vol0 /
 ctl 0 info vol0
+[[ $OUT == *"in use by"*"export nbd/vol0 (write)"* ]] || fail "info names no holder: $OUT"
 # a device no export holds: the daemon zeroes it
 ctl 0 zeroout -l 1M spare
 
