@@ -349,6 +349,7 @@ int bs_config_check_exports(struct bs_config *cfg)
 	struct bs_config_section *s = NULL, *d;
 	const struct bs_export_type *type;
 	const char *tname, *dev;
+	bool shared;
 	int err;
 
 	while ((s = bs_config_next(cfg, "export", s))) {
@@ -375,6 +376,17 @@ int bs_config_check_exports(struct bs_config *cfg)
 		if (!d)
 			return where_fail(s->opts, "device", -ENOENT, s->name,
 					  "device '%s' does not exist", dev);
+		/* a component a mapper holds exclusively is not served */
+		d = bs_config_user_of(cfg, dev, NULL, &shared);
+		if (d && !shared) {
+			char msg[BS_NAME_MAX * 3 + 64];
+
+			snprintf(msg, sizeof(msg), "%s: in use by mapper %s/%s",
+				 dev, peek(d->opts, "type") ?
+				 peek(d->opts, "type") : "?", d->name);
+			return where_fail(s->opts, "device", -EBUSY, s->name,
+					  "%s", msg);
+		}
 	}
 	return 0;
 }

@@ -138,6 +138,29 @@ rc=0; timeout 30 "$BSD" -f -c "$T/d3.ini" >"$T/d3.log" 2>&1 || rc=$?
 grep -q "m1: component leg: in use by mapper linear/l0" "$T/d3.log" ||
 	fail "no holder named: $(cat "$T/d3.log")"
 [[ $(sum "$T/leg.img") == "$s1" ]] || fail "the refused stack wrote to leg"
+[[ ! -e $T/state3 ]] || fail "a refused start created its state dir"
+# serving a component a mapper holds: refused before anything is made
+cat >"$T/d4.ini" <<EOC
+[daemon]
+state_dir = $T/state4
+control = $T/ctl4.sock
+[device new]
+type = file
+path = $T/new.img
+size = 16M
+[device l0]
+type = linear
+devices = new
+[export new]
+type = nbd
+device = new
+socket = $T/nbd4.sock
+EOC
+rc=0; timeout 30 "$BSD" -f -c "$T/d4.ini" >"$T/d4.log" 2>&1 || rc=$?
+((rc != 0)) || fail "the daemon served a mapper's component"
+grep -q "export new: new: in use by mapper linear/l0" "$T/d4.log" ||
+	fail "no holder named: $(cat "$T/d4.log")"
+[[ ! -e $T/new.img && ! -e $T/state4 ]] || fail "a refused start created files"
 # claim = shared on both: the user vouches that they do not overlap
 sed -i 's/^devices = leg.*$/&\nclaim = shared/' "$T/two.ini"
 run_bs 0 -c "$T/two.ini" ls

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <blkstack/cmd.h>
+#include <blkstack/config.h>
 #include <blkstack/export.h>
 #include <blkstack/fs.h>
 #include <blkstack/opts.h>
@@ -186,6 +187,51 @@ static void mappers_take_components(void **state)
 				       "claim=shared", &v), -EINVAL);
 	assert_int_equal(th_dev_kv_try(ctx, "y", "type=linear;devices=b;"
 				       "claim=mine", &v), -EINVAL);
+}
+
+/* The same rule read from a config, before anything is opened. */
+static void config_checked_first(void **state)
+{
+	static const char two[] =
+		"[device a]\ntype = mem\nsize = 1M\n"
+		"[device b]\ntype = mem\nsize = 1M\n"
+		"[device l0]\ntype = linear\ndevices = a\n"
+		"[device m1]\ntype = mirror\ndevices = b a\n";
+	static const char shared[] =
+		"[device a]\ntype = mem\nsize = 1M\n"
+		"[device l0]\ntype = linear\ndevices = a\nclaim = shared\n"
+		"[device l1]\ntype = linear\ndevices = a\nclaim = shared\n"
+		"[export a]\ntype = stub\ndevice = a\n";
+	static const char served[] =
+		"[device a]\ntype = mem\nsize = 1M\n"
+		"[device l0]\ntype = linear\ndevices = a a\n"
+		"[export l0]\ntype = stub\ndevice = l0\n"
+		"[export a]\ntype = stub\ndevice = a\n";
+	struct bs_ctx *ctx = *state;
+	struct bs_config *cfg;
+
+	assert_int_equal(bs_config_load_string(two, "two.ini", &cfg), 0);
+	assert_int_equal(bs_config_check_devices(cfg, NULL), -EBUSY);
+	assert_string_equal(bs_last_error(), "two.ini:12: m1: component a: in "
+			    "use by mapper linear/l0");
+	/* nothing was created */
+	assert_int_equal(bs_config_create_devices(cfg, ctx), -EBUSY);
+	assert_null(bs_dev_find(ctx, "a"));
+	bs_config_free(cfg);
+
+	assert_int_equal(bs_config_load_string(shared, "s.ini", &cfg), 0);
+	assert_int_equal(bs_config_check_devices(cfg, NULL), 0);
+	assert_int_equal(bs_config_check_exports(cfg), 0);
+	assert_int_equal(bs_config_create_devices(cfg, ctx), 0);
+	bs_config_free(cfg);
+
+	assert_int_equal(bs_config_load_string(served, "e.ini", &cfg), 0);
+	/* one stack listing a twice is one claim */
+	assert_int_equal(bs_config_check_devices(cfg, NULL), 0);
+	assert_int_equal(bs_config_check_exports(cfg), -EBUSY);
+	assert_string_equal(bs_last_error(), "e.ini:12: export a: a: in use by "
+			    "mapper linear/l0");
+	bs_config_free(cfg);
 }
 
 /* ---- exports ---------------------------------------------------------- */
@@ -538,6 +584,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(naming_order_and_release,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(mappers_take_components,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(config_checked_first,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(exports_claim, th_ctx_setup,
 						th_ctx_teardown),
