@@ -394,6 +394,11 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (err)
 		goto fail;
 	err = bs_opts_check_unused(opts);
+	/*
+	 * After open, so that the type's own checks ("two legs") speak first;
+	 * mapper opens do no I/O on their components, so a refused stack has
+	 * touched nothing.
+	 */
 	if (!err)
 		err = claim_components(dev, claim_how);
 	if (err) {
