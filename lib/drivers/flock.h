@@ -31,9 +31,10 @@ struct drv_lock {
 /*
  * Lock @fd (@path, opened for @dev by driver @drv) for writing when @rw,
  * else for reading. 0, or -EBUSY with bs_error() "DEV: DRV: PATH: in use
- * by ..." naming the device of this process that holds it, the process
- * when a classic lock names one, or saying that another process holds it
- * (an OFD lock does not say which: l_pid is -1); other -errno as fcntl.
+ * by ..." naming the device of this process that holds it, else the
+ * process (a classic lock names it; for an OFD lock, whose l_pid is -1,
+ * the holder is looked for in /proc/PID/fdinfo), else saying that another
+ * process, which the lock does not name, holds it; other -errno as fcntl.
  */
 int drv_lock(struct drv_lock *l, int fd, const char *path, bool rw,
 	     struct bs_dev *dev, const char *drv);

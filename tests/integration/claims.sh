@@ -75,12 +75,12 @@ note "another process on the served images: refused by the lock"
 for cmd in "zeroout -l 1M" "fs mkfs -F" "fallocate -z -l 1M" "info"; do
 	# shellcheck disable=SC2086
 	run_bs 1 $cmd "file:$T/vol0.img"
-	expect_err "$T/vol0.img: in use by another process" "write lock"
+	expect_err "$T/vol0.img: in use by process $DPID (blkstackd): it holds a write lock"
 done
 run_bs 1 info "file:$T/vol0.img,readonly=1"
-expect_err "$T/vol0.img: in use by another process"
+expect_err "$T/vol0.img: in use by process $DPID (blkstackd)"
 run_bs 1 zeroout -l 1M "file:$T/spare.img"
-expect_err "$T/spare.img: in use by another process"
+expect_err "$T/spare.img: in use by process $DPID (blkstackd)"
 [[ $(sum "$T/vol0.img") == "$s0" ]] || fail "another process wrote to vol0"
 # a second daemon on the same image (other socket, other port)
 cat >"$T/d2.ini" <<EOC
@@ -97,7 +97,7 @@ socket = $T/nbd2.sock
 EOC
 rc=0; timeout 30 "$BSD" -f -c "$T/d2.ini" >"$T/d2.log" 2>&1 || rc=$?
 ((rc != 0)) || fail "a second daemon opened the served image"
-grep -q "$T/vol0.img: in use by another process" "$T/d2.log" ||
+grep -q "$T/vol0.img: in use by process $DPID (blkstackd): it holds a write lock" "$T/d2.log" ||
 	fail "second daemon: $(cat "$T/d2.log")"
 [[ $(sum "$T/vol0.img") == "$s0" ]] || fail "the second daemon wrote to vol0"
 stop_daemon
