@@ -251,6 +251,57 @@ const struct bs_dev_type *bs_dev_type_next(const struct bs_dev_type *prev);
 		bs_dev_type_register(&(var));                             \
 	}
 
+/* ---- claims ------------------------------------------------------------ */
+
+/*
+ * Whoever uses a device for longer than one look opens it with a claim:
+ * exports, the filesystem layer, mappers (on their components) and the
+ * destructive commands (zeroout, fallocate, fs mkfs). A claim that
+ * conflicts with one held fails with -EBUSY and one line naming the
+ * holder: "vol0: in use by export nbd/vol0". The rule (docs/core.md):
+ *
+ *   held \ wanted   read    write   exclusive
+ *   read            ok      ok      busy
+ *   write           ok      ok      busy
+ *   exclusive       busy    busy    busy
+ *
+ * Readers and writers share a device, as openers of a Linux block device
+ * without O_EXCL do; an exclusive claim is the only one. A write claim on a
+ * read-only device is -EROFS. Claims live on the loop thread.
+ */
+enum bs_claim_mode {
+	BS_CLAIM_READ,		/* shared read: a read-only export, fs ro */
+	BS_CLAIM_WRITE,		/* shared write: a writable export */
+	BS_CLAIM_EXCL,		/* exclusive: mappers' components, mkfs, fs
+				 * read-write, zeroout, fallocate */
+};
+
+struct bs_claim;
+
+/* True when a claim @want may be taken beside a held claim @held. */
+bool bs_claim_compatible(enum bs_claim_mode held, enum bs_claim_mode want);
+/* "read", "write", "exclusive". */
+const char *bs_claim_mode_name(enum bs_claim_mode mode);
+
+/*
+ * Claim @dev with @mode for @holder ("export nbd/vol0", "mapper
+ * mirror/m0", "fs ext4 (read-write)", "command zeroout"; copied, cut at
+ * 95 bytes). 0 and *@out set, or -EBUSY "DEV: in use by HOLDER" (the
+ * first conflicting holder), -EROFS, -ENOMEM, with bs_error() set.
+ */
+int bs_dev_claim(struct bs_dev *dev, enum bs_claim_mode mode,
+		 const char *holder, struct bs_claim **out);
+/* Would bs_dev_claim() succeed? The same errors, nothing taken. */
+int bs_dev_claim_check(const struct bs_dev *dev, enum bs_claim_mode mode);
+/* Give a claim back (NULL: nothing). */
+void bs_claim_release(struct bs_claim *claim);
+
+/* The claims on @dev, oldest first: pass NULL first. */
+const struct bs_claim *bs_dev_claim_next(const struct bs_dev *dev,
+					 const struct bs_claim *prev);
+const char *bs_claim_holder(const struct bs_claim *claim);
+enum bs_claim_mode bs_claim_mode_of(const struct bs_claim *claim);
+
 /* ---- devices ----------------------------------------------------------- */
 
 /* A driver's open() return value: the open goes on, see bs_dev_open_done. */
@@ -284,6 +335,11 @@ struct bs_dev {
 	unsigned ncomponents;
 	struct bs_dev **holders;
 	unsigned nholders;
+	/* claims held on this device (oldest first), and this stacked
+	 * device's exclusive claims on its components (NULL for a component
+	 * listed twice) */
+	struct bs_claim *claims;
+	struct bs_claim **comp_claims;
 
 	/*
 	 * Why write_zeroes_unmap is what it is, one line, set by the driver
@@ -325,7 +381,7 @@ struct bs_loop *bs_ctx_loop(struct bs_ctx *ctx);
  */
 int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *type,
 		  struct bs_opts *opts, struct bs_dev **out);
-/* -EBUSY while a holder uses it. */
+/* -EBUSY while a holder uses it or a claim is held on it. */
 int bs_dev_destroy(struct bs_dev *dev);
 
 /*

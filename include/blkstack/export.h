@@ -51,6 +51,11 @@ struct bs_export {
 	 */
 	struct bs_caps caps;
 	struct bs_caps_sub *caps_sub;
+	/*
+	 * The export's claim on dev (export.c): shared write, or shared read
+	 * when readonly; holder "export TYPE/NAME".
+	 */
+	struct bs_claim *claim;
 };
 
 struct bs_export_type {

@@ -21,6 +21,7 @@
 #define BLKSTACK_FS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct bs_dev;
@@ -39,9 +40,21 @@ struct bs_fs_mkfs_opts {
  * Make an ext4 filesystem on @dev: extents, 64bit, flex_bg, dir_index,
  * metadata_csum, huge_file, dir_nlink, extra_isize and a journal; inode
  * tables and the journal are zeroed through the device's zeroout. @opts
- * may be NULL.
+ * may be NULL. Claims @dev exclusively meanwhile ("fs mkfs"): -EBUSY
+ * naming the holder when anyone else uses it, and nothing is written. It
+ * replaces whatever is there: callers ask first (bs_fs_probe()).
  */
 int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts);
+
+/*
+ * What is on @dev already, as mke2fs asks before it overwrites: 1 with
+ * @what set ("an ext4 filesystem (label 'x')", "an xfs filesystem", "a
+ * btrfs filesystem", "a LUKS encrypted volume", "a swap area", "an LVM
+ * physical volume", "a GPT partition table", "a vfat filesystem", "a DOS
+ * partition table or boot sector"), 0 when none of these signatures is
+ * there, or -errno. Reads the first 68 KiB; writes nothing.
+ */
+int bs_fs_probe(struct bs_dev *dev, char *what, size_t len);
 
 #define BS_FS_RDONLY (1u << 0)	/* open read-only; the image is not written */
 
@@ -57,6 +70,8 @@ int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts);
  * "DEV: filesystem needs checking (run e2fsck): REASON", having written
  * nothing. A read-only open never writes; it records the reason in
  * bs_fs_info().damage and goes on.
+ * Claims @dev until bs_fs_close(): exclusively when read-write ("fs ext4
+ * (read-write)"), shared read when read-only; -EBUSY naming the holder.
  */
 int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out);
 /*

@@ -167,6 +167,19 @@ int bs_cmd_find_dev(struct bs_cmd_env *env, const char *arg,
 	return 0;
 }
 
+int cmd_claim_excl(struct bs_cmd_env *env, struct bs_dev *dev,
+		   const char *cmd, struct bs_claim **out)
+{
+	char holder[64];
+	int err;
+
+	snprintf(holder, sizeof(holder), "command %s", cmd);
+	err = bs_dev_claim(dev, BS_CLAIM_EXCL, holder, out);
+	if (err)
+		return bs_cmd_fail(env, dev->name, cmd, err);
+	return 0;
+}
+
 /* ---- errors -------------------------------------------------------------- */
 
 int bs_cmd_fail(struct bs_cmd_env *env, const char *dev, const char *op,

@@ -85,6 +85,7 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_progress prog;
+	struct bs_claim *claim;
 	struct bs_dev *dev;
 	uint64_t offset = 0, length = 0;
 	bool have_len = false, verbose = false;
@@ -154,11 +155,15 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 		return bs_cmd_fail(env, dev->name, "fallocate", err);
 	}
 
+	/* every mode that reaches the device changes data: exclusive */
+	if (cmd_claim_excl(env, dev, "fallocate", &claim))
+		return CMD_FAILED;
 	cmd_progress_init(&prog, env, dev->name);
 	bs_error_clear();
 	err = bs_fallocate_sync(dev, mode, (int64_t)offset, (int64_t)length,
 				cmd_progress_cb, &prog);
 	cmd_progress_end(&prog);
+	bs_claim_release(claim);
 	if (err) {
 		if (err == -EOPNOTSUPP && (mode & BS_FALLOC_WRITE_ZEROES) &&
 		    !bs_dev_write_zeroes_unmap(dev)) {
@@ -222,6 +227,10 @@ static const struct bs_cmd fallocate_cmd = {
 	"                  EOPNOTSUPP.\n"
 	"  A long zeroout that has to write zero buffers shows a progress bar\n"
 	"  on a terminal.\n"
+	"\n"
+	"  DEV must not be in use: a device an export serves, a mapper stacks\n"
+	"  on or the filesystem layer has open is refused with EBUSY naming\n"
+	"  the holder (\"in use by export nbd/vol0\"), and nothing is written.\n"
 	"\n"
 	"OPTIONS\n"
 	"  -k, -n, --keep-size     FALLOC_FL_KEEP_SIZE: clip at the end of DEV\n"

@@ -110,13 +110,22 @@ static int parse_u32(struct fs_ctx *c, const char *opt, const char *arg,
 
 static int sub_mkfs(struct fs_ctx *c, int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "force", no_argument, NULL, 'F' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct bs_fs_mkfs_opts o = { 0 };
 	struct bs_fs_info info;
+	bool force = false;
 	int ch, err;
-	char a[32];
+	char a[32], what[160];
 
-	while ((ch = getopt(argc, argv, "+:b:i:J:L:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:b:i:J:L:F", longopts,
+				 NULL)) != -1) {
 		switch (ch) {
+		case 'F':
+			force = true;
+			break;
 		case 'b':
 			if ((err = parse_u32(c, "-b", optarg, &o.block_size)))
 				return err;
@@ -142,6 +151,19 @@ static int sub_mkfs(struct fs_ctx *c, int argc, char **argv)
 	err = bs_cmd_get_dev(c->env, argv[optind], &c->dev);
 	if (err)
 		return bs_cmd_fail(c->env, argv[optind], "open", err);
+	/* busy first: -F does not make a served device free */
+	err = bs_dev_claim_check(c->dev, BS_CLAIM_EXCL);
+	if (err)
+		return fail(c, err);
+	/* as mke2fs: never replace what is there without being told */
+	err = force ? 0 : bs_fs_probe(c->dev, what, sizeof(what));
+	if (err < 0)
+		return fail(c, err);
+	if (err > 0) {
+		bs_error(-EEXIST, "the device holds %s; give -F (--force) to "
+			 "replace it", what);
+		return fail(c, -EEXIST);
+	}
 	err = bs_fs_mkfs(c->dev, &o);
 	if (err)
 		return fail(c, err);
@@ -701,14 +723,24 @@ static const struct bs_cmd fs_cmd = {
 	"  error line then ends \"run e2fsck -f\". PATHs are absolute inside\n"
 	"  the filesystem; symbolic links are not followed.\n"
 	"\n"
+	"  mkfs and the subcommands that change the filesystem need DEV to\n"
+	"  themselves: a device an export serves or a mapper stacks on is\n"
+	"  refused with EBUSY naming the holder. ls, stat, cat and map read\n"
+	"  beside an export.\n"
+	"\n"
 	"SUBCOMMANDS\n"
-	"  mkfs [-b BLOCKSIZE] [-i BYTES-PER-INODE] [-J JOURNAL-BLOCKS]\n"
+	"  mkfs [-F] [-b BLOCKSIZE] [-i BYTES-PER-INODE] [-J JOURNAL-BLOCKS]\n"
 	"       [-L LABEL] DEV\n"
 	"      Make ext4 as mke2fs -t ext4 would: extents, 64bit, flex_bg,\n"
 	"      dir_index, metadata_csum, huge_file, dir_nlink, extra_isize and\n"
 	"      a journal (default size). Inode tables and the journal are zeroed\n"
 	"      through the device's zeroout, so a thin device stays thin.\n"
-	"      Defaults: -b 4096, -i 16384.\n"
+	"      Defaults: -b 4096, -i 16384. Where DEV already holds an\n"
+	"      ext2/3/4, xfs, btrfs, vfat, swap, LUKS, LVM or a partition\n"
+	"      table, mkfs refuses (EEXIST, naming it) unless -F, --force is\n"
+	"      given. A device in use (served by an export, under a mapper,\n"
+	"      open by another command) is refused even with -F (EBUSY,\n"
+	"      naming the holder).\n"
 	"  ls [-l] DEV [/PATH]\n"
 	"      List a directory (default /); -l adds mode, links, uid, gid,\n"
 	"      size, mtime (UTC) and inode number.\n"
@@ -764,6 +796,7 @@ static const struct bs_cmd fs_cmd = {
 	"EXAMPLES\n"
 	"  truncate -s 4G disk.img\n"
 	"  blkstack fs mkfs file:disk.img\n"
+	"  blkstack fs mkfs -F file:disk.img         # replace what is there\n"
 	"  blkstack fs fallocate -w -l 1G file:disk.img /f\n"
 	"  blkstack fs map file:disk.img /f          # written extents\n"
 	"  blkstack fs put file:disk.img /etc/hosts /hosts\n"

@@ -97,6 +97,18 @@ static void print_text(FILE *f, struct bs_dev *dev)
 				 "%s%s", i ? " " : "", dev->components[i]->name);
 		row(f, "components", "%s", list);
 	}
+	/* who uses it, and how (claims: docs/core.md) */
+	{
+		const struct bs_claim *c = NULL;
+		char list[512] = "";
+
+		while ((c = bs_dev_claim_next(dev, c)))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s%s (%s)", *list ? ", " : "",
+				 bs_claim_holder(c),
+				 bs_claim_mode_name(bs_claim_mode_of(c)));
+		row(f, "in use by", "%s", *list ? list : "nobody");
+	}
 
 	fprintf(f, "limits\n");
 	row(f, "logical_block_size", "%u", l->logical_block_size);
@@ -213,6 +225,22 @@ static json_t *to_json(struct bs_dev *dev)
 		json_array_append_new(comps,
 				      json_string(dev->components[i]->name));
 	json_object_set_new(o, "components", comps);
+	{
+		const struct bs_claim *c = NULL;
+		json_t *claims = json_array(), *one;
+
+		while (claims && (c = bs_dev_claim_next(dev, c))) {
+			one = json_object();
+			if (!one)
+				break;
+			json_object_set_new(one, "holder",
+					    json_string(bs_claim_holder(c)));
+			json_object_set_new(one, "mode", json_string(
+				bs_claim_mode_name(bs_claim_mode_of(c))));
+			json_array_append_new(claims, one);
+		}
+		json_object_set_new(o, "claims", claims ? claims : json_null());
+	}
 
 #define LIMIT(name, v) json_object_set_new(lim, name, json_integer((json_int_t)(v)))
 	LIMIT("logical_block_size", l->logical_block_size);

@@ -21,6 +21,7 @@ static int zeroout_run(struct bs_cmd_env *env, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_progress prog;
+	struct bs_claim *claim;
 	struct bs_dev *dev;
 	uint64_t offset = 0, length = 0;
 	bool have_len = false, verbose = false;
@@ -73,11 +74,15 @@ static int zeroout_run(struct bs_cmd_env *env, int argc, char **argv)
 		length = dev->size - offset;
 	}
 
+	/* never under an export, the fs layer or a mapper (docs/cli.md) */
+	if (cmd_claim_excl(env, dev, "zeroout", &claim))
+		return CMD_FAILED;
 	cmd_progress_init(&prog, env, dev->name);
 	bs_error_clear();
 	err = bs_zeroout_sync(dev, offset, length, flags, cmd_progress_cb,
 			      &prog);
 	cmd_progress_end(&prog);
+	bs_claim_release(claim);
 	if (err) {
 		if (err == -EOPNOTSUPP && (flags & BS_ZERO_NOFALLBACK)) {
 			/* name the cause below: the knob does not matter here */
@@ -122,6 +127,10 @@ static const struct bs_cmd zeroout_cmd = {
 	"\n"
 	"  Unlike fallocate --write-zeroes, zeroout works on every device:\n"
 	"  it is the slow path that fallocate refuses to hide.\n"
+	"\n"
+	"  DEV must not be in use: a device an export serves, a mapper stacks\n"
+	"  on or the filesystem layer has open is refused with EBUSY naming\n"
+	"  the holder (\"in use by export nbd/vol0\"), and nothing is written.\n"
 	"\n"
 	"OPTIONS\n"
 	"  --no-unmap          the blocks must stay allocated (NOUNMAP)\n"

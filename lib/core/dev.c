@@ -80,7 +80,11 @@ void bs_ctx_free(struct bs_ctx *ctx)
 		for (d = ctx->devs; d; d = d->next)
 			if (!d->nholders)
 				last = d;
-		if (!last || bs_dev_destroy(last))
+		if (!last)
+			break;
+		/* everyone above is gone: what they forgot to give back goes */
+		bs_dev_claims_drop(last);
+		if (bs_dev_destroy(last))
 			break;
 	}
 	bs_workers_free(ctx->workers);
@@ -198,9 +202,71 @@ static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 	return err;
 }
 
+/*
+ * A stacked device takes each of its components exclusively: a component
+ * written behind the mapper's back (another mapper, an export, a zeroout)
+ * breaks the mapping (mirror legs diverge, stripes tear). A component
+ * listed twice (linear over two ranges of one disk) is claimed once.
+ * "claim = shared" takes them shared-write instead, for users who carve
+ * one disk into several linear volumes of disjoint ranges and vouch for
+ * it (as dm lets its tables share a disk): other shared mappers and
+ * exports may then use the components too.
+ */
+enum { CLAIM_UNSET = -1, CLAIM_EXCLUSIVE, CLAIM_SHARED };
+static const char *const claim_modes[] = { "exclusive", "shared", NULL };
+
+static int claim_components(struct bs_dev *dev, int how)
+{
+	char holder[BS_NAME_MAX + 40];
+	enum bs_claim_mode mode = how == CLAIM_SHARED ? BS_CLAIM_WRITE
+						      : BS_CLAIM_EXCL;
+	unsigned i, j;
+	int err;
+
+	if (!dev->ncomponents)
+		return how == CLAIM_UNSET ? 0 :
+			bs_error(-EINVAL, "%s: claim = ... is for devices with "
+				 "components", dev->name);
+	dev->comp_claims = calloc(dev->ncomponents, sizeof(*dev->comp_claims));
+	if (!dev->comp_claims)
+		return -ENOMEM;
+	snprintf(holder, sizeof(holder), "mapper %s/%s", dev->type->name,
+		 dev->name);
+	for (i = 0; i < dev->ncomponents; i++) {
+		for (j = 0; j < i; j++)
+			if (dev->components[j] == dev->components[i])
+				break;
+		if (j < i)
+			continue;
+		err = bs_dev_claim(dev->components[i], mode, holder,
+				   &dev->comp_claims[i]);
+		if (err) {
+			/* "m1: component a: in use by mapper linear/l0" */
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", bs_last_error());
+			return bs_error(err, "%s: component %s", dev->name, why);
+		}	/* (free_dev() gives back the others) */
+	}
+	return 0;
+}
+
+static void release_components(struct bs_dev *dev)
+{
+	unsigned i;
+
+	if (!dev->comp_claims)
+		return;
+	for (i = 0; i < dev->ncomponents; i++)
+		bs_claim_release(dev->comp_claims[i]);
+	free(dev->comp_claims);
+	dev->comp_claims = NULL;
+}
+
 static void free_dev(struct bs_dev *dev)
 {
 	bs_opts_free(dev->pending_opts);
+	release_components(dev);
 	bs_caps_dev_free(dev);
 	bs_req_drv_ctx_drain(dev);
 	free(dev->components);
@@ -285,6 +351,7 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	struct bs_dev *dev, **pp;
 	const struct bs_dev_type *type;
 	bool ro = false, knob = true, knob_set = false;
+	int claim_how = CLAIM_UNSET;
 	unsigned i;
 	int err;
 
@@ -312,7 +379,7 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (type->options) {
 		/* unknown keys first: before "needs size" and before open */
 		const char *const core[] = { "type", "readonly",
-					     "write_zeroes_unmap",
+					     "write_zeroes_unmap", "claim",
 					     type->stacked ? "devices" : NULL,
 					     NULL };
 
@@ -327,6 +394,11 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (err < 0)
 		return err;
 	knob_set = err == 0;
+	err = bs_opts_get_enum(opts, "claim", claim_modes, &claim_how);
+	if (err < 0)
+		return err;
+	if (err > 0)
+		claim_how = CLAIM_UNSET;
 
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
@@ -350,8 +422,11 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (err < 0)
 		goto fail_holders;
 	if (err == BS_OPEN_PENDING) {
-		/* a component is still opening: open when it is live */
+		/* a component is still opening: open when it is live; the
+		 * claims are taken now, so conflicts show at once */
 		err = bs_opts_take_rest(opts, &dev->pending_opts);
+		if (!err)
+			err = claim_components(dev, claim_how);
 		if (err)
 			goto fail_holders;
 		dev->state = BS_DEV_OPENING;
@@ -359,8 +434,16 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 		err = bs_dev_open_driver(dev, opts);
 		if (err)
 			goto fail_holders;
-		/* types that take their components themselves (error) */
-		err = hold_components(dev);
+		/*
+		 * Claims after open, so that the type's own checks ("two
+		 * legs") speak first; mapper opens do no I/O on their
+		 * components, so a refused stack has touched nothing. Types
+		 * that take their components themselves (error) are held
+		 * here too.
+		 */
+		err = claim_components(dev, claim_how);
+		if (!err)
+			err = hold_components(dev);
 		if (err) {
 			if (type->close)
 				type->close(dev);
@@ -445,6 +528,9 @@ int bs_dev_destroy(struct bs_dev *dev)
 	if (dev->nholders)
 		return bs_error(-EBUSY, "%s: in use by %s", dev->name,
 				dev->holders[0]->name);
+	if (dev->claims)
+		return bs_error(-EBUSY, "%s: in use by %s", dev->name,
+				bs_claim_holder(dev->claims));
 	if (dev->drv_open && dev->type->close)
 		dev->type->close(dev);
 	for (i = 0; i < dev->ncomponents; i++)

@@ -24,6 +24,12 @@ int bs_dev_components_ready(struct bs_dev *dev);
 int bs_dev_open_driver(struct bs_dev *dev, struct bs_opts *opts);
 int bs_dev_finish_open(struct bs_dev *dev);
 
+/*
+ * Free every claim still held on @dev (claim.c): only for a context going
+ * away, when their holders are gone without giving them back.
+ */
+void bs_dev_claims_drop(struct bs_dev *dev);
+
 /* Free @dev's cached per-request driver contexts (device going away). */
 void bs_req_drv_ctx_drain(struct bs_dev *dev);
 

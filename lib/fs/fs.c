@@ -322,7 +322,7 @@ static errcode_t make_bad_block_inode(ext2_filsys e2)
 	return ext2fs_update_bb_inode(e2, NULL);
 }
 
-int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
+static int mkfs_claimed(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
 {
 	struct bs_fs_mkfs_opts o = { 0 };
 	struct ext2_super_block param;
@@ -673,7 +673,7 @@ static int check_size(struct bs_fs *fs)
 	return 1;
 }
 
-int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
+static int open_claimed(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 {
 	bool rw = !(flags & BS_FS_RDONLY);
 	struct bs_fs *fs;
@@ -742,7 +742,7 @@ out_free:
 	return err;
 }
 
-int bs_fs_close(struct bs_fs *fs)
+static int close_free(struct bs_fs *fs)
 {
 	errcode_t ret = 0;
 	int err = 0;
@@ -778,6 +778,52 @@ int bs_fs_close(struct bs_fs *fs)
 	}
 	bs_fs_io_unregister(fs->ioname);
 	free(fs);
+	return err;
+}
+
+/*
+ * Claims (docs/core.md): mkfs and a read-write open take the device
+ * exclusively (nobody serves or changes it meanwhile), a read-only open
+ * shares it with readers and writers. Held from open to close.
+ */
+int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
+{
+	struct bs_claim *claim;
+	int err;
+
+	err = bs_dev_claim(dev, BS_CLAIM_EXCL, "fs mkfs", &claim);
+	if (err)
+		return err;
+	err = mkfs_claimed(dev, opts);
+	bs_claim_release(claim);
+	return err;
+}
+
+int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
+{
+	bool rw = !(flags & BS_FS_RDONLY);
+	struct bs_claim *claim;
+	int err;
+
+	err = bs_dev_claim(dev, rw ? BS_CLAIM_EXCL : BS_CLAIM_READ,
+			   rw ? "fs ext4 (read-write)" : "fs ext4 (read-only)",
+			   &claim);
+	if (err)
+		return err;
+	err = open_claimed(dev, flags, out);
+	if (err)
+		bs_claim_release(claim);
+	else
+		(*out)->claim = claim;
+	return err;
+}
+
+int bs_fs_close(struct bs_fs *fs)
+{
+	struct bs_claim *claim = fs ? fs->claim : NULL;
+	int err = close_free(fs);
+
+	bs_claim_release(claim);
 	return err;
 }
 

@@ -37,6 +37,7 @@ struct bs_fs {
 	 */
 	bool broken;
 	struct fs_op *op;	/* the modifying operation under way */
+	struct bs_claim *claim;	/* on dev, open to close (fs.c) */
 };
 
 /* fs/check.c: is the image safe to write? */

@@ -17,6 +17,9 @@ cat >>"$T/d.ini" <<EOC
 [device ram]
 type = mem
 size = 16M
+[device leg]
+type = mem
+size = 16M
 [device slow]
 type = error
 size = 32M
@@ -24,7 +27,7 @@ ops = discard
 open_delay = 6000
 [device lin]
 type = linear
-devices = slow ram
+devices = slow leg
 [device bad]
 type = error
 size = 8M

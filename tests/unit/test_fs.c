@@ -769,6 +769,8 @@ static void metadata_write_fails(void **state)
 	assert_int_equal(bs_fs_truncate(fs, ino, 0), -EIO);
 	assert_int_not_equal(bs_fs_close(fs), 0);
 	assert_int_equal(sb_state(m) & 1, 0);
+	/* the error device claims m exclusively: let go of it first */
+	assert_int_equal(bs_dev_destroy(e), 0);
 	assert_int_equal(bs_fs_open(m, 0, &fs), -EUCLEAN);
 	free(buf);
 }
