@@ -76,6 +76,7 @@ struct nbd_session {
 	size_t inflight_bytes;		/* buffers held: payloads, replies */
 	unsigned inflight_reqs;		/* requests not yet answered */
 	struct nbd_out *out_head, *out_tail;
+	size_t out_bytes;		/* queued output not yet sent */
 
 	bool ended;			/* protocol end: no more input */
 	bool disc, eof, shutdown, orphan;
