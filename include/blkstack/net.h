@@ -135,11 +135,17 @@ struct bs_net_proto {
 	void (*close)(void *sess, const char *why);
 };
 
-/* A raw listener: the owner takes each accepted descriptor. */
+/*
+ * A raw listener: the owner takes each accepted descriptor (and its own
+ * connection accounting); the listener still binds, pauses on EMFILE and
+ * stops. For sockets whose connections are not sessions (the control
+ * socket's one request, one reply).
+ */
 typedef void (*bs_net_accept_fn)(void *owner, int fd, const char *peer);
 
 struct bs_net_listen_cfg {
 	const char *addr;	/* "127.0.0.1:10809", or a path when is_unix */
+	const char *name;	/* log prefix of a raw listener ("control") */
 	bool is_unix;
 	int backlog;		/* 0 = 128 */
 	struct bs_net_limits limits;

@@ -9,6 +9,7 @@
 struct bs_net_listener {
 	struct bs_loop *loop;
 	char addr[160];		/* as configured */
+	char name[32];		/* log prefix */
 	bool is_unix;
 	int fd;			/* -1 once it stopped accepting */
 	int retry_timer;	/* > 0 while accepting is paused (EMFILE...) */

@@ -53,7 +53,7 @@ void bs_net_log(struct bs_net_listener *l, const char *fmt, ...)
 
 static const char *proto_name(const struct bs_net_listener *l)
 {
-	return l->proto ? l->proto->name : "net";
+	return l->name;
 }
 
 /* ---- accepting ----------------------------------------------------------- */
@@ -292,6 +292,8 @@ int bs_net_listen(struct bs_loop *loop, const struct bs_net_listen_cfg *cfg,
 	l->fd = fd;
 	l->is_unix = cfg->is_unix;
 	snprintf(l->addr, sizeof(l->addr), "%s", cfg->addr);
+	snprintf(l->name, sizeof(l->name), "%s", cfg->proto ? cfg->proto->name :
+		 cfg->name ? cfg->name : "net");
 	l->limits = cfg->limits;
 	l->proto = cfg->proto;
 	l->accept = cfg->accept;
