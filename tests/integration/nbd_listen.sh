@@ -23,7 +23,8 @@ bad_start() {
 		cat
 	} >"$T/bad.ini"
 	timeout 30 "$BSD" -f -c "$T/bad.ini" >"$T/out" 2>"$T/err" || rc=$?
-	ERR=$(cat "$T/err")
+	# log lines of what started before the failure are not the error
+	ERR=$(grep -v '^[0-9]\{4\}-' "$T/err" || true)
 	((rc == 1)) || fail "bad config: exit $rc, expected 1: $ERR"
 	[[ $ERR != *Sanitizer* ]] || fail "sanitizer: $ERR"
 	expect_err "$@"
@@ -68,6 +69,18 @@ listen = 127.0.0.1:$PORT
 handshake_timeout = 10m
 EOC
 [[ ! -e $T/x.sock ]] || fail "a refused config created a socket"
+# the settings belong to the listener: sharing it means agreeing on them
+bad_start "export b: 127.0.0.1:$PORT is shared with export a" "give the same ones" <<EOC
+listen = 127.0.0.1:$PORT
+[device b]
+type = mem
+size = 1G
+[export b]
+type = nbd
+device = b
+listen = 127.0.0.1:$PORT
+handshake_timeout = 3
+EOC
 
 note "the UNIX sockets are born with their mode, whatever the umask"
 CTL=$T/ctl.sock

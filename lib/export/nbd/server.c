@@ -235,6 +235,16 @@ static int listener_add_export(struct nbd_listener *l, struct bs_export *exp)
 	return 0;
 }
 
+static bool same_limits(const struct bs_net_limits *a,
+			const struct bs_net_limits *b)
+{
+	return a->max_conns == b->max_conns &&
+	       a->max_per_peer == b->max_per_peer &&
+	       a->handshake_ms == b->handshake_ms &&
+	       a->idle_ms == b->idle_ms && a->out_max == b->out_max &&
+	       a->socket_mode == b->socket_mode;
+}
+
 static void set_log(void *arg, const char *msg)
 {
 	bs_exports_log(arg, "%s", msg);
@@ -258,7 +268,7 @@ static int listener_open(struct nbd_server *srv, struct bs_export *exp,
 	int err;
 
 	if (l) {
-		if (memcmp(bs_net_listener_limits(l->nl), lim, sizeof(*lim)))
+		if (!same_limits(bs_net_listener_limits(l->nl), lim))
 			return bs_error(-EINVAL, "%s%sexport %s: %s is shared "
 					"with export %s but with other "
 					"connection settings (max_connections"
