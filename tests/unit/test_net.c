@@ -586,6 +586,46 @@ static void unix_mode(void **state)
 	assert_int_equal(umask(old), 0);
 }
 
+/* On a UNIX socket the peer is its uid: one user cannot take every slot. */
+static void unix_per_uid(void **state)
+{
+	char dir[] = "/tmp/bs-test-net.XXXXXX", path[128];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct bs_net_listener *l;
+	struct bs_net_listen_cfg cfg = {
+		.addr = path,
+		.is_unix = true,
+		.proto = &echo_proto,
+		.log = w_log,
+	};
+	int a, b;
+
+	(void)state;
+	memset(&W, 0, sizeof(W));
+	assert_int_equal(bs_loop_new(&W.loop), 0);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	bs_net_limits_default(&cfg.limits);
+	cfg.limits.max_per_peer = 1;
+	assert_int_equal(bs_net_listen(W.loop, &cfg, &l), 0);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	a = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	b = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(a, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	RUN_UNTIL(W.opened == 1, 2000);
+	assert_int_equal(connect(b, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	RUN_UNTIL(peer_closed(b), 2000);
+	assert_true(peer_closed(b));
+	assert_int_equal(W.opened, 1);
+	assert_non_null(strstr(W.log, "connections from uid "));
+	close(a);
+	close(b);
+	w_end(l);
+	/* the listener removed its socket file */
+	assert_int_equal(access(path, F_OK), -1);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +637,7 @@ int main(void)
 		cmocka_unit_test(output_bound),
 		cmocka_unit_test(drain_and_clean_end),
 		cmocka_unit_test(unix_mode),
+		cmocka_unit_test(unix_per_uid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
