@@ -316,6 +316,7 @@ static void listener_free(struct nbd_listener *l)
 {
 	struct nbd_server *srv = l->srv;
 	struct nbd_listener **pp;
+	struct bs_net_conn *c;
 
 	for (pp = &srv->listeners; *pp; pp = &(*pp)->next) {
 		if (*pp == l) {
@@ -324,6 +325,9 @@ static void listener_free(struct nbd_listener *l)
 		}
 	}
 	/* the connections close here, their sessions still see l */
+	bs_net_listener_stop(l->nl);
+	while ((c = bs_net_conn_next(l->nl, NULL)))
+		bs_net_conn_close(c, "export closed");
 	bs_net_listener_free(l->nl);
 	free(l->exps);
 	free(l);
