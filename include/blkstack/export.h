@@ -69,6 +69,12 @@ struct bs_export_type {
 	 */
 	int (*open)(struct bs_export *exp, struct bs_opts *opts);
 	/*
+	 * Optional: check the type's options of export @name without opening
+	 * or binding anything (bs_config_check_exports, before anything is
+	 * created). 0 or -errno with bs_error() naming "FILE:LINE".
+	 */
+	int (*check)(const char *name, struct bs_opts *opts);
+	/*
 	 * Stop accepting clients; let requests in flight finish, then close
 	 * every client. Asynchronous: watch clients() go to 0.
 	 */

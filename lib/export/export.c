@@ -366,6 +366,8 @@ int bs_config_check_exports(struct bs_config *cfg)
 		if (type->options &&
 		    (err = bs_opts_check_known(s->opts, common, type->options)))
 			return err;
+		if (type->check && (err = type->check(s->name, s->opts)))
+			return err;
 		dev = peek(s->opts, "device");
 		if (!dev || !*dev)
 			return bs_error(-EINVAL, "%s:%d: export %s: no 'device' "

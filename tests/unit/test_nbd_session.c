@@ -221,6 +221,8 @@ static void h_drain_step(struct h *h, size_t step)
 		}
 		nbd_session_out_advance(h->s, total);
 	}
+	/* what the network server bounds: nothing queued is nothing counted */
+	assert_int_equal(nbd_session_out_bytes(h->s), 0);
 }
 
 static void h_drain(struct h *h)
@@ -568,6 +570,33 @@ static void greeting(void **state)
 	assert_true(nbd_session_wants_input(h.s));
 	assert_false(nbd_session_finished(h.s));
 	assert_null(nbd_session_export_name(h.s));
+	h_fini(&h);
+}
+
+/*
+ * nbd_session_out_bytes() is what the network server compares with its
+ * output bound: it must follow partial sends and whole replies exactly
+ * (a count that drifted up stopped reading a client for good).
+ */
+static void out_bytes_counts(void **state)
+{
+	struct iovec iov[8];
+	struct h h;
+
+	(void)state;
+	h_init(&h, "mem:8M", false);
+	assert_int_equal(nbd_session_out_bytes(h.s), 18);	/* greeting */
+	assert_true(nbd_session_out_iov(h.s, iov, 8) > 0);
+	out_append(&h, iov[0].iov_base, 5);
+	nbd_session_out_advance(h.s, 5);
+	assert_int_equal(nbd_session_out_bytes(h.s), 13);
+	h_drain(&h);
+	h_go(&h, "vol0", 0);
+	send_req(&h, 0, NBD_CMD_READ, 1, 0, 64 * KiB, NULL);
+	h_run(&h);
+	assert_int_equal(nbd_session_out_bytes(h.s), 16 + 64 * KiB);
+	h_drain_step(&h, 1000);
+	assert_int_equal(get_simple(&h, 1, NULL, 0), 0);
 	h_fini(&h);
 }
 
@@ -2070,6 +2099,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(greeting),
+		cmocka_unit_test(out_bytes_counts),
 		cmocka_unit_test(client_flags_unknown),
 		cmocka_unit_test(export_name),
 		cmocka_unit_test(export_name_default),

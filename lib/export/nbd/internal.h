@@ -80,6 +80,7 @@ struct nbd_session {
 	struct nbd_out *out_head, *out_tail;
 	struct bs_budget *budget;	/* server-wide payload budget */
 	struct bs_budget_holder bh;
+	size_t out_bytes;		/* queued output not yet sent */
 
 	bool ended;			/* protocol end: no more input */
 	bool disc, eof, shutdown, orphan;

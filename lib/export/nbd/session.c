@@ -88,6 +88,7 @@ int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 	o->acct = sizeof(*o) + hdr_len + data_acct;
 	o->budget = data_acct;
 	s->inflight_bytes += o->acct;
+	s->out_bytes += hdr_len + o->data_len;
 	if (s->out_tail)
 		s->out_tail->next = o;
 	else
@@ -298,6 +299,11 @@ bool nbd_session_has_output(const struct nbd_session *s)
 	return s->out_head != NULL;
 }
 
+size_t nbd_session_out_bytes(const struct nbd_session *s)
+{
+	return s->out_bytes;
+}
+
 static void out_pop(struct nbd_session *s)
 {
 	struct nbd_out *o = s->out_head;
@@ -307,6 +313,7 @@ static void out_pop(struct nbd_session *s)
 		s->out_tail = NULL;
 	s->inflight_bytes -= o->acct;
 	nbd_budget_give(s, o->budget);
+	s->out_bytes -= o->hdr_len + o->data_len - o->sent;
 	free(o->data);
 	free(o);
 }
@@ -320,10 +327,11 @@ void nbd_session_out_advance(struct nbd_session *s, size_t n)
 		size_t left = o->hdr_len + o->data_len - o->sent;
 		if (n < left) {
 			o->sent += n;
+			s->out_bytes -= n;
 			break;
 		}
 		n -= left;
-		out_pop(s);
+		out_pop(s);	/* takes its unsent bytes off out_bytes */
 		freed = true;
 	}
 	bs_budget_progress(&s->bh);
