@@ -286,7 +286,7 @@ const char *bs_claim_mode_name(enum bs_claim_mode mode);
 /*
  * Claim @dev with @mode for @holder ("export nbd/vol0", "mapper
  * mirror/m0", "fs ext4 (read-write)", "command zeroout"; copied, cut at
- * 95 bytes). 0 and *@out set, or -EBUSY "DEV: in use by HOLDER" (the
+ * 319 bytes). 0 and *@out set, or -EBUSY "DEV: in use by HOLDER" (the
  * first conflicting holder), -EROFS, -ENOMEM, with bs_error() set.
  */
 int bs_dev_claim(struct bs_dev *dev, enum bs_claim_mode mode,

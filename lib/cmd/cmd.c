@@ -168,13 +168,24 @@ int bs_cmd_find_dev(struct bs_cmd_env *env, const char *arg,
 }
 
 int cmd_claim_excl(struct bs_cmd_env *env, struct bs_dev *dev,
-		   const char *cmd, struct bs_claim **out)
+		   const char *cmd, bool force, struct bs_claim **out)
 {
 	char holder[64];
 	int err;
 
 	snprintf(holder, sizeof(holder), "command %s", cmd);
-	err = bs_dev_claim(dev, BS_CLAIM_EXCL, holder, out);
+	err = bs_dev_claim(dev, force ? BS_CLAIM_WRITE : BS_CLAIM_EXCL, holder,
+			   out);
+	if (err == -EBUSY && !force) {
+		/* only sharers in the way: say how to go beside them */
+		char why[256];
+		bool shared;
+
+		snprintf(why, sizeof(why), "%s", bs_last_error());
+		shared = !bs_dev_claim_check(dev, BS_CLAIM_WRITE);
+		bs_error(err, "%s%s", why, shared ? "; --force runs beside it"
+						  : "");
+	}
 	if (err)
 		return bs_cmd_fail(env, dev->name, cmd, err);
 	return 0;

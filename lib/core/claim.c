@@ -15,7 +15,7 @@
 struct bs_claim {
 	struct bs_dev *dev;
 	enum bs_claim_mode mode;
-	char holder[96];
+	char holder[320];		/* "export nbd/NAME": names up to 255 */
 	struct bs_claim *next;		/* the device's list, oldest first */
 };
 

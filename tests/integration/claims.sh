@@ -65,6 +65,8 @@ for cmd in "fs mkfs vol0" "fs mkfs -F vol0" "zeroout -l 1M vol0" \
 	expect_err "vol0" "in use by export nbd/vol0"
 done
 [[ $(sum "$T/vol0.img") == "$s0" ]] || fail "a refused command wrote to vol0"
+ctl 1 zeroout -l 1M vol0
+expect_err "in use by export nbd/vol0; --force runs beside it"
 ctl 0 fs ls vol0 /
 ctl 0 info vol0
 [[ $OUT == *"in use by"*"export nbd/vol0 (write)"* ]] || fail "info names no holder: $OUT"
@@ -100,6 +102,9 @@ rc=0; timeout 30 "$BSD" -f -c "$T/d2.ini" >"$T/d2.log" 2>&1 || rc=$?
 grep -q "$T/vol0.img: in use by process $DPID (blkstackd): it holds a write lock" "$T/d2.log" ||
 	fail "second daemon: $(cat "$T/d2.log")"
 [[ $(sum "$T/vol0.img") == "$s0" ]] || fail "the second daemon wrote to vol0"
+# --force: beside the export, on a range the user knows no client uses
+ctl 0 zeroout --force -o 60M -l 1M vol0
+ctl 0 fs ls vol0 /
 stop_daemon
 
 note "the daemon gone, its locks went with it"

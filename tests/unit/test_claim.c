@@ -438,6 +438,18 @@ static void commands_refuse_held(void **state)
 		fx_free(&f);
 	}
 	assert_true(sum_dev(d) == before);
+	/* zeroout and fallocate say how to go beside an export */
+	assert_int_equal(run(&f, "zeroout -l 1M vol0"), 1);
+	assert_non_null(strstr(f.err, "(in use by export nbd/vol0; --force "
+				      "runs beside it)"));
+	fx_free(&f);
+	/* --force: beside the export, on a range the user knows is free */
+	assert_int_equal(run(&f, "zeroout --force -o 60M -l 1M vol0"), 0);
+	fx_free(&f);
+	assert_int_equal(run(&f, "fallocate --force -z -o 61M -l 1M vol0"), 0);
+	fx_free(&f);
+	assert_null(bs_dev_claim_next(d, bs_dev_claim_next(d, NULL)));
+	before = sum_dev(d);
 	/* reading beside the export is fine */
 	assert_int_equal(run(&f, "fs ls vol0"), 0);
 	fx_free(&f);
@@ -460,6 +472,16 @@ static void commands_refuse_held(void **state)
 	assert_int_equal(run(&f, "fs mkfs --force -L again vol0"), 0);
 	fx_free(&f);
 	assert_int_equal(run(&f, "zeroout -l 1M vol0"), 0);
+	fx_free(&f);
+	/* never under an exclusive holder, --force or not, and no hint */
+	th_dev_kv(ctx, "l", "type=linear;devices=vol0");
+	assert_int_equal(run(&f, "zeroout -l 1M vol0"), 1);
+	assert_non_null(strstr(f.err, "(in use by mapper linear/l)"));
+	fx_free(&f);
+	assert_int_equal(run(&f, "zeroout --force -l 1M vol0"), 1);
+	assert_non_null(strstr(f.err, "in use by mapper linear/l"));
+	fx_free(&f);
+	assert_int_equal(run(&f, "fallocate --force -z -l 1M vol0"), 1);
 	fx_free(&f);
 }
 
