@@ -76,29 +76,23 @@ const char *fs_strerror(errcode_t code);
 /*
  * Failure handling of modifying operations (op.c). Each public call that
  * changes the filesystem runs between fs_op_begin() and fs_op_end(); the
- * helpers that change an inode's blocks name it with fs_op_note(). Block
- * allocations and frees in between are logged (libext2fs' alloc-stats
- * callbacks); when the call fails, fs_op_end() puts the noted inodes right
- * (i_blocks from their extent trees, blocks allocated and left unreferenced
- * freed, blocks freed but still referenced taken back) or, when a metadata
- * write failed, marks the filesystem broken. It returns @err with the
- * message kept (and "run e2fsck -f" appended when broken).
+ * helpers that change an inode's blocks name it with fs_op_note(). The
+ * block bitmap as it was at the start is kept; when the call fails,
+ * fs_op_end() puts the noted inodes right (i_blocks from their extent
+ * trees, blocks allocated since the start and left unreferenced freed,
+ * blocks freed but still referenced taken back) or, when a metadata write
+ * failed, marks the filesystem broken. It returns @err with the message
+ * kept (and "run e2fsck -f" appended when broken). Every allocation's
+ * bitmap and descriptor are written before libext2fs links the blocks.
  */
 #define FS_OP_INOS 4
-struct fs_alloc_run {
-	blk64_t blk;
-	blk64_t num;
-	int inuse;		/* +1 allocated, -1 freed */
-};
 struct fs_op {
 	struct bs_fs *fs;
 	uint32_t ino[FS_OP_INOS];
 	unsigned nino;
-	bool too_many;		/* more inodes than FS_OP_INOS, or log full */
-	bool quiet;		/* repairing: its own stats are not logged */
+	bool too_many;		/* more inodes than FS_OP_INOS, or no copy */
 	unsigned long meta_errors;
-	struct fs_alloc_run *log;
-	size_t n, cap;
+	ext2fs_block_bitmap before;	/* the block bitmap at the start */
 	void (*old_stats)(ext2_filsys, blk64_t, int);
 	void (*old_range)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -107,10 +101,15 @@ void fs_op_note(struct bs_fs *fs, uint32_t ino);
 int fs_op_end(struct fs_op *op, int err);
 /*
  * Put the noted inodes right now, in the middle of a failed op, before a
- * cleanup step that relies on i_blocks (the op goes on logging). Does
+ * cleanup step that relies on i_blocks (the op goes on). Does
  * nothing once broken; else 0 or a negative errno (then broken).
  */
 int fs_op_repair(struct bs_fs *fs);
+/*
+ * Write the inode bitmap and descriptor of @ino's group now (an inode just
+ * allocated, before its name is linked), as op.c does for blocks.
+ */
+void fs_op_persist_inode(struct bs_fs *fs, uint32_t ino);
 /* Mark @fs broken (a metadata write or flush failed). */
 void fs_set_broken(struct bs_fs *fs);
 

@@ -322,6 +322,7 @@ static int do_create(struct bs_fs *fs, uint32_t dir, const char *name,
 		return fs_fail(fs, ret, "creating '%s': writing inode %u", name,
 			      child);
 	ext2fs_inode_alloc_stats2(fs->e2, child, +1, 0);
+	fs_op_persist_inode(fs, child);
 	/*
 	 * The name last, once the inode it points to is on disk; a directory
 	 * that cannot grow (ENOSPC) leaves the inode free again.

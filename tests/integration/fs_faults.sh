@@ -5,7 +5,8 @@
 # run, on the image:
 #   - the command exits 0 and e2fsck -fn is clean, or
 #   - it exits 1 with one error line naming the subcommand, and either
-#     e2fsck -fn is clean, or the superblock says "not clean", the line
+#     e2fsck -fn is clean, or the superblock says "not clean" (and no
+#     block is in use but free in the on-disk bitmap), the line
 #     says to run e2fsck -f, a read-write open refuses until then, and
 #     e2fsck -fy repairs it (exit 0 or 1, then -fn clean) without touching
 #     the files the operation did not name.
@@ -76,6 +77,10 @@ sweep() {
 		if ((rc2 != 0)); then
 			((rc == 1)) || { echo "$out" >&2; fail "$name n=$n: exit 0 but e2fsck -fn exit $rc2"; }
 			dirty=$((dirty + 1))
+			# an allocation is on disk before anything links it:
+			# blocks can leak (-), never be in use yet free (+)
+			! grep -Eq 'Block bitmap differences:.*\+[(0-9]' <<<"$out" ||
+				{ echo "$out" >&2; fail "$name n=$n: blocks in use but free on disk"; }
 			state=$(dumpe2fs -h "$IMG" 2>/dev/null | awk -F: '/^Filesystem state/ { gsub(/^ +/, "", $2); print $2 }')
 			[[ $state == "not clean"* ]] ||
 				{ echo "$out" >&2; fail "$name n=$n: e2fsck -fn exit $rc2 with state '$state'"; }
