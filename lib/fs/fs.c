@@ -31,9 +31,31 @@
 
 static pthread_once_t et_once = PTHREAD_ONCE_INIT;
 
+/*
+ * libext2fs reports some oddities of damaged images (a bitmap asked to
+ * mark block 2^64 - 1, say) through com_err(), which prints to stderr. A
+ * library prints nothing: those lines are dropped, and what failed comes
+ * back as this layer's error. (Process-wide: no other user of libext2fs
+ * lives in blkstack.)
+ */
+static void quiet_com_err(const char *whoami, long code, const char *fmt,
+			  va_list ap)
+{
+	(void)whoami;
+	(void)code;
+	(void)fmt;
+	(void)ap;
+}
+
 static void et_init(void)
 {
 	initialize_ext2_error_table();
+	set_com_err_hook(quiet_com_err);
+}
+
+void fs_lib_init(void)
+{
+	pthread_once(&et_once, et_init);
 }
 
 int fs_errno(errcode_t code)
@@ -103,7 +125,7 @@ int fs_errno(errcode_t code)
 
 const char *fs_strerror(errcode_t code)
 {
-	pthread_once(&et_once, et_init);
+	fs_lib_init();
 	return error_message(code);
 }
 
@@ -336,6 +358,7 @@ static int mkfs_claimed(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
 	ext2_ino_t ino;
 	int err;
 
+	fs_lib_init();
 	if (opts)
 		o = *opts;
 	if (!o.block_size)
@@ -683,6 +706,7 @@ static int open_claimed(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 	if (flags & ~BS_FS_RDONLY)
 		return bs_error(-EINVAL, "%s: ext4: open: unknown flags 0x%x",
 				dev->name, flags);
+	fs_lib_init();
 	if (rw && dev->readonly)
 		return bs_error(-EROFS, "%s: ext4: open: device is read-only "
 				"(open the filesystem read-only)", dev->name);

@@ -70,6 +70,8 @@ uint64_t fs_max_bytes(const struct bs_fs *fs);
 uint64_t fs_max_bytes_of(const struct bs_fs *fs,
 			 const struct ext2_inode *inode);
 
+/* Once per process: libext2fs' error table, its com_err() output off. */
+void fs_lib_init(void);
 /* libext2fs' message for @code. */
 const char *fs_strerror(errcode_t code);
 

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <ext2fs/ext2fs.h>
 
@@ -232,6 +234,47 @@ static void blocks_past_device(void **state)
 	assert_int_equal(dev_digest(dev), before);
 }
 
+static void ed_uninit_table_far(ext2_filsys e2)
+{
+	/* group 1 is BLOCK_UNINIT: libext2fs marks its table when reading */
+	ext2fs_inode_table_loc_set(e2, 1, ext2fs_blocks_count(e2->super) + 7);
+}
+
+/*
+ * libext2fs warns through com_err() (stderr) when reading the bitmaps of
+ * such a group (found by fuzz_fs_image): a library prints nothing.
+ */
+static void damaged_read_only_prints_nothing(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	char path[] = "/tmp/bs-fs-check-stderr.XXXXXX";
+	struct bs_fs *fs = NULL;
+	struct bs_fs_info info;
+	struct stat st;
+	uint32_t f;
+	struct bs_dev *dev = made(ctx, &f);
+	int fd, saved;
+
+	damage(dev, ed_uninit_table_far);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	assert_int_equal(bs_fs_open(dev, BS_FS_RDONLY, &fs), 0);
+	bs_fs_info(fs, &info);
+	close_ok(fs);
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	unlink(path);
+	assert_non_null(strstr(info.damage, "group 1: inode table"));
+	assert_int_equal(st.st_size, 0);
+}
+
 /* ---- item 15: paths ------------------------------------------------------ */
 
 static void trailing_slash(void **state)
@@ -364,6 +407,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(bad_geometry_refused_ro,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(blocks_past_device,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(damaged_read_only_prints_nothing,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(clean_image_has_no_damage,
 						th_ctx_setup, th_ctx_teardown),
