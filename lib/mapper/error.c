@@ -425,7 +425,43 @@ static int failed_show(struct bs_dev *dev, char *buf, size_t len)
 	return snprintf(buf, len, "%llu\n", (unsigned long long)e->failed);
 }
 
+/* error/open: "opening" or "done"; writing "done" or "fail" ends the
+ * open now (tests need not race a timer) */
+static int open_show(struct bs_dev *dev, char *buf, size_t len)
+{
+	struct errdev *e = dev->priv;
+
+	return snprintf(buf, len, "%s\n", e->open_timer > 0 ? "opening"
+							    : "done");
+}
+
+static int open_store(struct bs_dev *dev, const char *buf)
+{
+	struct errdev *e = dev->priv;
+	size_t n = strcspn(buf, "\n");
+	bool fail;
+
+	if (n == 4 && !strncmp(buf, "done", 4))
+		fail = false;
+	else if (n == 4 && !strncmp(buf, "fail", 4))
+		fail = true;
+	else
+		return -EINVAL;
+	if (e->open_timer <= 0)
+		return -EALREADY;
+	bs_loop_cancel_timer(bs_ctx_loop(dev->ctx), e->open_timer);
+	if (fail && !e->open_err)
+		e->open_err = -EIO;
+	if (!fail)
+		e->open_err = 0;
+	open_timer(dev);
+	return 0;
+}
+
 static const struct bs_attr error_attrs[] = {
+	{ "error/open", BS_ATTR_RW, open_show, open_store,
+	  "with open_delay: 'opening' until the open ends, then 'done'; "
+	  "writing 'done' (or 'fail') ends it now" },
 	{ "error/after", BS_ATTR_RW, after_show, after_store,
 	  "requests of the chosen ops that pass before they fail; writing N "
 	  "re-arms the counter (0 = fail from now on)" },

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/attr.h>
 #include <blkstack/bdev.h>
 #include <blkstack/caps.h>
 #include <blkstack/loop.h>
@@ -181,6 +182,28 @@ static void wait_live_and_timeout(void **state)
 	/* freeing the context with an open still going on is clean */
 }
 
+/* error/open ends the open at once: tests need not race a timer. */
+static void open_ended_by_attribute(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *a = th_dev(ctx, "a", "error:4M,open_delay=600000");
+	struct bs_dev *b = th_dev(ctx, "b", "error:4M,open_delay=600000");
+	char buf[64];
+
+	assert_true(bs_attr_show(a, "error/open", buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "opening\n");
+	assert_int_equal(bs_attr_store(a, "error/open", "bogus"), -EINVAL);
+	assert_int_equal(bs_attr_store(a, "error/open", "done"), 0);
+	assert_int_equal(a->state, BS_DEV_LIVE);
+	assert_true(bs_attr_show(a, "error/open", buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "done\n");
+	assert_int_equal(bs_attr_store(a, "error/open", "done"), -EALREADY);
+	assert_int_equal(bs_attr_store(b, "error/open", "fail"), 0);
+	assert_int_equal(b->state, BS_DEV_FAILED);
+	assert_string_equal(b->state_reason, "error: open failed on purpose "
+					     "(EIO)");
+}
+
 static void option_errors_are_synchronous(void **state)
 {
 	struct bs_ctx *ctx = *state;
@@ -211,6 +234,8 @@ int main(void)
 			self_resolving_type_refuses_opening, th_ctx_setup,
 			th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(wait_live_and_timeout,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(open_ended_by_attribute,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(option_errors_are_synchronous,
 						th_ctx_setup, th_ctx_teardown),
