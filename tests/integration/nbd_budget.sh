@@ -82,13 +82,15 @@ note "RSS grew by $(((peak - base) / 1024)) MiB under twelve stalled 31 MiB writ
 
 note "a bystander is served: the stalled holders are closed"
 start=$(date +%s)
-timeout 30 qemu-io -f raw -c 'write -P 9 0 64k' -c 'read -P 9 0 64k' \
+timeout 60 qemu-io -f raw -c 'write -P 9 0 64k' -c 'read -P 9 0 64k' \
 	"nbd://127.0.0.1:$PORT/ram" >"$T/by.out" 2>&1 ||
 	{ cat "$T/by.out"; tail -20 "$T/d.log"; fail "bystander not served"; }
 took=$(($(date +%s) - start))
 note "bystander served after $took s"
-# one eviction round: stall_timeout plus the watchdog's half period
-((took <= 12)) || fail "bystander waited $took s (stall_timeout 4 s)"
+# one eviction round is stall_timeout plus the watchdog's half period
+# (about 6 s); slack for a loaded machine, still well below the six rounds
+# (36 s) of queueing behind every stalled writer
+((took <= 25)) || fail "bystander waited $took s (stall_timeout 4 s)"
 grep -q 'no progress for 4 s while holding' "$T/d.log" ||
 	{ tail -20 "$T/d.log"; fail "no eviction logged"; }
 kill "$APID" 2>/dev/null || true
