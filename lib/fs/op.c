@@ -389,11 +389,21 @@ static void fix_bitmap(struct fs_op *op, ext2fs_block_bitmap ref)
 			    !ext2fs_test_block_bitmap2(ref, x))
 				ext2fs_block_alloc_stats2(e2, x, -1);
 	while (a <= end && !ext2fs_find_first_set_block_bitmap2(ref, a, end, &a)) {
+		blk64_t c, d;
+
 		if (ext2fs_find_first_zero_block_bitmap2(ref, a, end, &b))
 			b = end + 1;
-		for (x = a; x < b; x++)
-			if (!ext2fs_test_block_bitmap2(e2->block_map, x))
+		/* [a, b) referenced: the free runs inside it */
+		for (c = a; c < b &&
+			    !ext2fs_find_first_zero_block_bitmap2(e2->block_map,
+								  c, b - 1, &c);
+		     c = d) {
+			if (ext2fs_find_first_set_block_bitmap2(e2->block_map,
+								c, b - 1, &d))
+				d = b;
+			for (x = c; x < d; x++)
 				ext2fs_block_alloc_stats2(e2, x, +1);
+		}
 		a = b;
 	}
 }
