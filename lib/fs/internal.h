@@ -79,24 +79,31 @@ const char *fs_strerror(errcode_t code);
  * Failure handling of modifying operations (op.c). Each public call that
  * changes the filesystem runs between fs_op_begin() and fs_op_end(); the
  * helpers that change an inode's blocks name it with fs_op_note(). The
- * block bitmap as it was at the start is kept; when the call fails,
- * fs_op_end() puts the noted inodes right (i_blocks from their extent
- * trees, blocks allocated since the start and left unreferenced freed,
- * blocks freed but still referenced taken back) or, when a metadata write
- * failed, marks the filesystem broken. It returns @err with the message
- * kept (and "run e2fsck -f" appended when broken). Every allocation's
- * bitmap and descriptor are written before libext2fs links the blocks.
+ * block ranges handed out during the op are logged (libext2fs' new_range
+ * and alloc-stats hooks), and each is written to disk (bitmap, descriptor)
+ * before libext2fs links it. When the call fails, fs_op_end() puts the
+ * noted inodes right (i_blocks from their extent trees, logged blocks left
+ * in use and unreferenced freed, referenced blocks that are free taken
+ * back) or, when a metadata write failed, marks the filesystem broken. It
+ * returns @err with the message kept ("run e2fsck -f" added when broken).
  */
 #define FS_OP_INOS 4
+struct fs_alloc_run {
+	blk64_t blk;
+	blk64_t num;
+};
 struct fs_op {
 	struct bs_fs *fs;
 	uint32_t ino[FS_OP_INOS];
 	unsigned nino;
-	bool too_many;		/* more inodes than FS_OP_INOS, or no copy */
+	bool too_many;		/* more inodes than FS_OP_INOS, or log full */
 	unsigned long meta_errors;
-	ext2fs_block_bitmap before;	/* the block bitmap at the start */
+	struct fs_alloc_run *log;	/* ranges handed out during the op */
+	size_t n, cap;
 	void (*old_stats)(ext2_filsys, blk64_t, int);
 	void (*old_range)(ext2_filsys, blk64_t, blk_t, int);
+	errcode_t (*old_new_range)(ext2_filsys, int, blk64_t, blk64_t,
+				   blk64_t *, blk64_t *);
 };
 void fs_op_begin(struct fs_op *op, struct bs_fs *fs);
 void fs_op_note(struct bs_fs *fs, uint32_t ino);

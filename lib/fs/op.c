@@ -14,17 +14,16 @@
  *
  * So every public call that changes the filesystem runs as an "op":
  *
- *   - fs_op_begin() keeps a copy of the block bitmap, and installs
- *     libext2fs' block alloc-stats callbacks, which write each allocation
- *     to disk (bitmap, descriptor) before the blocks are linked
- *     (persist_alloc());
+ *   - fs_op_begin() installs libext2fs' new_range and block alloc-stats
+ *     hooks: every range handed out is logged, and written to disk
+ *     (bitmap, descriptor) when it is counted, before the blocks are
+ *     linked (persist_alloc());
  *   - the helpers that change an inode's blocks name it (fs_op_note());
  *   - fs_op_end() on failure, if no metadata write failed, puts the noted
  *     inodes right as they are on disk: the blocks their extent trees
- *     reference (data and tree blocks) are counted into i_blocks, a block
- *     allocated during the op (set now, clear in the copy) that nothing
- *     references is freed again, a block freed during the op that is
- *     still referenced is taken back.
+ *     reference (data and tree blocks) are counted into i_blocks, a logged
+ *     block in use that nothing references is freed again (only the noted
+ *     inodes got blocks), a referenced block that is free is taken back.
  *     The filesystem is then consistent (e2fsck -fn clean) and stays
  *     usable; what the op had done before failing is kept.
  *   - if a metadata write or flush failed, the disk holds a mix of old
@@ -153,14 +152,54 @@ void fs_op_persist_inode(struct bs_fs *fs, uint32_t ino)
 #endif
 }
 
+#define FS_OP_LOG_MAX (1u << 20) /* logged ranges; past it, no repair */
+
+static void op_log(struct fs_op *op, blk64_t blk, blk64_t num)
+{
+	struct fs_alloc_run *l;
+
+	/* not merged: op_range() looks a range up by where it ends */
+	if (op->n == op->cap) {
+		size_t cap = op->cap ? op->cap * 2 : 16;
+
+		if (cap > FS_OP_LOG_MAX ||
+		    !(l = realloc(op->log, cap * sizeof(*l)))) {
+			op->too_many = true;
+			return;
+		}
+		op->log = l;
+		op->cap = cap;
+	}
+	op->log[op->n++] = (struct fs_alloc_run){ blk, num };
+}
+
+/* ext2fs_new_range() with no map comes here: log what it hands out. */
+static errcode_t op_new_range(ext2_filsys e2, int flags, blk64_t goal,
+			      blk64_t len, blk64_t *pblk, blk64_t *plen)
+{
+	struct bs_fs *fs = e2->priv_data;
+	struct fs_op *op = fs ? fs->op : NULL;
+	errcode_t ret;
+
+	if (op && op->old_new_range)
+		ret = op->old_new_range(e2, flags, goal, len, pblk, plen);
+	else /* libext2fs unhooks us around this call: its own search */
+		ret = ext2fs_new_range(e2, flags, goal, len, NULL, pblk, plen);
+	if (!ret && op)
+		op_log(op, *pblk, *plen);
+	return ret;
+}
+
 static void op_stats(ext2_filsys e2, blk64_t blk, int inuse)
 {
 	struct bs_fs *fs = e2->priv_data;
 
 	if (!fs || !fs->op)
 		return;
-	if (inuse > 0)
+	if (inuse > 0) {
+		op_log(fs->op, blk, 1);
 		persist_alloc(fs, blk, 1);
+	}
 	if (fs->op->old_stats)
 		fs->op->old_stats(e2, blk, inuse);
 }
@@ -168,25 +207,31 @@ static void op_stats(ext2_filsys e2, blk64_t blk, int inuse)
 static void op_range(ext2_filsys e2, blk64_t blk, blk_t num, int inuse)
 {
 	struct bs_fs *fs = e2->priv_data;
-	blk64_t first = e2->super->s_first_data_block, back;
+	struct fs_op *op = fs ? fs->op : NULL;
+	size_t k;
 
-	if (!fs || !fs->op)
+	if (!op)
 		return;
 	if (inuse > 0 && num) {
+		op_log(op, blk, num);
 		persist_alloc(fs, blk, num);
-	} else if (inuse > 0 && blk > first) {
+	} else if (inuse > 0) {
 		/*
 		 * libext2fs before 1.47.1 passes the end of the range and 0
-		 * (its loop used them up): the range ends at blk - 1 and is
-		 * at most an extent long (claim_range() of ext2fs_fallocate,
-		 * EXT_INIT_MAX_LEN); the groups of the 64 Ki blocks before
-		 * the end cover it.
+		 * (its loop used them up). The range came from new_range,
+		 * logged above: the logged run holding blk - 1.
 		 */
-		back = blk - first < 65536 ? blk - first : 65536;
-		persist_alloc(fs, blk - back, back);
+		for (k = op->n; k-- > 0;) {
+			const struct fs_alloc_run *a = &op->log[k];
+
+			if (blk > a->blk && blk <= a->blk + a->num) {
+				persist_alloc(fs, a->blk, blk - a->blk);
+				break;
+			}
+		}
 	}
-	if (fs->op->old_range)
-		fs->op->old_range(e2, blk, num, inuse);
+	if (op->old_range)
+		op->old_range(e2, blk, num, inuse);
 }
 
 void fs_op_begin(struct fs_op *op, struct bs_fs *fs)
@@ -196,9 +241,9 @@ void fs_op_begin(struct fs_op *op, struct bs_fs *fs)
 	if (!fs->rw || fs->broken || fs->op)
 		return; /* refused below, or nested: the outer op logs */
 	op->meta_errors = fs_io_meta_errors(fs);
-	if (ext2fs_copy_bitmap(fs->e2->block_map, &op->before))
-		op->too_many = true; /* a failure then cannot be put right */
 	fs->e2->priv_data = fs;
+	ext2fs_set_new_range_callback(fs->e2, op_new_range,
+				      &op->old_new_range);
 	ext2fs_set_block_alloc_stats_callback(fs->e2, op_stats,
 					      &op->old_stats);
 	ext2fs_set_block_alloc_stats_range_callback(fs->e2, op_range,
@@ -326,42 +371,39 @@ static errcode_t ref_inode(struct bs_fs *fs, uint32_t ino,
 }
 
 /*
- * The bitmap against the copy taken at the start: blocks in use now, free
- * in the copy and referenced by no noted inode were taken during the op
- * (only the noted inodes got blocks) and are freed again; blocks a noted
- * inode references that are free now are taken back.
+ * Blocks handed out during the op (the log) still in use and referenced by
+ * no noted inode are freed again (only the noted inodes got blocks);
+ * blocks a noted inode references that are free are taken back.
  */
 static void fix_bitmap(struct fs_op *op, ext2fs_block_bitmap ref)
 {
 	ext2_filsys e2 = op->fs->e2;
 	blk64_t end = ext2fs_blocks_count(e2->super) - 1;
-	blk64_t a = e2->super->s_first_data_block, b, c, d, x;
+	blk64_t a = e2->super->s_first_data_block, b, x;
+	size_t k;
 
-	while (a <= end &&
-	       !ext2fs_find_first_set_block_bitmap2(e2->block_map, a, end, &a)) {
-		if (ext2fs_find_first_zero_block_bitmap2(e2->block_map, a, end,
-							 &b))
-			b = end + 1;
-		for (c = a; c < b; c = d) {
-			if (ext2fs_find_first_zero_block_bitmap2(op->before, c,
-								 b - 1, &c))
-				break;
-			if (ext2fs_find_first_set_block_bitmap2(op->before, c,
-								b - 1, &d))
-				d = b;
-			for (x = c; x < d; x++)
-				if (!ext2fs_test_block_bitmap2(ref, x))
-					ext2fs_block_alloc_stats2(e2, x, -1);
-		}
-		a = b;
-	}
-	a = e2->super->s_first_data_block;
+	for (k = 0; k < op->n; k++)
+		for (x = op->log[k].blk; x < op->log[k].blk + op->log[k].num &&
+					 x <= end; x++)
+			if (ext2fs_test_block_bitmap2(e2->block_map, x) &&
+			    !ext2fs_test_block_bitmap2(ref, x))
+				ext2fs_block_alloc_stats2(e2, x, -1);
 	while (a <= end && !ext2fs_find_first_set_block_bitmap2(ref, a, end, &a)) {
+		blk64_t c, d;
+
 		if (ext2fs_find_first_zero_block_bitmap2(ref, a, end, &b))
 			b = end + 1;
-		for (x = a; x < b; x++)
-			if (!ext2fs_test_block_bitmap2(e2->block_map, x))
+		/* [a, b) referenced: the free runs inside it */
+		for (c = a; c < b &&
+			    !ext2fs_find_first_zero_block_bitmap2(e2->block_map,
+								  c, b - 1, &c);
+		     c = d) {
+			if (ext2fs_find_first_set_block_bitmap2(e2->block_map,
+								c, b - 1, &d))
+				d = b;
+			for (x = c; x < d; x++)
 				ext2fs_block_alloc_stats2(e2, x, +1);
+		}
 		a = b;
 	}
 }
@@ -373,12 +415,17 @@ static errcode_t repair(struct fs_op *op)
 	ext2fs_block_bitmap ref = NULL;
 	errcode_t ret;
 	unsigned i;
+	__u16 type;
 
 	if (op->too_many)
 		return EXT2_ET_NO_MEMORY;
 	if (fs_io_meta_errors(fs) != op->meta_errors)
 		return EXT2_ET_SHORT_WRITE; /* not ours to put right */
+	/* a tree of runs, not a bit array the size of the filesystem */
+	type = fs->e2->default_bitmap_type;
+	fs->e2->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
 	ret = ext2fs_allocate_block_bitmap(fs->e2, "referenced", &ref);
+	fs->e2->default_bitmap_type = type;
 	if (ret)
 		return ret;
 	for (i = 0; i < op->nino && !ret; i++)
@@ -418,6 +465,7 @@ int fs_op_end(struct fs_op *op, int err)
 	ext2fs_set_block_alloc_stats_callback(fs->e2, op->old_stats, NULL);
 	ext2fs_set_block_alloc_stats_range_callback(fs->e2, op->old_range,
 						    NULL);
+	ext2fs_set_new_range_callback(fs->e2, op->old_new_range, NULL);
 	if (fs_io_meta_errors(fs) != op->meta_errors)
 		fs->broken = true;
 	if (err && !fs->broken) {
@@ -441,8 +489,7 @@ int fs_op_end(struct fs_op *op, int err)
 				 "filesystem is left not clean, run e2fsck -f",
 				 why);
 	}
-	if (op->before)
-		ext2fs_free_block_bitmap(op->before);
-	op->before = NULL;
+	free(op->log);
+	op->log = NULL;
 	return err;
 }
