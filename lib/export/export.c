@@ -158,6 +158,8 @@ struct unit_spec {
 	const char *desc;	/* NULL: the export's */
 };
 
+_Static_assert(BS_EXPORT_MAX_UNITS == 256, "the message below says 256");
+
 static const char *const unit_attrs[] = { ".readonly", ".description",
 					  NULL };
 
