@@ -55,7 +55,7 @@ struct bs_export_unit {
 	struct bs_export *exp;		/* the target holding it */
 	unsigned index;			/* in exp->units, from 0 */
 	struct bs_dev *dev;
-	bool readonly;			/* unit, export or device read-only */
+	bool readonly;		/* unit, export or device read-only */
 	char *description;		/* "" when none */
 	/*
 	 * The device's capabilities as this unit last saw them, kept up to

@@ -143,7 +143,7 @@ static int where_fail(struct bs_opts *opts, const char *key, int err,
 	return bs_error(err, "%s%sexport %s: %s", w, *w ? ": " : "", name, msg);
 }
 
-/* ---- units ---------------------------------------------------------------- */
+/* ---- units ------------------------------------------------------------- */
 
 /* Keys every export type takes; "unit.*" are the unit lines. */
 static const char *const common_keys[] = { "type", "device", "readonly",

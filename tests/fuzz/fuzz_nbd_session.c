@@ -70,7 +70,8 @@ static struct bs_export_unit *fz_find(void *arg, const char *name)
 	struct bs_export *e;
 	struct bs_export_unit *u;
 
-	for (e = bs_export_next(x->set, NULL); e; e = bs_export_next(x->set, e)) {
+	for (e = bs_export_next(x->set, NULL); e;
+	     e = bs_export_next(x->set, e)) {
 		if (!*name)
 			return &e->units[0];
 		if ((u = bs_export_unit_find(e, name)))

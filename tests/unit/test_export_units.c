@@ -179,7 +179,8 @@ static void unit_errors(void **state)
 		  "u.ini:10: export t: 'unit.a' beside 'device =': give either "
 		  "one device (device = DEV) or units (unit.NAME = DEV), not "
 		  "both", -EINVAL },
-		{ "[export t]\ntype = ustub\nunit.a = d0\nunit.b.readonly = 1\n",
+		{ "[export t]\ntype = ustub\nunit.a = d0\n"
+		  "unit.b.readonly = 1\n",
 		  "u.ini:10: export t: unit.b.readonly: no unit 'b' (define it "
 		  "with unit.b = DEVICE)", -EINVAL },
 		{ "[export t]\ntype = ustub\nunit.a = d0\nunit.b = nosuch\n",
@@ -188,7 +189,8 @@ static void unit_errors(void **state)
 		{ "[export t]\ntype = ustub\nunit.a =\n",
 		  "u.ini:9: export t: unit.a: no device given (unit.NAME = "
 		  "DEVICE)", -EINVAL },
-		{ "[export t]\ntype = ustub\nunit.a = d0\nunit.a.readonly = 2\n",
+		{ "[export t]\ntype = ustub\nunit.a = d0\n"
+		  "unit.a.readonly = 2\n",
 		  NULL, -EINVAL },
 		{ "[export t]\ntype = ustub\n",
 		  "u.ini:7: export t: no 'device' given (device = DEV, or "
