@@ -575,21 +575,30 @@ static void summary(struct bsd *d)
 		ndev++;
 	for (e = bs_export_next(d->set, NULL); e; e = bs_export_next(d->set,
 								      e)) {
-		char sz[32];
+		char sz[32], label[2 * BS_EXPORT_NAME_MAX + 16];
+		unsigned i;
 
 		nexp++;
-		if (e->dev->state != BS_DEV_LIVE) {
-			bsd_log("export %s (%s): device %s %s (%s); served once "
-				"it is live", e->name, e->type->name,
-				e->dev->name, bs_dev_state_name(e->dev->state),
-				e->dev->state_reason);
-			continue;
+		/* one line per unit: "export t unit a (nbd): device ..." */
+		for (i = 0; i < e->nunits; i++) {
+			struct bs_export_unit *u = &e->units[i];
+
+			bs_export_unit_label(u, label, sizeof(label));
+			if (u->dev->state != BS_DEV_LIVE) {
+				bsd_log("%s (%s): device %s %s (%s); served "
+					"once it is live", label, e->type->name,
+					u->dev->name,
+					bs_dev_state_name(u->dev->state),
+					u->dev->state_reason);
+				continue;
+			}
+			bsd_log("%s (%s): device %s, %s%s, write_zeroes_unmap "
+				"%s", label, e->type->name, u->dev->name,
+				bs_fmt_size(u->dev->size, sz, sizeof(sz)),
+				u->readonly ? ", read-only" : "",
+				bs_dev_write_zeroes_unmap(u->dev) ? "yes" :
+				"no");
 		}
-		bsd_log("export %s (%s): device %s, %s%s, write_zeroes_unmap "
-			"%s", e->name, e->type->name, e->dev->name,
-			bs_fmt_size(e->dev->size, sz, sizeof(sz)),
-			e->readonly ? ", read-only" : "",
-			bs_dev_write_zeroes_unmap(e->dev) ? "yes" : "no");
 	}
 	log_budget(d);
 	bsd_log("ready: %u device%s, %u export%s, control socket %s "

@@ -1,16 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Exports: front ends that serve a device to clients over a protocol (NBD,
+ * Exports: front ends that serve devices to clients over a protocol (NBD,
  * later iSCSI, NVMe/TCP, ...). An export type is an ops table registered by
- * name with one line (BS_EXPORT_TYPE); an export is created from the
- * options of an `[export NAME]` config section:
+ * name with one line (BS_EXPORT_TYPE); an export is a target created from
+ * the options of an `[export NAME]` config section, holding one or more
+ * units, each a device: NBD serves each unit as an export name, iSCSI will
+ * map units to LUNs, NVMe/TCP to namespaces.
  *
- *   [export vol0]
+ *   [export vol0]              one unit, named like the export
  *   type = nbd                 the export type
  *   device = vol0              the device served
  *   readonly = 0|1             refuse writes (also when the device is RO)
  *   description = text         shown to clients that ask
  *   ...                        the type's options (nbd: listen, socket)
+ *
+ *   [export t]                 units named on their own lines
+ *   type = nbd
+ *   unit.a = vol0              unit "a" (the NBD export name) serves vol0
+ *   unit.b = vol1
+ *   unit.b.readonly = 1        per unit; "readonly = 1" above covers all
+ *   unit.b.description = text  per unit; "description" is the default
+ *
+ * `device =` and `unit.NAME =` lines do not mix in one section. Units are
+ * kept in the order of their lines.
  *
  * Exports live in a set (struct bs_exports) tied to one context; everything
  * runs on the context's loop. Types share per-set state (e.g. one listening
@@ -33,30 +45,53 @@ struct bs_config;
 struct bs_exports;
 
 #define BS_EXPORT_NAME_MAX 256
+/* Units of one target, at most. */
+#define BS_EXPORT_MAX_UNITS 256
 
-struct bs_export {
-	char name[BS_EXPORT_NAME_MAX];
-	const struct bs_export_type *type;
-	struct bs_exports *set;
-	struct bs_ctx *ctx;
+/* One device of a target, and how it is served. */
+struct bs_export_unit {
+	char name[BS_EXPORT_NAME_MAX];	/* NBD export name; the target's
+					   name for a `device =` export */
+	struct bs_export *exp;		/* the target holding it */
+	unsigned index;			/* in exp->units, from 0 */
 	struct bs_dev *dev;
-	bool readonly;		/* export or device read-only */
-	char *description;	/* "" when none */
-	void *priv;		/* the type's state */
-	struct bs_export *next;
+	bool readonly;		/* unit, export or device read-only */
+	char *description;		/* "" when none */
 	/*
-	 * The device's capabilities as this export last saw them, kept up to
+	 * The device's capabilities as this unit last saw them, kept up to
 	 * date by a change subscription (export.c): every change is logged
 	 * and handed to the type's caps_changed().
 	 */
 	struct bs_caps caps;
 	struct bs_caps_sub *caps_sub;
 	/*
-	 * The export's claim on dev (export.c): shared write, or shared read
-	 * when readonly; holder "export TYPE/NAME".
+	 * The unit's claim on dev (export.c): shared write, or shared read
+	 * when readonly; holder "export TYPE/NAME" (the target's name) for
+	 * a `device =` export, "export TYPE/TARGET/UNIT" otherwise.
 	 */
 	struct bs_claim *claim;
 };
+
+struct bs_export {
+	char name[BS_EXPORT_NAME_MAX];	/* the target */
+	const struct bs_export_type *type;
+	struct bs_exports *set;
+	struct bs_ctx *ctx;
+	struct bs_export_unit *units;	/* config order */
+	unsigned nunits;		/* at least 1 */
+	void *priv;		/* the type's state */
+	struct bs_export *next;
+};
+
+/*
+ * "export NAME" for the one unit of a `device =` export, else "export
+ * TARGET unit NAME": how logs name a unit.
+ */
+const char *bs_export_unit_label(const struct bs_export_unit *u, char *buf,
+				 size_t len);
+/* The unit of @exp called @name, or NULL. */
+struct bs_export_unit *bs_export_unit_find(struct bs_export *exp,
+					   const char *name);
 
 struct bs_export_type {
 	const char *name;	/* "nbd" */
@@ -64,8 +99,9 @@ struct bs_export_type {
 	const char *options;	/* "key=VALUE  text" lines */
 
 	/*
-	 * Read the type's options (bs_opts_get*) and start serving. exp->dev,
-	 * readonly and description are set. 0 or -errno with bs_error().
+	 * Read the type's options (bs_opts_get*) and start serving. The units
+	 * (devices claimed, readonly and description) are set. 0 or -errno
+	 * with bs_error().
 	 */
 	int (*open)(struct bs_export *exp, struct bs_opts *opts);
 	/*
@@ -86,15 +122,16 @@ struct bs_export_type {
 	/* Optional: facts for listings ("listen", "socket", "clients"). */
 	void (*describe)(struct bs_export *exp, bs_kv_fn kv, void *arg);
 	/*
-	 * Optional: the served device's capabilities changed (a knob, a
-	 * restack below, a lost mirror leg, a run-time EOPNOTSUPP); called on
-	 * the loop after the change was logged, with exp->caps still the old
+	 * Optional: the device of unit @u changed its capabilities (a knob,
+	 * a restack below, a lost mirror leg, a run-time EOPNOTSUPP); called
+	 * on the loop after the change was logged, with u->caps still the old
 	 * snapshot and @now the new one. Types whose clients learn the
 	 * capabilities once, at connection (NBD), need nothing here: new
 	 * connections read them afresh; SCSI raises a unit attention, NVMe an
 	 * asynchronous event.
 	 */
-	void (*caps_changed)(struct bs_export *exp, const struct bs_caps *now);
+	void (*caps_changed)(struct bs_export *exp, struct bs_export_unit *u,
+			     const struct bs_caps *now);
 };
 
 void bs_export_type_register(const struct bs_export_type *type);
@@ -123,8 +160,8 @@ void bs_exports_log(struct bs_exports *set, const char *fmt, ...)
 
 /*
  * Create export @name; @type NULL takes "type" from @opts. Options used
- * here: type, device, readonly, description; the rest go to the type, and
- * any left unread is an error "WHERE: NAME: unknown key 'k'".
+ * here: type, device, readonly, description and unit.*; the rest go to the
+ * type, and any left unread is an error "WHERE: NAME: unknown key 'k'".
  */
 int bs_export_create(struct bs_exports *set, const char *name,
 		     const char *type, struct bs_opts *opts,
@@ -136,8 +173,8 @@ struct bs_export *bs_export_next(struct bs_exports *set,
 
 /*
  * Check every [export] section of @cfg without creating or binding
- * anything: a known type, no unknown key, a device that is a [device] of
- * @cfg. Errors say "FILE:LINE: export NAME: ...".
+ * anything: a known type, no unknown key, units well formed, each device
+ * a [device] of @cfg. Errors say "FILE:LINE: export NAME: ...".
  */
 int bs_config_check_exports(struct bs_config *cfg);
 /* Create every [export] section of @cfg; errors say "FILE:LINE: ...". */

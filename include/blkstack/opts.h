@@ -50,8 +50,10 @@ int bs_opts_check_unused(const struct bs_opts *opts);
  * Before anything reads them: -EINVAL "WHERE: LABEL: unknown key 'k'" for
  * the first key (in order) that is neither in @known (NULL-terminated, may
  * be NULL) nor named at the start of a line of @help, a type's option help
- * ("key=VALUE  text" lines). So a misspelled key is named before a missing
- * required one, and before anything is opened or created.
+ * ("key=VALUE  text" lines). A @known entry ending in '*' ("unit.*") takes
+ * every longer key starting with what precedes the '*'. So a misspelled
+ * key is named before a missing required one, and before anything is
+ * opened or created.
  */
 int bs_opts_check_known(const struct bs_opts *opts, const char *const *known,
 			const char *help);

@@ -249,8 +249,16 @@ int bs_opts_check_known(const struct bs_opts *o, const char *const *known,
 		const struct opt *p = &o->v[i];
 		bool ok = in_help(help, p->key);
 
-		for (j = 0; !ok && known && known[j]; j++)
-			ok = !strcmp(known[j], p->key);
+		for (j = 0; !ok && known && known[j]; j++) {
+			size_t n = strlen(known[j]);
+
+			/* "unit.*": every key starting with "unit." */
+			if (n && known[j][n - 1] == '*')
+				ok = !strncmp(known[j], p->key, n - 1) &&
+				     p->key[n - 1];
+			else
+				ok = !strcmp(known[j], p->key);
+		}
 		if (!ok)
 			return bs_error(-EINVAL, "%s%s%s%sunknown key '%s'",
 					p->where ? p->where : "",

@@ -63,18 +63,33 @@ static void fz_kick(void *arg)
 	((struct fz *)arg)->kicks++;
 }
 
-static struct bs_export *fz_find(void *arg, const char *name)
+/* Every unit of every export is an NBD export name; "" is the first. */
+static struct bs_export_unit *fz_find(void *arg, const char *name)
 {
-	struct fz *f = arg;
+	struct fz *x = arg;
+	struct bs_export *e;
+	struct bs_export_unit *u;
 
-	if (!*name)
-		return bs_export_next(f->set, NULL);
-	return bs_export_find(f->set, name);
+	for (e = bs_export_next(x->set, NULL); e;
+	     e = bs_export_next(x->set, e)) {
+		if (!*name)
+			return &e->units[0];
+		if ((u = bs_export_unit_find(e, name)))
+			return u;
+	}
+	return NULL;
 }
 
-static struct bs_export *fz_next(void *arg, struct bs_export *prev)
+static struct bs_export_unit *fz_next(void *arg,
+					 struct bs_export_unit *prev)
 {
-	return bs_export_next(((struct fz *)arg)->set, prev);
+	struct fz *x = arg;
+	struct bs_export *e;
+
+	if (prev && prev->index + 1 < prev->exp->nunits)
+		return &prev->exp->units[prev->index + 1];
+	e = bs_export_next(x->set, prev ? prev->exp : NULL);
+	return e ? &e->units[0] : NULL;
 }
 
 static void fz_log(void *arg, const char *msg)

@@ -252,8 +252,8 @@ static void exports_claim(void **state)
 	/* a second export name of one device shares it, read or write */
 	e2 = export_of(set, "vol0-ro", "vol0", true, &err);
 	assert_int_equal(err, 0);
-	assert_int_equal(bs_claim_mode_of(e1->claim), BS_CLAIM_WRITE);
-	assert_int_equal(bs_claim_mode_of(e2->claim), BS_CLAIM_READ);
+	assert_int_equal(bs_claim_mode_of(e1->units[0].claim), BS_CLAIM_WRITE);
+	assert_int_equal(bs_claim_mode_of(e2->units[0].claim), BS_CLAIM_READ);
 	/* mkfs, zeroout, a mapper: refused, naming the export */
 	assert_int_equal(bs_fs_mkfs(d, NULL), -EBUSY);
 	assert_string_equal(bs_last_error(), "vol0: in use by export stub/vol0");

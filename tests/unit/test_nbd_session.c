@@ -70,18 +70,33 @@ static void ops_kick(void *arg)
 	((struct h *)arg)->kicks++;
 }
 
-static struct bs_export *ops_find(void *arg, const char *name)
+/* Every unit of every export is an NBD export name; "" is the first. */
+static struct bs_export_unit *ops_find(void *arg, const char *name)
 {
-	struct h *h = arg;
+	struct h *x = arg;
+	struct bs_export *e;
+	struct bs_export_unit *u;
 
-	if (!*name)
-		return bs_export_next(h->set, NULL);
-	return bs_export_find(h->set, name);
+	for (e = bs_export_next(x->set, NULL); e;
+	     e = bs_export_next(x->set, e)) {
+		if (!*name)
+			return &e->units[0];
+		if ((u = bs_export_unit_find(e, name)))
+			return u;
+	}
+	return NULL;
 }
 
-static struct bs_export *ops_next(void *arg, struct bs_export *prev)
+static struct bs_export_unit *ops_next(void *arg,
+					 struct bs_export_unit *prev)
 {
-	return bs_export_next(((struct h *)arg)->set, prev);
+	struct h *x = arg;
+	struct bs_export *e;
+
+	if (prev && prev->index + 1 < prev->exp->nunits)
+		return &prev->exp->units[prev->index + 1];
+	e = bs_export_next(x->set, prev ? prev->exp : NULL);
+	return e ? &e->units[0] : NULL;
 }
 
 static void ops_log(void *arg, const char *msg)
@@ -448,7 +463,8 @@ static uint16_t h_go(struct h *h, const char *name, unsigned what)
 	send_opt(h, NBD_OPT_GO, b, (uint32_t)n);
 	assert_int_equal(get_info(h, NBD_OPT_GO, &inf), NBD_REP_ACK);
 	assert_true(inf.got_export);
-	assert_string_equal(nbd_session_export_name(h->s), h->exp->name);
+	assert_string_equal(nbd_session_export_name(h->s),
+			    *name ? name : h->exp->units[0].name);
 	assert_int_equal(h_avail(h), 0);
 	return inf.flags;
 }
@@ -736,6 +752,71 @@ static void opt_list(void **state)
 	assert_int_equal(r.type, NBD_REP_ERR_INVALID);
 	assert_true(r.len > 0);
 	assert_false(nbd_session_finished(h.s));
+	h_fini(&h);
+}
+
+/*
+ * A target with two units: LIST names each unit (after the one-device
+ * export), GO picks a unit by name and serves that unit's device with its
+ * own readonly flag and description.
+ */
+static void units_list_go(void **state)
+{
+	static const uint16_t req[] = { NBD_INFO_DESCRIPTION };
+	struct bs_export *t = NULL;
+	struct bs_opts *o;
+	struct info inf;
+	uint8_t b[512];
+	struct rep r;
+	struct h h;
+	size_t n;
+
+	(void)state;
+	h_init(&h, "mem:8M", false);
+	th_dev(h.ctx, "d2", "mem:4M");
+	assert_int_equal(bs_opts_new(&o), 0);
+	assert_int_equal(bs_opts_set(o, "unit.a", "d", "t:1"), 0);
+	assert_int_equal(bs_opts_set(o, "unit.b", "d2", "t:2"), 0);
+	assert_int_equal(bs_opts_set(o, "unit.b.readonly", "1", "t:3"), 0);
+	assert_int_equal(bs_opts_set(o, "unit.b.description", "scratch",
+				     "t:4"), 0);
+	assert_int_equal(bs_export_create(h.set, "t", test_export_type.name,
+					  o, &t), 0);
+	bs_opts_free(o);
+	assert_int_equal(t->nunits, 2);
+
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	send_opt(&h, NBD_OPT_LIST, NULL, 0);
+	r = get_rep(&h);
+	assert_int_equal(r.type, NBD_REP_SERVER);
+	assert_memory_equal(r.data + 4, "vol0", 4);
+	r = get_rep(&h);
+	assert_int_equal(r.type, NBD_REP_SERVER);
+	assert_int_equal(nbd_get32(r.data), 1);
+	assert_int_equal(r.len, 5);
+	assert_memory_equal(r.data + 4, "a", 1);
+	r = get_rep(&h);
+	assert_int_equal(r.type, NBD_REP_SERVER);
+	assert_int_equal(nbd_get32(r.data), 1);
+	assert_int_equal(r.len, 5 + strlen("scratch"));
+	assert_memory_equal(r.data + 4, "bscratch", 8);
+	expect_rep(&h, NBD_OPT_LIST, NBD_REP_ACK);
+
+	/* INFO on a: the 8M device, writable, no description */
+	n = info_data(b, "a", req, 1);
+	send_opt(&h, NBD_OPT_INFO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_INFO, &inf), NBD_REP_ACK);
+	assert_int_equal(inf.size, 8 << 20);
+	assert_false(inf.flags & NBD_FLAG_READ_ONLY);
+	/* GO on b: the 4M device, read-only, its description */
+	n = info_data(b, "b", req, 1);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_GO, &inf), NBD_REP_ACK);
+	assert_int_equal(inf.size, 4 << 20);
+	assert_true(inf.flags & NBD_FLAG_READ_ONLY);
+	assert_string_equal(inf.desc, "scratch");
+	assert_string_equal(nbd_session_export_name(h.s), "b");
 	h_fini(&h);
 }
 
@@ -2107,6 +2188,7 @@ int main(void)
 		cmocka_unit_test(nonfixed_client),
 		cmocka_unit_test(opt_list),
 		cmocka_unit_test(opt_info_go),
+		cmocka_unit_test(units_list_go),
 		cmocka_unit_test(transmission_flags),
 		cmocka_unit_test(opt_structured),
 		cmocka_unit_test(opt_meta_context),

@@ -29,35 +29,42 @@ static void ops_kick(void *arg)
 	bs_net_conn_kick(c->nc);
 }
 
-static struct bs_export *ops_find(void *arg, const char *name)
+/* Every unit of every export on the listener is an NBD export name. */
+static struct bs_export_unit *ops_find(void *arg, const char *name)
 {
 	struct nbd_conn *c = arg;
+	struct bs_export_unit *u;
 	unsigned i;
 
 	for (i = 0; i < c->l->nexps; i++) {
 		struct bs_export *e = c->l->exps[i];
 		if (!nbd_export_active(e))
 			continue;
-		/* "" is the default export: the first one here */
-		if (!*name || !strcmp(e->name, name))
-			return e;
+		/* "" is the default export: the first unit here */
+		if (!*name)
+			return &e->units[0];
+		u = bs_export_unit_find(e, name);
+		if (u)
+			return u;
 	}
 	return NULL;
 }
 
-static struct bs_export *ops_next(void *arg, struct bs_export *prev)
+static struct bs_export_unit *ops_next(void *arg, struct bs_export_unit *prev)
 {
 	struct nbd_conn *c = arg;
 	unsigned i = 0;
 
 	if (prev) {
-		while (i < c->l->nexps && c->l->exps[i] != prev)
+		if (prev->index + 1 < prev->exp->nunits)
+			return &prev->exp->units[prev->index + 1];
+		while (i < c->l->nexps && c->l->exps[i] != prev->exp)
 			i++;
 		i++;
 	}
 	for (; i < c->l->nexps; i++)
 		if (nbd_export_active(c->l->exps[i]))
-			return c->l->exps[i];
+			return &c->l->exps[i]->units[0];
 	return NULL;
 }
 

@@ -115,27 +115,28 @@ static char *get_string(const uint8_t *p, size_t len)
 	return str;
 }
 
-static struct bs_export *find(struct nbd_session *s, const char *name)
+static struct bs_export_unit *find(struct nbd_session *s, const char *name)
 {
 	return s->ops && s->ops->find ? s->ops->find(s->arg, name) : NULL;
 }
 
-/* Enter transmission on @exp with the flags computed now. */
-static void go(struct nbd_session *s, struct bs_export *exp, uint16_t flags)
+/* Enter transmission on @u with the flags computed now. */
+static void go(struct nbd_session *s, struct bs_export_unit *u,
+	       uint16_t flags)
 {
 	s->transmission = true;
-	s->dev = exp->dev;
-	s->ro = exp->readonly;
+	s->dev = u->dev;
+	s->ro = u->readonly;
 	s->tflags = flags;
-	nbd_tx_block_sizes(exp, &s->min_block, NULL, NULL);
-	snprintf(s->export_name, sizeof(s->export_name), "%s", exp->name);
+	nbd_tx_block_sizes(u, &s->min_block, NULL, NULL);
+	snprintf(s->export_name, sizeof(s->export_name), "%s", u->name);
 	/* a context selected for another export does not carry over */
 	if (s->meta_alloc &&
-	    (!s->meta_export || strcmp(s->meta_export, exp->name)))
+	    (!s->meta_export || strcmp(s->meta_export, u->name)))
 		s->meta_alloc = false;
 	s->in = IN_REQ_HDR;
 	s->have = 0;
-	nbd_log(s, "export %s: flags 0x%04x%s%s", exp->name, flags,
+	nbd_log(s, "export %s: flags 0x%04x%s%s", u->name, flags,
 		s->structured ? ", structured replies" : "",
 		s->meta_alloc ? ", base:allocation" : "");
 }
@@ -144,7 +145,7 @@ static void go(struct nbd_session *s, struct bs_export *exp, uint16_t flags)
 
 static void opt_export_name(struct nbd_session *s)
 {
-	struct bs_export *exp;
+	struct bs_export_unit *u;
 	uint8_t r[8 + 2 + 124];
 	uint16_t flags;
 	char *name = get_string(s->optbuf, s->optlen);
@@ -153,46 +154,46 @@ static void opt_export_name(struct nbd_session *s)
 		nbd_end(s, "NBD_OPT_EXPORT_NAME with an invalid name");
 		return;
 	}
-	exp = find(s, name);
-	if (!exp || exp->dev->state != BS_DEV_LIVE) {
+	u = find(s, name);
+	if (!u || u->dev->state != BS_DEV_LIVE) {
 		/* no way to answer an error here: the protocol says close */
-		if (!exp)
+		if (!u)
 			nbd_end(s, "NBD_OPT_EXPORT_NAME: no export '%s'", name);
 		else
 			nbd_end(s, "NBD_OPT_EXPORT_NAME: export '%s': device "
-				"%s %s: %s", name, exp->dev->name,
-				bs_dev_state_name(exp->dev->state),
-				exp->dev->state_reason);
+				"%s %s: %s", name, u->dev->name,
+				bs_dev_state_name(u->dev->state),
+				u->dev->state_reason);
 		free(name);
 		return;
 	}
 	free(name);
-	flags = nbd_tx_flags(s, exp);
+	flags = nbd_tx_flags(s, u);
 	memset(r, 0, sizeof(r));
-	nbd_put64(r, exp->dev->size);
+	nbd_put64(r, u->dev->size);
 	nbd_put16(r + 8, flags);
 	nbd_out_push(s, r, s->no_zeroes ? 10 : sizeof(r), NULL, 0, 0);
-	go(s, exp, flags);
+	go(s, u, flags);
 }
 
 static void opt_list(struct nbd_session *s)
 {
-	struct bs_export *exp = NULL;
+	struct bs_export_unit *u = NULL;
 	uint8_t buf[4 + BS_EXPORT_NAME_MAX + NBD_MAX_STRING];
 
 	if (s->optlen) {
 		reply_err(s, NBD_REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
 		return;
 	}
-	while (s->ops && s->ops->next && (exp = s->ops->next(s->arg, exp))) {
-		size_t n = strlen(exp->name), d = 0;
+	while (s->ops && s->ops->next && (u = s->ops->next(s->arg, u))) {
+		size_t n = strlen(u->name), d = 0;
 
 		/* name, then the description as the rest of the reply */
 		nbd_put32(buf, (uint32_t)n);
-		memcpy(buf + 4, exp->name, n);
-		if (exp->description) {
-			d = strnlen(exp->description, NBD_MAX_STRING);
-			memcpy(buf + 4 + n, exp->description, d);
+		memcpy(buf + 4, u->name, n);
+		if (u->description) {
+			d = strnlen(u->description, NBD_MAX_STRING);
+			memcpy(buf + 4 + n, u->description, d);
 		}
 		reply(s, NBD_REP_SERVER, buf, 4 + n + d);
 	}
@@ -205,7 +206,7 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 	uint32_t namelen, i;
 	uint16_t nreq, flags;
 	bool want_name = false, want_desc = false;
-	struct bs_export *exp;
+	struct bs_export_unit *u;
 	uint32_t bmin, bpref, bmax;
 	uint8_t buf[14];
 	char *name;
@@ -239,34 +240,34 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 			want_desc = true;
 		/* EXPORT and BLOCK_SIZE are always sent; others ignored */
 	}
-	exp = find(s, name);
-	if (!exp) {
+	u = find(s, name);
+	if (!u) {
 		reply_err(s, NBD_REP_ERR_UNKNOWN, "no export '%s' here", name);
 		free(name);
 		return;
 	}
 	free(name);
-	if (exp->dev->state != BS_DEV_LIVE) {
+	if (u->dev->state != BS_DEV_LIVE) {
 		/* "not available": the client may try again later */
 		reply_err(s, NBD_REP_ERR_UNKNOWN, "export '%s': device %s %s: "
-			  "%s", exp->name, exp->dev->name,
-			  exp->dev->state == BS_DEV_OPENING
+			  "%s", u->name, u->dev->name,
+			  u->dev->state == BS_DEV_OPENING
 				  ? "is still opening"
 				  : "failed to open",
-			  exp->dev->state_reason);
+			  u->dev->state_reason);
 		return;
 	}
-	flags = nbd_tx_flags(s, exp);
+	flags = nbd_tx_flags(s, u);
 	nbd_put16(buf, NBD_INFO_EXPORT);
-	nbd_put64(buf + 2, exp->dev->size);
+	nbd_put64(buf + 2, u->dev->size);
 	nbd_put16(buf + 10, flags);
 	reply(s, NBD_REP_INFO, buf, 12);
 	if (want_name)
-		reply_info(s, NBD_INFO_NAME, exp->name, strlen(exp->name));
-	if (want_desc && exp->description && *exp->description)
-		reply_info(s, NBD_INFO_DESCRIPTION, exp->description,
-			   strlen(exp->description));
-	nbd_tx_block_sizes(exp, &bmin, &bpref, &bmax);
+		reply_info(s, NBD_INFO_NAME, u->name, strlen(u->name));
+	if (want_desc && u->description && *u->description)
+		reply_info(s, NBD_INFO_DESCRIPTION, u->description,
+			   strlen(u->description));
+	nbd_tx_block_sizes(u, &bmin, &bpref, &bmax);
 	nbd_put16(buf, NBD_INFO_BLOCK_SIZE);
 	nbd_put32(buf + 2, bmin);
 	nbd_put32(buf + 6, bpref);
@@ -274,7 +275,7 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 	reply(s, NBD_REP_INFO, buf, 14);
 	reply(s, NBD_REP_ACK, NULL, 0);
 	if (is_go)
-		go(s, exp, flags);
+		go(s, u, flags);
 }
 
 static void opt_meta(struct nbd_session *s, bool set)
@@ -283,7 +284,7 @@ static void opt_meta(struct nbd_session *s, bool set)
 	size_t len = s->optlen, pos;
 	uint32_t namelen, nq, i;
 	bool want = false;
-	struct bs_export *exp;
+	struct bs_export_unit *u;
 	char *name;
 	uint8_t buf[4 + sizeof(NBD_META_BASE_ALLOCATION)];
 
@@ -343,8 +344,8 @@ static void opt_meta(struct nbd_session *s, bool set)
 		reply_err(s, NBD_REP_ERR_INVALID, "invalid export name");
 		return;
 	}
-	exp = find(s, name);
-	if (!exp) {
+	u = find(s, name);
+	if (!u) {
 		reply_err(s, NBD_REP_ERR_UNKNOWN, "no export '%s' here", name);
 		free(name);
 		return;
@@ -358,7 +359,7 @@ static void opt_meta(struct nbd_session *s, bool set)
 	}
 	if (set && want) {
 		s->meta_alloc = true;
-		s->meta_export = strdup(exp->name);
+		s->meta_export = strdup(u->name);
 		if (!s->meta_export)
 			s->meta_alloc = false;
 	}

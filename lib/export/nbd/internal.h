@@ -125,9 +125,10 @@ void nbd_tx_skipped(struct nbd_session *s);
 void nbd_tx_drop_partial(struct nbd_session *s);
 size_t nbd_tx_payload_room(struct nbd_session *s, uint8_t **dst);
 void nbd_tx_payload_add(struct nbd_session *s, size_t n);
-/* Transmission flags and block sizes for @exp on this session now. */
-uint16_t nbd_tx_flags(const struct nbd_session *s, const struct bs_export *exp);
-void nbd_tx_block_sizes(const struct bs_export *exp, uint32_t *min,
+/* Transmission flags and block sizes for unit @u on this session now. */
+uint16_t nbd_tx_flags(const struct nbd_session *s,
+		      const struct bs_export_unit *u);
+void nbd_tx_block_sizes(const struct bs_export_unit *u, uint32_t *min,
 			uint32_t *pref, uint32_t *max);
 /* Free the session once its last request completed (orphan). */
 void nbd_session_destroy(struct nbd_session *s);

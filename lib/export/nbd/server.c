@@ -3,12 +3,14 @@
  * The `nbd` export type: which exports each network listener serves.
  * Listeners (TCP and UNIX), accepting, limits and timeouts are the network
  * server's (lib/export/net/); a connection runs one NBD session through
- * nbd_net_proto (conn.c). Several exports may name the same address; a
- * client picks one by name during the handshake, and "" picks the first.
+ * nbd_net_proto (conn.c). Each unit of an export is an NBD export name
+ * (the export's own name for `device =`); several exports may name the
+ * same address, and the unit names on one address must differ. A client
+ * picks one by name during the handshake, and "" picks the first.
  *
  *   [export vol0]
  *   type = nbd
- *   device = vol0
+ *   device = vol0                          or unit.NAME = DEV lines
  *   listen = 127.0.0.1:10809 [::1]:10809   TCP, one or more HOST:PORT
  *   socket = /run/blkstack/nbd.sock        UNIX socket
  *   socket_mode = 0600                     its mode, set from the start
@@ -213,15 +215,62 @@ static struct nbd_listener *find_listener(struct nbd_server *srv,
 	return NULL;
 }
 
-static int listener_add_export(struct nbd_listener *l, struct bs_export *exp)
+/* Where the unit @u was configured: its unit.NAME line, or "device". */
+static const char *unit_where(struct bs_opts *opts,
+			      const struct bs_export_unit *u)
+{
+	char key[BS_EXPORT_NAME_MAX + 8];
+
+	if (!strcmp(u->name, u->exp->name) && *bs_opts_where(opts, "device"))
+		return bs_opts_where(opts, "device");
+	snprintf(key, sizeof(key), "unit.%s", u->name);
+	return bs_opts_where(opts, key);
+}
+
+/* An NBD export name of @exp that another export on @l already uses. */
+static int check_clash(struct nbd_listener *l, struct bs_export *exp,
+		       struct bs_opts *opts)
+{
+	unsigned i, j;
+
+	for (i = 0; i < exp->nunits; i++) {
+		const struct bs_export_unit *u = &exp->units[i];
+
+		for (j = 0; j < l->nexps; j++) {
+			const char *w;
+
+			if (l->exps[j] == exp ||
+			    !bs_export_unit_find(l->exps[j], u->name))
+				continue;
+			w = unit_where(opts, u);
+			return bs_error(-EEXIST, "%s%sexport %s: NBD export "
+					"name '%s' is already served on %s%s "
+					"by export %s: names on one address "
+					"must differ", w, sep(w), exp->name,
+					u->name,
+					bs_net_listener_is_unix(l->nl) ?
+					"unix:" : "",
+					bs_net_listener_addr(l->nl),
+					l->exps[j]->name);
+		}
+	}
+	return 0;
+}
+
+static int listener_add_export(struct nbd_listener *l, struct bs_export *exp,
+			       struct bs_opts *opts)
 {
 	struct nbd_export *ne = exp->priv;
 	struct bs_export **exps;
 	unsigned i;
+	int err;
 
 	for (i = 0; i < ne->nls; i++)
 		if (ne->ls[i] == l)
 			return 0;	/* named twice: once is enough */
+	err = check_clash(l, exp, opts);
+	if (err)
+		return err;
 	if (ne->nls == sizeof(ne->ls) / sizeof(ne->ls[0]))
 		return bs_error(-E2BIG, "export %s: more than %zu listen "
 				"addresses", exp->name,
@@ -251,7 +300,8 @@ static void set_log(void *arg, const char *msg)
 }
 
 static int listener_open(struct nbd_server *srv, struct bs_export *exp,
-			 const char *where, const char *addr, bool is_unix,
+			 struct bs_opts *opts, const char *where,
+			 const char *addr, bool is_unix,
 			 const struct bs_net_limits *lim)
 {
 	struct nbd_listener *l = find_listener(srv, addr, is_unix);
@@ -275,7 +325,7 @@ static int listener_open(struct nbd_server *srv, struct bs_export *exp,
 					"*, *_timeout, socket_mode): give the "
 					"same ones", where, sep(where),
 					exp->name, addr, l->exps[0]->name);
-		return listener_add_export(l, exp);
+		return listener_add_export(l, exp, opts);
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -285,7 +335,7 @@ static int listener_open(struct nbd_server *srv, struct bs_export *exp,
 	bs_error_clear();
 	err = bs_net_listen(srv->loop, &cfg, &l->nl);
 	if (!err)
-		err = listener_add_export(l, exp);
+		err = listener_add_export(l, exp, opts);
 	if (err) {
 		char msg[600];
 
@@ -356,7 +406,7 @@ static void listener_remove_export(struct nbd_listener *l,
 	for (c = bs_net_conn_next(l->nl, NULL); c; c = next) {
 		const char *e = nbd_conn_export(c);
 		next = bs_net_conn_next(l->nl, c);
-		if (e && !strcmp(e, exp->name))
+		if (e && bs_export_unit_find(exp, e))
 			bs_net_conn_close(c, "export closed");
 	}
 }
@@ -431,11 +481,11 @@ static int nbd_open(struct bs_export *exp, struct bs_opts *opts)
 	}
 	err = read_opts(exp->name, opts, &o);
 	for (i = 0; !err && i < o.n; i++)
-		err = listener_open(srv, exp, o.listen_where, o.v[i], false,
-				    &o.lim);
+		err = listener_open(srv, exp, opts, o.listen_where, o.v[i],
+				    false, &o.lim);
 	if (!err && o.sock)
-		err = listener_open(srv, exp, o.sock_where, o.sock, true,
-				    &o.lim);
+		err = listener_open(srv, exp, opts, o.sock_where, o.sock,
+				    true, &o.lim);
 	free(o.words);
 	if (err)
 		nbd_close(exp);
@@ -464,7 +514,7 @@ static void nbd_shutdown(struct bs_export *exp)
 			const char *e = nbd_conn_export(c);
 			next = bs_net_conn_next(l->nl, c);
 			/* clients still negotiating go too once nothing is left */
-			if ((e && !strcmp(e, exp->name)) || (!e && all))
+			if ((e && bs_export_unit_find(exp, e)) || (!e && all))
 				bs_net_conn_shutdown(c);
 		}
 	}
@@ -485,7 +535,8 @@ static unsigned nbd_clients(struct bs_export *exp)
 		     c = bs_net_conn_next(l->nl, c)) {
 			const char *e = nbd_conn_export(c);
 			/* a negotiating client counts for the listener's first */
-			if (e ? !strcmp(e, exp->name) : l->exps[0] == exp)
+			if (e ? !!bs_export_unit_find(exp, e) :
+				l->exps[0] == exp)
 				n++;
 		}
 	}
@@ -499,6 +550,10 @@ static void nbd_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 
 	if (!ne)
 		return;
+	for (i = 0; i < exp->nunits; i++)
+		kv(arg, "unit", "%s: device %s%s", exp->units[i].name,
+		   exp->units[i].dev->name,
+		   exp->units[i].readonly ? ", read-only" : "");
 	for (i = 0; i < ne->nls; i++)
 		kv(arg, bs_net_listener_is_unix(ne->ls[i]->nl) ? "socket" :
 		   "listen", "%s", bs_net_listener_addr(ne->ls[i]->nl));

@@ -31,7 +31,10 @@ struct nbd_server {
 	unsigned nexports;
 };
 
-/* A network listener and the NBD exports reachable on it. */
+/*
+ * A network listener and the exports reachable on it: each unit of each
+ * is an NBD export name, unique on the listener.
+ */
 struct nbd_listener {
 	struct nbd_server *srv;
 	struct bs_net_listener *nl;
@@ -48,7 +51,7 @@ struct nbd_export {
 
 /* conn.c: the session-operations table NBD gives the network server. */
 extern const struct bs_net_proto nbd_net_proto;
-/* Export a connection is bound to, or NULL during the handshake. */
+/* Unit name a connection is bound to, or NULL during the handshake. */
 const char *nbd_conn_export(const struct bs_net_conn *c);
 
 /* server.c */

@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 
 struct bs_export;
+struct bs_export_unit;
 struct bs_exports;
 struct bs_ctx;
 struct nbd_session;
@@ -34,10 +35,14 @@ struct nbd_session;
 struct nbd_session_ops {
 	/* Output queued, input possible again, or the session ended. */
 	void (*kick)(void *arg);
-	/* Export called @name ("" = the default) reachable here, or NULL. */
-	struct bs_export *(*find)(void *arg, const char *name);
-	/* Exports reachable here, for NBD_OPT_LIST: pass NULL first. */
-	struct bs_export *(*next)(void *arg, struct bs_export *prev);
+	/*
+	 * The unit whose NBD export name is @name ("" = the default)
+	 * reachable here, or NULL.
+	 */
+	struct bs_export_unit *(*find)(void *arg, const char *name);
+	/* Units reachable here, for NBD_OPT_LIST: pass NULL first. */
+	struct bs_export_unit *(*next)(void *arg,
+				       struct bs_export_unit *prev);
 	/* One log line (a protocol error, the export chosen). */
 	void (*log)(void *arg, const char *msg);
 };

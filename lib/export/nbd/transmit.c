@@ -45,7 +45,8 @@ static const char *cmd_name(uint16_t type)
 
 /* ---- flags and sizes ------------------------------------------------------ */
 
-uint16_t nbd_tx_flags(const struct nbd_session *s, const struct bs_export *exp)
+uint16_t nbd_tx_flags(const struct nbd_session *s,
+		      const struct bs_export_unit *u)
 {
 	struct bs_caps c;
 	uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
@@ -54,8 +55,8 @@ uint16_t nbd_tx_flags(const struct nbd_session *s, const struct bs_export *exp)
 		     NBD_FLAG_CAN_MULTI_CONN;
 
 	/* read at negotiation: a change applies to the next connection */
-	bs_dev_caps(exp->dev, &c);
-	if (exp->readonly) {
+	bs_dev_caps(u->dev, &c);
+	if (u->readonly) {
 		/* nothing that writes is offered: those commands get EPERM */
 		f |= NBD_FLAG_READ_ONLY;
 	} else {
@@ -75,13 +76,13 @@ uint16_t nbd_tx_flags(const struct nbd_session *s, const struct bs_export *exp)
 	return f;
 }
 
-void nbd_tx_block_sizes(const struct bs_export *exp, uint32_t *min,
+void nbd_tx_block_sizes(const struct bs_export_unit *u, uint32_t *min,
 			uint32_t *pref, uint32_t *max)
 {
 	struct bs_caps c;
 	uint32_t p;
 
-	bs_dev_caps(exp->dev, &c);
+	bs_dev_caps(u->dev, &c);
 	p = c.physical_block_size;
 	/* preferred: a power of two, at least the minimum and 512 */
 	if (p < c.logical_block_size || (p & (p - 1)))
