@@ -37,8 +37,10 @@ timeout 120 "$BS" -s "$CTL" fs cat v /big >"$T/back" 2>"$T/err" ||
 [[ $(sha "$T/back") == $(sha "$T/big") ]] || fail "fs cat differs from what was put"
 after=$(hwm)
 note "daemon VmHWM: $((before >> 20)) MiB before cat, $((after >> 20)) MiB after"
-# the whole reply held in memory took > 32 MiB (a memstream, then a copy)
-((after - before < 12 << 20)) ||
+# the whole reply held in memory took > 32 MiB (a memstream, then a copy);
+# streaming holds 256 KiB of reply and fs cat's 4 MiB buffer (ASan's
+# quarantine of freed memory adds some more)
+((after - before < 24 << 20)) ||
 	fail "the daemon's peak memory grew by $(((after - before) >> 20)) MiB streaming 19 MiB"
 
 note "a slow reader: the command waits, the reply is still whole"
