@@ -43,7 +43,8 @@ PY
 background_zero() {
 	local i
 	for ((i = 0; i < 1000; i++)); do
-		"$BLKSTACK" -s "$sock" zeroout -o ${FG_GIB}G -l ${ZERO_GIB}G vol0 >/dev/null 2>&1 || true
+		# --force: vol0 is served; the range is one fio never touches
+		"$BLKSTACK" -s "$sock" zeroout --force -o ${FG_GIB}G -l ${ZERO_GIB}G vol0 >/dev/null 2>&1 || true
 		"$BLKSTACK" -s "$sock" attr vol0 size >/dev/null 2>&1 || break
 	done
 }

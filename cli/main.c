@@ -58,7 +58,8 @@ static int flush_all(struct bs_cmd_env *env)
 	int rc = 0, err;
 
 	for (d = bs_dev_next(env->ctx, NULL); d; d = bs_dev_next(env->ctx, d)) {
-		if (d->readonly)
+		/* nothing was written to one that never opened */
+		if (d->readonly || d->state != BS_DEV_LIVE)
 			continue;
 		bs_error_clear();
 		err = bs_flush_sync(d);

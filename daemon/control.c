@@ -36,6 +36,7 @@
 #include <blkstack/control.h>
 #include <blkstack/export.h>
 #include <blkstack/loop.h>
+#include <blkstack/net.h>
 #include <blkstack/workers.h>
 
 #include "daemon.h"
@@ -75,14 +76,13 @@ struct ctl_conn {
 
 struct ctl_server {
 	struct bsd *d;
-	int fd;
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	/* listening and accepting: the network server's (lib/export/net/) */
+	struct bs_net_listener *nl;
 	struct ctl_conn *conns;
 	unsigned nconns;
 	bool busy;
 	bool stopping;		/* ctl_free(): start nothing new */
 	struct bs_workers *thread;	/* the control thread, lazy */
-	int retry_timer;	/* accepting paused (out of descriptors) */
 };
 
 static void conn_free(struct ctl_conn *c)
@@ -663,76 +663,42 @@ static void on_conn(void *arg, uint32_t events)
 	conn_read(c);
 }
 
-static void accept_resume(void *arg)
+/* A client connected (the listener paused itself on EMFILE and the like). */
+static void on_accept(void *arg, int fd, const char *peer)
 {
 	struct ctl_server *ctl = arg;
+	struct ctl_conn *c, **pp;
 
-	ctl->retry_timer = 0;
-	if (ctl->fd >= 0)
-		bs_loop_mod_fd(ctl->d->loop, ctl->fd, EPOLLIN);
-}
-
-static void on_accept(void *arg, uint32_t events)
-{
-	struct ctl_server *ctl = arg;
-	int fd;
-
-	(void)events;
-	for (;;) {
-		struct ctl_conn *c, **pp;
-
-		fd = accept4(ctl->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				/* level-triggered: pause instead of spinning */
-				bsd_log("control: accept: %s: pausing for "
-					"100 ms", strerror(errno));
-				bs_loop_mod_fd(ctl->d->loop, ctl->fd, 0);
-				ctl->retry_timer = bs_loop_add_timer(
-					ctl->d->loop, 100, accept_resume, ctl);
-				if (ctl->retry_timer < 0) {
-					ctl->retry_timer = 0;
-					bs_loop_mod_fd(ctl->d->loop, ctl->fd,
-						       EPOLLIN);
-				}
-			}
-			return;
-		}
-
-		if (ctl->nconns >= CTL_MAX_CONNS) {
-			bsd_log("control: refused a client: %u already "
-				"connected", ctl->nconns);
-			close(fd);
-			continue;
-		}
-		c = calloc(1, sizeof(*c));
-		if (c)
-			c->in = malloc(BS_CTL_HDR + BS_CTL_MAX_REQUEST);
-		if (!c || !c->in || bs_loop_add_fd(ctl->d->loop, fd, EPOLLIN,
-						   on_conn, c)) {
-			if (c)
-				free(c->in);
-			free(c);
-			close(fd);
-			bsd_log("control: dropped a client: out of memory");
-			continue;
-		}
-		c->ctl = ctl;
-		c->fd = fd;
-		c->watched = true;
-		pthread_mutex_init(&c->lock, NULL);
-		pthread_cond_init(&c->cond, NULL);
-		c->timer = bs_loop_add_timer(ctl->d->loop, CTL_IDLE_MS, on_idle,
-					     c);
-		/* at the tail: queued commands run in arrival order */
-		for (pp = &ctl->conns; *pp; pp = &(*pp)->next)
-			;
-		*pp = c;
-		ctl->nconns++;
+	(void)peer;
+	if (ctl->nconns >= CTL_MAX_CONNS) {
+		bsd_log("control: refused a client: %u already connected",
+			ctl->nconns);
+		close(fd);
+		return;
 	}
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->in = malloc(BS_CTL_HDR + BS_CTL_MAX_REQUEST);
+	if (!c || !c->in || bs_loop_add_fd(ctl->d->loop, fd, EPOLLIN, on_conn,
+					   c)) {
+		if (c)
+			free(c->in);
+		free(c);
+		close(fd);
+		bsd_log("control: dropped a client: out of memory");
+		return;
+	}
+	c->ctl = ctl;
+	c->fd = fd;
+	c->watched = true;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->timer = bs_loop_add_timer(ctl->d->loop, CTL_IDLE_MS, on_idle, c);
+	/* at the tail: queued commands run in arrival order */
+	for (pp = &ctl->conns; *pp; pp = &(*pp)->next)
+		;
+	*pp = c;
+	ctl->nconns++;
 }
 
 unsigned ctl_pending(const struct ctl_server *ctl)
@@ -746,45 +712,56 @@ unsigned ctl_pending(const struct ctl_server *ctl)
 	return n;
 }
 
+static void ctl_log(void *arg, const char *msg)
+{
+	(void)arg;
+	bsd_log("%s", msg);
+}
+
 int ctl_start(struct bsd *d, const char *path)
 {
 	struct ctl_server *ctl;
-	int fd, err;
+	struct bs_net_listen_cfg cfg = {
+		.addr = path,
+		.name = "control",
+		.is_unix = true,
+		.backlog = 16,
+		.accept = on_accept,
+		.log = ctl_log,
+	};
+	int err;
 
-	/* commands change devices: the owner only (0600) */
-	err = bs_listen_unix(path, 16, 0600, &fd);
+	/* commands change devices: the owner only, from the start */
+	bs_net_limits_default(&cfg.limits);
+	cfg.limits.socket_mode = 0600;
+	ctl = calloc(1, sizeof(*ctl));
+	if (!ctl)
+		return -ENOMEM;
+	ctl->d = d;
+	cfg.owner = ctl;
+	err = bs_net_listen(d->loop, &cfg, &ctl->nl);
 	switch (err) {
 	case 0:
 		break;
 	case -ENAMETOOLONG:
-		return bs_error(err, "control socket %s: path too long for a "
-				"UNIX socket", path);
+		err = bs_error(err, "control socket %s: path too long for a "
+			       "UNIX socket", path);
+		break;
 	case -EEXIST:
-		return bs_error(err, "control socket %s: exists and is not a "
-				"socket", path);
+		err = bs_error(err, "control socket %s: exists and is not a "
+			       "socket", path);
+		break;
 	case -EADDRINUSE:
-		return bs_error(err, "control socket %s: in use by another "
-				"running blkstackd", path);
+		err = bs_error(err, "control socket %s: in use by another "
+			       "running blkstackd", path);
+		break;
 	default:
-		return bs_error(err, "control socket %s: %s", path,
-				strerror(-err));
+		err = bs_error(err, "control socket %s: %s", path,
+			       strerror(-err));
 	}
-	ctl = calloc(1, sizeof(*ctl));
-	if (!ctl) {
-		close(fd);
-		unlink(path);
-		return -ENOMEM;
-	}
-	ctl->d = d;
-	ctl->fd = fd;
-	snprintf(ctl->path, sizeof(ctl->path), "%s", path);
-	err = bs_loop_add_fd(d->loop, fd, EPOLLIN, on_accept, ctl);
 	if (err) {
-		close(fd);
-		unlink(path);
 		free(ctl);
-		return bs_error(err, "control socket %s: %s", path,
-				strerror(-err));
+		return err;
 	}
 	d->ctl = ctl;
 	return 0;
@@ -792,16 +769,9 @@ int ctl_start(struct bsd *d, const char *path)
 
 void ctl_stop(struct ctl_server *ctl)
 {
-	if (ctl && ctl->retry_timer > 0)
-		bs_loop_cancel_timer(ctl->d->loop, ctl->retry_timer);
-	if (ctl)
-		ctl->retry_timer = 0;
-	if (!ctl || ctl->fd < 0)
-		return;
-	bs_loop_del_fd(ctl->d->loop, ctl->fd);
-	close(ctl->fd);
-	ctl->fd = -1;
-	unlink(ctl->path);
+	/* no new clients; the socket file goes */
+	if (ctl && ctl->nl)
+		bs_net_listener_stop(ctl->nl);
 }
 
 void ctl_free(struct ctl_server *ctl)
@@ -821,5 +791,6 @@ void ctl_free(struct ctl_server *ctl)
 	ctl->thread = NULL;
 	while (ctl->conns)
 		conn_free(ctl->conns);
+	bs_net_listener_free(ctl->nl);
 	free(ctl);
 }

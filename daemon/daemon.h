@@ -25,6 +25,9 @@ struct bsd {
 	int drain_timer;
 	unsigned drain_ticks;
 	int sigfd;
+	uint64_t max_inflight;	/* [daemon] max_inflight, 0 = default */
+	uint32_t stall_timeout;	/* [daemon] stall_timeout (s) */
+	bool stall_set;
 };
 
 /* One log line, with a timestamp, to the log (stderr or the log file). */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/config.h>
 #include <blkstack/export.h>
 #include <blkstack/loop.h>
@@ -104,7 +105,11 @@ static const char usage_text[] =
 "  blkstack -s STATE_DIR/blkstackd.sock ls\n"
 "\n"
 "[daemon] keys: state_dir = DIR, control = PATH (the control socket,\n"
-"default STATE_DIR/blkstackd.sock).\n"
+"default STATE_DIR/blkstackd.sock), max_inflight = SIZE (payload held in\n"
+"flight by all clients together, default the lesser of 1G and RAM/8, at\n"
+"least 64M; above it new requests wait), stall_timeout = SECONDS (a client\n"
+"that holds part of that budget and makes no progress this long while\n"
+"others wait is closed; default 30, 0 = never).\n"
 "\n"
 "Signals: SIGTERM or SIGINT stop: no new clients, requests in flight are\n"
 "finished and answered (up to 30 s), every device is flushed. A second\n"
@@ -246,7 +251,36 @@ static int note_creations(struct bs_config *cfg, const char *state_dir,
 	return err;
 }
 
-/* [daemon] section: state_dir (unless -d), control. */
+/* [daemon] max_inflight = SIZE, stall_timeout = SECONDS. */
+static int read_budget_keys(struct bs_config_section *s, struct bsd *d)
+{
+	uint64_t max = 0;
+	uint32_t stall = 0;
+	int err;
+
+	err = bs_opts_get_size(s->opts, "max_inflight", &max);
+	if (err < 0)
+		return err;
+	if (!err && max < BS_BUDGET_MIN)
+		return bs_error(-EINVAL, "%s: max_inflight: %llu bytes is below "
+				"the minimum of %llu MiB",
+				bs_opts_where(s->opts, "max_inflight"),
+				(unsigned long long)max,
+				(unsigned long long)(BS_BUDGET_MIN >> 20));
+	d->max_inflight = max;
+	err = bs_opts_get_u32(s->opts, "stall_timeout", &stall);
+	if (err < 0)
+		return err;
+	if (!err && stall > 86400)
+		return bs_error(-EINVAL, "%s: stall_timeout: %u s is more than "
+				"a day (0 turns eviction off)",
+				bs_opts_where(s->opts, "stall_timeout"), stall);
+	d->stall_set = !err;
+	d->stall_timeout = stall;
+	return 0;
+}
+
+/* [daemon] section: state_dir (unless -d), control, the budget. */
 static int read_daemon_section(struct bs_config *cfg, struct bsd *d,
 			       const char *dir_arg)
 {
@@ -261,7 +295,9 @@ static int read_daemon_section(struct bs_config *cfg, struct bsd *d,
 								  s)->line);
 		dir = bs_opts_get(s->opts, "state_dir");
 		ctl = bs_opts_get(s->opts, "control");
-		err = bs_opts_check_unused(s->opts);
+		err = read_budget_keys(s, d);
+		if (!err)
+			err = bs_opts_check_unused(s->opts);
 		if (err)
 			return err;
 	}
@@ -286,6 +322,36 @@ static int read_daemon_section(struct bs_config *cfg, struct bsd *d,
 				d->state_dir);
 	}
 	return 0;
+}
+
+static int apply_budget(struct bsd *d)
+{
+	struct bs_budget *b = bs_ctx_budget(d->ctx);
+	uint64_t max;
+	uint32_t ms;
+
+	if (!b)
+		return bs_error(-ENOMEM, "in-flight budget: out of memory");
+	max = d->max_inflight ? d->max_inflight : bs_budget_limit(b);
+	ms = d->stall_set ? d->stall_timeout * 1000 : BS_BUDGET_STALL_MS_DEFAULT;
+	bs_budget_configure(b, max, ms);
+	return 0;
+}
+
+static void log_budget(struct bsd *d)
+{
+	struct bs_budget *b = bs_ctx_budget(d->ctx);
+	uint64_t max = bs_budget_limit(b);
+	unsigned s = d->stall_set ? d->stall_timeout
+				  : BS_BUDGET_STALL_MS_DEFAULT / 1000;
+
+	if (s)
+		bsd_log("in-flight payload budget %llu MiB; clients stalled "
+			"%u s while others wait are closed",
+			(unsigned long long)(max >> 20), s);
+	else
+		bsd_log("in-flight payload budget %llu MiB; stalled clients "
+			"are never closed", (unsigned long long)(max >> 20));
 }
 
 /* ---- stopping ------------------------------------------------------------ */
@@ -465,7 +531,9 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 		return err;
 	}
 	d->loop = bs_ctx_loop(d->ctx);
-	err = bs_config_create_devices(cfg, d->ctx);
+	err = apply_budget(d);
+	if (!err)
+		err = bs_config_create_devices(cfg, d->ctx);
 	if (!err)
 		err = bs_exports_new(d->ctx, &d->set);
 	if (!err) {
@@ -510,12 +578,20 @@ static void summary(struct bsd *d)
 		char sz[32];
 
 		nexp++;
+		if (e->dev->state != BS_DEV_LIVE) {
+			bsd_log("export %s (%s): device %s %s (%s); served once "
+				"it is live", e->name, e->type->name,
+				e->dev->name, bs_dev_state_name(e->dev->state),
+				e->dev->state_reason);
+			continue;
+		}
 		bsd_log("export %s (%s): device %s, %s%s, write_zeroes_unmap "
 			"%s", e->name, e->type->name, e->dev->name,
 			bs_fmt_size(e->dev->size, sz, sizeof(sz)),
 			e->readonly ? ", read-only" : "",
 			bs_dev_write_zeroes_unmap(e->dev) ? "yes" : "no");
 	}
+	log_budget(d);
 	bsd_log("ready: %u device%s, %u export%s, control socket %s "
 		"(pid %ld)", ndev, ndev == 1 ? "" : "s", nexp,
 		nexp == 1 ? "" : "s", d->control, (long)getpid());
@@ -538,7 +614,8 @@ static int stop(struct bsd *d, struct bs_config *cfg)
 		     dev = bs_dev_next(d->ctx, dev)) {
 			int err;
 
-			if (dev->readonly)
+			/* nothing was written to one that never opened */
+			if (dev->readonly || dev->state != BS_DEV_LIVE)
 				continue;
 			bs_error_clear();
 			err = bs_flush_sync(dev);

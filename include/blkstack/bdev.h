@@ -201,8 +201,14 @@ struct bs_dev_type {
 	/*
 	 * Set dev->size, dev->limits (driver values: hw limits and features),
 	 * dev->priv; read options with bs_opts_get*(). For a stacked type the
-	 * components are already in dev->components. Returns 0 or -errno with
-	 * bs_error() set.
+	 * components are already in dev->components, and live. Returns 0 or
+	 * -errno with bs_error() set.
+	 *
+	 * An open that takes time (a remote target to connect to) reads its
+	 * options, starts the work and returns BS_OPEN_PENDING: the device is
+	 * then `opening` (dev->state_reason may say what it waits for) and
+	 * the driver calls bs_dev_open_done() on the loop when it knows size
+	 * and limits, or failed. close() is called as for any open device.
 	 */
 	int (*open)(struct bs_dev *dev, struct bs_opts *opts);
 	void (*close)(struct bs_dev *dev);
@@ -245,7 +251,69 @@ const struct bs_dev_type *bs_dev_type_next(const struct bs_dev_type *prev);
 		bs_dev_type_register(&(var));                             \
 	}
 
+/* ---- claims ------------------------------------------------------------ */
+
+/*
+ * Whoever uses a device for longer than one look opens it with a claim:
+ * exports, the filesystem layer, mappers (on their components) and the
+ * destructive commands (zeroout, fallocate, fs mkfs). A claim that
+ * conflicts with one held fails with -EBUSY and one line naming the
+ * holder: "vol0: in use by export nbd/vol0". The rule (docs/core.md):
+ *
+ *   held \ wanted   read    write   exclusive
+ *   read            ok      ok      busy
+ *   write           ok      ok      busy
+ *   exclusive       busy    busy    busy
+ *
+ * Readers and writers share a device, as openers of a Linux block device
+ * without O_EXCL do; an exclusive claim is the only one. A write claim on a
+ * read-only device is -EROFS. Claims live on the loop thread.
+ */
+enum bs_claim_mode {
+	BS_CLAIM_READ,		/* shared read: a read-only export, fs ro */
+	BS_CLAIM_WRITE,		/* shared write: a writable export */
+	BS_CLAIM_EXCL,		/* exclusive: mappers' components, mkfs, fs
+				 * read-write, zeroout, fallocate */
+};
+
+struct bs_claim;
+
+/* True when a claim @want may be taken beside a held claim @held. */
+bool bs_claim_compatible(enum bs_claim_mode held, enum bs_claim_mode want);
+/* "read", "write", "exclusive". */
+const char *bs_claim_mode_name(enum bs_claim_mode mode);
+
+/*
+ * Claim @dev with @mode for @holder ("export nbd/vol0", "mapper
+ * mirror/m0", "fs ext4 (read-write)", "command zeroout"; copied, cut at
+ * 319 bytes). 0 and *@out set, or -EBUSY "DEV: in use by HOLDER" (the
+ * first conflicting holder), -EROFS, -ENOMEM, with bs_error() set.
+ */
+int bs_dev_claim(struct bs_dev *dev, enum bs_claim_mode mode,
+		 const char *holder, struct bs_claim **out);
+/* Would bs_dev_claim() succeed? The same errors, nothing taken. */
+int bs_dev_claim_check(const struct bs_dev *dev, enum bs_claim_mode mode);
+/* Give a claim back (NULL: nothing). */
+void bs_claim_release(struct bs_claim *claim);
+
+/* The claims on @dev, oldest first: pass NULL first. */
+const struct bs_claim *bs_dev_claim_next(const struct bs_dev *dev,
+					 const struct bs_claim *prev);
+const char *bs_claim_holder(const struct bs_claim *claim);
+enum bs_claim_mode bs_claim_mode_of(const struct bs_claim *claim);
+
 /* ---- devices ----------------------------------------------------------- */
+
+/* A driver's open() return value: the open goes on, see bs_dev_open_done. */
+#define BS_OPEN_PENDING 1
+
+/*
+ * Device states. LIVE serves requests. OPENING: its driver's open goes on
+ * asynchronously, or (stacked) a component is still opening; requests get
+ * -EAGAIN. FAILED: the open failed (state_reason says why); requests get
+ * -ENXIO; the device stays listed until destroyed.
+ */
+enum bs_dev_state { BS_DEV_LIVE, BS_DEV_OPENING, BS_DEV_FAILED };
 
 struct bs_dev_stats {
 	uint64_t ops[BS_OP__COUNT];	/* requests reaching the driver */
@@ -267,6 +335,11 @@ struct bs_dev {
 	unsigned ncomponents;
 	struct bs_dev **holders;
 	unsigned nholders;
+	/* claims held on this device (oldest first), and this stacked
+	 * device's exclusive claims on its components (NULL for a component
+	 * listed twice) */
+	struct bs_claim *claims;
+	struct bs_claim **comp_claims;
 
 	/*
 	 * Why write_zeroes_unmap is what it is, one line, set by the driver
@@ -276,6 +349,12 @@ struct bs_dev {
 	char wz_reason[192];
 	/* Set once write-zeroes failed with EOPNOTSUPP: stays off. */
 	bool wz_broken;
+
+	enum bs_dev_state state;
+	char state_reason[192];		/* what it waits for, why it failed */
+	struct bs_opts *pending_opts;	/* stacked, waiting for components */
+	bool knob_off;			/* write_zeroes_unmap = 0 at create */
+	bool drv_open;			/* the driver's open succeeded: close */
 
 	struct bs_dev_stats stats;
 	/* capability events (lib/core/caps.c): generation, subscribers */
@@ -302,8 +381,21 @@ struct bs_loop *bs_ctx_loop(struct bs_ctx *ctx);
  */
 int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *type,
 		  struct bs_opts *opts, struct bs_dev **out);
-/* -EBUSY while a holder uses it. */
+/* -EBUSY while a holder uses it or a claim is held on it. */
 int bs_dev_destroy(struct bs_dev *dev);
+
+/*
+ * The driver's asynchronous open finished (on the loop): 0 with size and
+ * limits set, or -errno with bs_error() set (the reason is kept). Holders
+ * waiting for @dev open in turn; capability subscribers hear of it.
+ */
+void bs_dev_open_done(struct bs_dev *dev, int err);
+const char *bs_dev_state_name(enum bs_dev_state state);
+/* 0 when live; -EAGAIN (opening) or -ENXIO (failed) with bs_error(). */
+int bs_dev_check_live(const struct bs_dev *dev);
+/* Run the loop until @dev is not opening, at most @timeout_ms: then
+ * bs_dev_check_live() (-ETIMEDOUT when still opening). For the CLI. */
+int bs_dev_wait_live(struct bs_dev *dev, unsigned timeout_ms);
 struct bs_dev *bs_dev_find(struct bs_ctx *ctx, const char *name);
 /* Devices in creation order: pass NULL first. */
 struct bs_dev *bs_dev_next(struct bs_ctx *ctx, struct bs_dev *prev);

@@ -25,6 +25,7 @@ enum bs_cap_how {
 
 struct bs_caps {
 	uint64_t generation;	/* bumped on every change of the rest */
+	int state;		/* enum bs_dev_state: live, opening, failed */
 	uint64_t size;		/* bytes */
 	bool readonly;
 	uint32_t logical_block_size;

@@ -58,9 +58,17 @@ const struct bs_cmd *bs_cmd_next(const struct bs_cmd *prev);
  * Resolve a DEV argument: the name of a device in env->ctx, or a spec
  * ("file:PATH[,size=SIZE]", "mem:SIZE") that is opened into env->ctx under
  * a derived name. Returns 0 or -errno with bs_error() set.
+ *
+ * bs_cmd_get_dev() is for commands that do I/O: the device must be live
+ * (the CLI waits up to BS_CMD_OPEN_WAIT_MS for one still opening; in the
+ * daemon an opening or failed device is refused with its state and
+ * reason). bs_cmd_find_dev() takes a device in any state (info, attr).
  */
+#define BS_CMD_OPEN_WAIT_MS 60000u
 int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
 		   struct bs_dev **out);
+int bs_cmd_find_dev(struct bs_cmd_env *env, const char *arg,
+		    struct bs_dev **out);
 
 /*
  * Print "blkstack: DEV: OPERATION: strerror (reason)" to env->err and

@@ -51,6 +51,16 @@ struct bs_config_section *bs_config_next(struct bs_config *cfg,
 int bs_config_check_devices(struct bs_config *cfg, struct bs_ctx *ctx);
 
 /*
+ * The first [device] of @cfg, in file order and before @before (NULL: all),
+ * whose "devices =" lists @name: the mapper that will claim it (*@shared:
+ * with claim = shared). NULL when none does.
+ */
+struct bs_config_section *bs_config_user_of(struct bs_config *cfg,
+					    const char *name,
+					    const struct bs_config_section *before,
+					    bool *shared);
+
+/*
  * Create every [device] in dependency order, after bs_config_check_devices()
  * passed for all of them (so a mistake in a later section creates
  * nothing). Stops at the first error.

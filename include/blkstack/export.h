@@ -51,6 +51,11 @@ struct bs_export {
 	 */
 	struct bs_caps caps;
 	struct bs_caps_sub *caps_sub;
+	/*
+	 * The export's claim on dev (export.c): shared write, or shared read
+	 * when readonly; holder "export TYPE/NAME".
+	 */
+	struct bs_claim *claim;
 };
 
 struct bs_export_type {
@@ -63,6 +68,12 @@ struct bs_export_type {
 	 * readonly and description are set. 0 or -errno with bs_error().
 	 */
 	int (*open)(struct bs_export *exp, struct bs_opts *opts);
+	/*
+	 * Optional: check the type's options of export @name without opening
+	 * or binding anything (bs_config_check_exports, before anything is
+	 * created). 0 or -errno with bs_error() naming "FILE:LINE".
+	 */
+	int (*check)(const char *name, struct bs_opts *opts);
 	/*
 	 * Stop accepting clients; let requests in flight finish, then close
 	 * every client. Asynchronous: watch clients() go to 0.

@@ -21,6 +21,7 @@
 #define BLKSTACK_FS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct bs_dev;
@@ -39,17 +40,38 @@ struct bs_fs_mkfs_opts {
  * Make an ext4 filesystem on @dev: extents, 64bit, flex_bg, dir_index,
  * metadata_csum, huge_file, dir_nlink, extra_isize and a journal; inode
  * tables and the journal are zeroed through the device's zeroout. @opts
- * may be NULL.
+ * may be NULL. Claims @dev exclusively meanwhile ("fs mkfs"): -EBUSY
+ * naming the holder when anyone else uses it, and nothing is written. It
+ * replaces whatever is there: callers ask first (bs_fs_probe()).
  */
 int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts);
+
+/*
+ * What is on @dev already, as mke2fs asks before it overwrites: 1 with
+ * @what set ("an ext4 filesystem (label 'x')", "an xfs filesystem", "a
+ * btrfs filesystem", "a LUKS encrypted volume", "a swap area", "an LVM
+ * physical volume", "a GPT partition table", "a vfat filesystem", "a DOS
+ * partition table or boot sector"), 0 when none of these signatures is
+ * there, or -errno. Reads the first 68 KiB; writes nothing.
+ */
+int bs_fs_probe(struct bs_dev *dev, char *what, size_t len);
 
 #define BS_FS_RDONLY (1u << 0)	/* open read-only; the image is not written */
 
 /*
  * Open the filesystem on @dev. Read-write opens write the superblock as
  * not cleanly unmounted at once; bs_fs_close() marks it clean again.
- * Refuses a filesystem that needs journal recovery or an e2fsck run
- * (-EUCLEAN), or has features this layer does not know (-EOPNOTSUPP).
+ * Refuses features this layer does not know (-EOPNOTSUPP). A read-write
+ * open first checks the image as the kernel does before mounting (state:
+ * journal recovery, errors, not clean, orphans; superblock geometry and
+ * counters; every group descriptor's checksum, bitmap and inode table
+ * locations and free counts; each metadata block in use in the block
+ * bitmap; the root a directory) and refuses a damaged one with -EUCLEAN,
+ * "DEV: filesystem needs checking (run e2fsck): REASON", having written
+ * nothing. A read-only open never writes; it records the reason in
+ * bs_fs_info().damage and goes on.
+ * Claims @dev until bs_fs_close(): exclusively when read-write ("fs ext4
+ * (read-write)"), shared read when read-only; -EBUSY naming the holder.
  */
 int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out);
 /*
@@ -68,6 +90,7 @@ struct bs_fs_info {
 	uint32_t inodes, free_inodes;
 	uint32_t journal_blocks;	/* 0: no journal */
 	bool clean;			/* as found at open */
+	char damage[160];		/* why e2fsck is needed; "" = it is not */
 	char label[17];
 	char uuid[37];
 };
@@ -84,7 +107,11 @@ struct bs_fs_stat {
 	uint32_t generation;
 };
 
-/* Lookup: @path absolute; -ENOENT, -ENOTDIR on a file in the middle. */
+/*
+ * Lookup: @path absolute; -ENOENT, -ENOTDIR on a file in the middle or
+ * before a trailing '/' ("/d/f/"). The path calls below follow the same
+ * rule: a trailing '/' names a directory (bs_fs_create: -EISDIR).
+ */
 int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino);
 /* One component @name in directory @dir. */
 int bs_fs_lookup_at(struct bs_fs *fs, uint32_t dir, const char *name,

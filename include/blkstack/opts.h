@@ -23,6 +23,11 @@ int bs_opts_set(struct bs_opts *opts, const char *key, const char *value,
 const char *bs_opts_get(struct bs_opts *opts, const char *key);
 /* Where @key came from ("file:line"), or "" when unknown. */
 const char *bs_opts_where(const struct bs_opts *opts, const char *key);
+/*
+ * Move the keys nothing consumed yet into a new set (places and label
+ * kept), marking them consumed here: for an open that happens later.
+ */
+int bs_opts_take_rest(struct bs_opts *opts, struct bs_opts **out);
 /* Label used in messages about these options, e.g. the device name. */
 void bs_opts_set_label(struct bs_opts *opts, const char *label);
 

@@ -90,7 +90,4 @@ int bs_fallocate(struct bs_dev *dev, int mode, int64_t offset, int64_t len,
 int bs_fallocate_sync(struct bs_dev *dev, int mode, int64_t offset,
 		      int64_t len, bs_zero_progress_fn progress, void *arg);
 
-/* Why @dev has no unmap write-zeroes, for messages; "" when it has it. */
-const char *bs_write_zeroes_unmap_why_not(const struct bs_dev *dev);
-
 #endif

@@ -63,7 +63,7 @@ static int attr_run(struct bs_cmd_env *env, int argc, char **argv)
 		return cmd_usage(env, "attr", "DEV is missing");
 	if (argc - i > 3)
 		return cmd_usage(env, "attr", "too many arguments");
-	err = bs_cmd_get_dev(env, argv[i], &dev);
+	err = bs_cmd_find_dev(env, argv[i], &dev);
 	if (err)
 		return bs_cmd_fail(env, argv[i], "open", err);
 	if (argc - i == 1)

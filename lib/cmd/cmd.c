@@ -105,6 +105,25 @@ static const char *skip_prefix(const char *s, const char *word)
 int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
 		   struct bs_dev **out)
 {
+	struct bs_dev *dev;
+	int err = bs_cmd_find_dev(env, arg, &dev);
+
+	if (err)
+		return err;
+	/* the CLI waits for an opening device; the daemon answers now */
+	if (env->in_daemon || dev->state != BS_DEV_OPENING)
+		err = bs_dev_check_live(dev);
+	else
+		err = bs_dev_wait_live(dev, BS_CMD_OPEN_WAIT_MS);
+	if (err)
+		return err;
+	*out = dev;
+	return 0;
+}
+
+int bs_cmd_find_dev(struct bs_cmd_env *env, const char *arg,
+		    struct bs_dev **out)
+{
 	struct bs_opts *opts = NULL;
 	struct bs_dev *dev;
 	char *type = NULL;
@@ -145,6 +164,30 @@ int bs_cmd_get_dev(struct bs_cmd_env *env, const char *arg,
 		return err;
 	}
 	*out = dev;
+	return 0;
+}
+
+int cmd_claim_excl(struct bs_cmd_env *env, struct bs_dev *dev,
+		   const char *cmd, bool force, struct bs_claim **out)
+{
+	char holder[64];
+	int err;
+
+	snprintf(holder, sizeof(holder), "command %s", cmd);
+	err = bs_dev_claim(dev, force ? BS_CLAIM_WRITE : BS_CLAIM_EXCL, holder,
+			   out);
+	if (err == -EBUSY && !force) {
+		/* only sharers in the way: say how to go beside them */
+		char why[256];
+		bool shared;
+
+		snprintf(why, sizeof(why), "%s", bs_last_error());
+		shared = !bs_dev_claim_check(dev, BS_CLAIM_WRITE);
+		bs_error(err, "%s%s", why, shared ? "; --force runs beside it"
+						  : "");
+	}
+	if (err)
+		return bs_cmd_fail(env, dev->name, cmd, err);
 	return 0;
 }
 

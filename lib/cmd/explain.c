@@ -27,7 +27,7 @@ static int explain_run(struct bs_cmd_env *env, int argc, char **argv)
 	if (argc == 3 && bs_cap_parse(argv[2], &cap))
 		return cmd_usage(env, "explain", "'%s': not a capability "
 				 "(write-zeroes or discard)", argv[2]);
-	err = bs_cmd_get_dev(env, argv[1], &dev);
+	err = bs_cmd_find_dev(env, argv[1], &dev);
 	if (err)
 		return bs_cmd_fail(env, argv[1], "open", err);
 	bs_explain_print(dev, cap, env->out);

@@ -82,12 +82,14 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 		{ "offset", required_argument, NULL, 'o' },
 		{ "length", required_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_progress prog;
+	struct bs_claim *claim;
 	struct bs_dev *dev;
 	uint64_t offset = 0, length = 0;
-	bool have_len = false, verbose = false;
+	bool have_len = false, verbose = false, force = false;
 	int mode = 0, modes = 0, c, err;
 	const char *devarg;
 	char a[32], b[32];
@@ -110,6 +112,9 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 			break;
 		case 'v':
 			verbose = true;
+			break;
+		case 'f':
+			force = true;
 			break;
 		default:
 			return cmd_bad_option(env, "fallocate", argv, c);
@@ -154,11 +159,15 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 		return bs_cmd_fail(env, dev->name, "fallocate", err);
 	}
 
+	/* every mode that reaches the device changes data: exclusive */
+	if (cmd_claim_excl(env, dev, "fallocate", force, &claim))
+		return CMD_FAILED;
 	cmd_progress_init(&prog, env, dev->name);
 	bs_error_clear();
 	err = bs_fallocate_sync(dev, mode, (int64_t)offset, (int64_t)length,
 				cmd_progress_cb, &prog);
 	cmd_progress_end(&prog);
+	bs_claim_release(claim);
 	if (err) {
 		if (err == -EOPNOTSUPP && (mode & BS_FALLOC_WRITE_ZEROES) &&
 		    !bs_dev_write_zeroes_unmap(dev)) {
@@ -193,7 +202,7 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 
 static const struct bs_cmd fallocate_cmd = {
 	.name = "fallocate",
-	.usage = "fallocate [-k] [-z|-p|-w] [-o OFFSET] [-l LENGTH] DEV",
+	.usage = "fallocate [-k] [-z|-p|-w] [--force] [-o OFFSET] [-l LENGTH] DEV",
 	.summary = "zero, punch or write-zeroes a range as fallocate(2) would",
 	.run = fallocate_run,
 	.threaded = true,
@@ -224,6 +233,12 @@ static const struct bs_cmd fallocate_cmd = {
 	"  A long zeroout that has to write zero buffers shows a progress bar\n"
 	"  on a terminal.\n"
 	"\n"
+	"  DEV must not be in use: a device an export serves, a mapper stacks\n"
+	"  on or the filesystem layer has open is refused with EBUSY naming\n"
+	"  the holder (\"in use by export nbd/vol0\"), and nothing is written.\n"
+	"  With --force it runs beside an export (a range you know no client\n"
+	"  uses), never under a mapper or an open filesystem.\n"
+	"\n"
 	"OPTIONS\n"
 	"  -k, -n, --keep-size     FALLOC_FL_KEEP_SIZE: clip at the end of DEV\n"
 	"  -z, --zero-range        FALLOC_FL_ZERO_RANGE\n"
@@ -235,6 +250,7 @@ static const struct bs_cmd fallocate_cmd = {
 	"  -o, --offset=OFFSET     start, bytes; K, M, G, T suffixes (1024-based)\n"
 	"  -l, --length=LENGTH     length, bytes; suffixes as for -o\n"
 	"  -v, --verbose           say what was done\n"
+	"  --force                 run beside an export (shared, not exclusive)\n"
 	"  --help                  show this text\n"
 	"\n"
 	CMD_HELP_DEV

@@ -110,13 +110,22 @@ static int parse_u32(struct fs_ctx *c, const char *opt, const char *arg,
 
 static int sub_mkfs(struct fs_ctx *c, int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "force", no_argument, NULL, 'F' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct bs_fs_mkfs_opts o = { 0 };
 	struct bs_fs_info info;
+	bool force = false;
 	int ch, err;
-	char a[32];
+	char a[32], what[160];
 
-	while ((ch = getopt(argc, argv, "+:b:i:J:L:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:b:i:J:L:F", longopts,
+				 NULL)) != -1) {
 		switch (ch) {
+		case 'F':
+			force = true;
+			break;
 		case 'b':
 			if ((err = parse_u32(c, "-b", optarg, &o.block_size)))
 				return err;
@@ -142,6 +151,19 @@ static int sub_mkfs(struct fs_ctx *c, int argc, char **argv)
 	err = bs_cmd_get_dev(c->env, argv[optind], &c->dev);
 	if (err)
 		return bs_cmd_fail(c->env, argv[optind], "open", err);
+	/* busy first: -F does not make a served device free */
+	err = bs_dev_claim_check(c->dev, BS_CLAIM_EXCL);
+	if (err)
+		return fail(c, err);
+	/* as mke2fs: never replace what is there without being told */
+	err = force ? 0 : bs_fs_probe(c->dev, what, sizeof(what));
+	if (err < 0)
+		return fail(c, err);
+	if (err > 0) {
+		bs_error(-EEXIST, "the device holds %s; give -F (--force) to "
+			 "replace it", what);
+		return fail(c, -EEXIST);
+	}
 	err = bs_fs_mkfs(c->dev, &o);
 	if (err)
 		return fail(c, err);
@@ -292,8 +314,12 @@ static int sub_stat(struct fs_ctx *c, int argc, char **argv)
 		fprintf(f, "  %-12s %u\n", "inodes", info.inodes);
 		fprintf(f, "  %-12s %u\n", "free inodes", info.free_inodes);
 		fprintf(f, "  %-12s %u blocks\n", "journal", info.journal_blocks);
-		fprintf(f, "  %-12s %s\n", "state",
-			info.clean ? "clean" : "not clean (run e2fsck -f)");
+		if (info.damage[0])
+			fprintf(f, "  %-12s needs checking (run e2fsck): %s\n",
+				"state", info.damage);
+		else
+			fprintf(f, "  %-12s %s\n", "state", info.clean ? "clean" :
+				"not clean (run e2fsck -f)");
 		return close_fs(c, CMD_OK);
 	}
 	if ((err = want_args(c, argc, argv, 2, "DEV [/PATH]")))
@@ -437,11 +463,19 @@ static int sub_put(struct fs_ctx *c, int argc, char **argv)
 		}
 		if (!n)
 			break;
-		w = bs_fs_write(c->fs, ino, buf, (uint64_t)n, off);
-		if (w < 0)
-			err = (int)w;
-		else
-			off += (uint64_t)n;
+		/* a short write: the rest again, which returns the error */
+		for (w = 0; !err && w < n;) {
+			int64_t got = bs_fs_write(c->fs, ino, buf + w,
+						  (uint64_t)(n - w), off);
+
+			if (got < 0)
+				err = (int)got;
+			else if (!got)
+				err = bs_error(-EIO, "writing %s: no progress",
+					       path);
+			w += got > 0 ? got : 0;
+			off += got > 0 ? (uint64_t)got : 0;
+		}
 	}
 	if (err)
 		rc = fail(c, err);
@@ -724,17 +758,33 @@ static const struct bs_cmd fs_cmd = {
 	"  ext4. Each run opens the filesystem, marks it \"not clean\" while it\n"
 	"  changes it, and marks it clean again when done; a run that was\n"
 	"  killed leaves it not clean, and read-write runs then refuse it until\n"
-	"  e2fsck -f has checked it. PATHs are absolute inside the filesystem;\n"
-	"  symbolic links are not followed.\n"
+	"  e2fsck -f has checked it. Read-write runs also check the image\n"
+	"  first (superblock, group descriptors, bitmaps) and refuse a damaged\n"
+	"  one, writing nothing: \"filesystem needs checking (run e2fsck):\n"
+	"  REASON\". A subcommand that fails (out of space, a device error)\n"
+	"  leaves the filesystem consistent, keeping what it did until then;\n"
+	"  only when writing metadata failed is it left not clean, and the\n"
+	"  error line then ends \"run e2fsck -f\". PATHs are absolute inside\n"
+	"  the filesystem; symbolic links are not followed.\n"
+	"\n"
+	"  mkfs and the subcommands that change the filesystem need DEV to\n"
+	"  themselves: a device an export serves or a mapper stacks on is\n"
+	"  refused with EBUSY naming the holder. ls, stat, cat and map read\n"
+	"  beside an export.\n"
 	"\n"
 	"SUBCOMMANDS\n"
-	"  mkfs [-b BLOCKSIZE] [-i BYTES-PER-INODE] [-J JOURNAL-BLOCKS]\n"
+	"  mkfs [-F] [-b BLOCKSIZE] [-i BYTES-PER-INODE] [-J JOURNAL-BLOCKS]\n"
 	"       [-L LABEL] DEV\n"
 	"      Make ext4 as mke2fs -t ext4 would: extents, 64bit, flex_bg,\n"
 	"      dir_index, metadata_csum, huge_file, dir_nlink, extra_isize and\n"
 	"      a journal (default size). Inode tables and the journal are zeroed\n"
 	"      through the device's zeroout, so a thin device stays thin.\n"
-	"      Defaults: -b 4096, -i 16384.\n"
+	"      Defaults: -b 4096, -i 16384. Where DEV already holds an\n"
+	"      ext2/3/4, xfs, btrfs, vfat, swap, LUKS, LVM or a partition\n"
+	"      table, mkfs refuses (EEXIST, naming it) unless -F, --force is\n"
+	"      given. A device in use (served by an export, under a mapper,\n"
+	"      open by another command) is refused even with -F (EBUSY,\n"
+	"      naming the holder).\n"
 	"  ls [-l] DEV [/PATH]\n"
 	"      List a directory (default /); -l adds mode, links, uid, gid,\n"
 	"      size, mtime (UTC) and inode number.\n"
@@ -790,6 +840,7 @@ static const struct bs_cmd fs_cmd = {
 	"EXAMPLES\n"
 	"  truncate -s 4G disk.img\n"
 	"  blkstack fs mkfs file:disk.img\n"
+	"  blkstack fs mkfs -F file:disk.img         # replace what is there\n"
 	"  blkstack fs fallocate -w -l 1G file:disk.img /f\n"
 	"  blkstack fs map file:disk.img /f          # written extents\n"
 	"  blkstack fs put file:disk.img /etc/hosts /hosts\n"

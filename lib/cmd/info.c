@@ -82,6 +82,8 @@ static void print_text(FILE *f, struct bs_dev *dev)
 
 	fprintf(f, "%s\n", dev->name);
 	row(f, "type", "%s", dev->type->name);
+	row(f, "state", "%s%s%s", bs_dev_state_name(dev->state),
+	    *dev->state_reason ? ": " : "", dev->state_reason);
 	row(f, "size", "%llu (%s)", (unsigned long long)dev->size,
 	    bs_fmt_size(dev->size, h, sizeof(h)));
 	if (alloc >= 0)
@@ -94,6 +96,18 @@ static void print_text(FILE *f, struct bs_dev *dev)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list),
 				 "%s%s", i ? " " : "", dev->components[i]->name);
 		row(f, "components", "%s", list);
+	}
+	/* who uses it, and how (claims: docs/core.md) */
+	{
+		const struct bs_claim *c = NULL;
+		char list[512] = "";
+
+		while ((c = bs_dev_claim_next(dev, c)))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s%s (%s)", *list ? ", " : "",
+				 bs_claim_holder(c),
+				 bs_claim_mode_name(bs_claim_mode_of(c)));
+		row(f, "in use by", "%s", *list ? list : "nobody");
 	}
 
 	fprintf(f, "limits\n");
@@ -198,6 +212,11 @@ static json_t *to_json(struct bs_dev *dev)
 	}
 	json_object_set_new(o, "name", json_string(dev->name));
 	json_object_set_new(o, "type", json_string(dev->type->name));
+	json_object_set_new(o, "state",
+			    json_string(bs_dev_state_name(dev->state)));
+	if (*dev->state_reason)
+		json_object_set_new(o, "state_reason",
+				    json_string(dev->state_reason));
 	json_object_set_new(o, "size", json_integer((json_int_t)dev->size));
 	json_object_set_new(o, "allocated",
 			    alloc >= 0 ? json_integer(alloc) : json_null());
@@ -206,6 +225,22 @@ static json_t *to_json(struct bs_dev *dev)
 		json_array_append_new(comps,
 				      json_string(dev->components[i]->name));
 	json_object_set_new(o, "components", comps);
+	{
+		const struct bs_claim *c = NULL;
+		json_t *claims = json_array(), *one;
+
+		while (claims && (c = bs_dev_claim_next(dev, c))) {
+			one = json_object();
+			if (!one)
+				break;
+			json_object_set_new(one, "holder",
+					    json_string(bs_claim_holder(c)));
+			json_object_set_new(one, "mode", json_string(
+				bs_claim_mode_name(bs_claim_mode_of(c))));
+			json_array_append_new(claims, one);
+		}
+		json_object_set_new(o, "claims", claims ? claims : json_null());
+	}
 
 #define LIMIT(name, v) json_object_set_new(lim, name, json_integer((json_int_t)(v)))
 	LIMIT("logical_block_size", l->logical_block_size);
@@ -320,7 +355,7 @@ static int info_run(struct bs_cmd_env *env, int argc, char **argv)
 		return cmd_usage(env, "info", "%s",
 				 optind >= argc ? "DEV is missing"
 						: "only one DEV, please");
-	err = bs_cmd_get_dev(env, argv[optind], &dev);
+	err = bs_cmd_find_dev(env, argv[optind], &dev);
 	if (err)
 		return bs_cmd_fail(env, argv[optind], "open", err);
 	if (json) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <blkstack/bdev.h>
 #include <blkstack/cmd.h>
 
 /* Exit codes of every command. */
@@ -35,6 +36,18 @@
  */
 int cmd_usage(struct bs_cmd_env *env, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Take @dev exclusively for destructive command @cmd ("zeroout"): holder
+ * "command zeroout". On a conflict (an export, the fs layer, a mapper
+ * above, another command) prints the failure line naming the holder and
+ * returns CMD_FAILED; else 0 with *@out to give back (bs_claim_release).
+ * @force (--force): shared write instead, beside exports and other
+ * sharers (the user knows the range is free), never under an exclusive
+ * holder (a mapper, the fs layer read-write, mkfs).
+ */
+int cmd_claim_excl(struct bs_cmd_env *env, struct bs_dev *dev,
+		   const char *cmd, bool force, struct bs_claim **out);
 
 /* Parse a size argument of option @opt; CMD_USAGE on error, else 0. */
 /*

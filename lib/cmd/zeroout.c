@@ -18,12 +18,14 @@ static int zeroout_run(struct bs_cmd_env *env, int argc, char **argv)
 		{ "offset", required_argument, NULL, 'o' },
 		{ "length", required_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_progress prog;
+	struct bs_claim *claim;
 	struct bs_dev *dev;
 	uint64_t offset = 0, length = 0;
-	bool have_len = false, verbose = false;
+	bool have_len = false, verbose = false, force = false;
 	unsigned flags = 0;
 	const char *devarg;
 	char a[32], b[32];
@@ -51,6 +53,9 @@ static int zeroout_run(struct bs_cmd_env *env, int argc, char **argv)
 		case 'v':
 			verbose = true;
 			break;
+		case 'f':
+			force = true;
+			break;
 		default:
 			return cmd_bad_option(env, "zeroout", argv, c);
 		}
@@ -73,11 +78,15 @@ static int zeroout_run(struct bs_cmd_env *env, int argc, char **argv)
 		length = dev->size - offset;
 	}
 
+	/* never under an export, the fs layer or a mapper (docs/cli.md) */
+	if (cmd_claim_excl(env, dev, "zeroout", force, &claim))
+		return CMD_FAILED;
 	cmd_progress_init(&prog, env, dev->name);
 	bs_error_clear();
 	err = bs_zeroout_sync(dev, offset, length, flags, cmd_progress_cb,
 			      &prog);
 	cmd_progress_end(&prog);
+	bs_claim_release(claim);
 	if (err) {
 		if (err == -EOPNOTSUPP && (flags & BS_ZERO_NOFALLBACK)) {
 			/* name the cause below: the knob does not matter here */
@@ -104,7 +113,7 @@ static int zeroout_run(struct bs_cmd_env *env, int argc, char **argv)
 
 static const struct bs_cmd zeroout_cmd = {
 	.name = "zeroout",
-	.usage = "zeroout [--no-unmap] [--no-fallback] [-o OFFSET] [-l LENGTH] DEV",
+	.usage = "zeroout [--no-unmap] [--no-fallback] [--force] [-o OFFSET] [-l LENGTH] DEV",
 	.summary = "make a range read back as zeroes, by any means allowed",
 	.run = zeroout_run,
 	.threaded = true,
@@ -124,6 +133,12 @@ static const struct bs_cmd zeroout_cmd = {
 	"  Unlike fallocate --write-zeroes, zeroout works on every device:\n"
 	"  it is the slow path that fallocate refuses to hide.\n"
 	"\n"
+	"  DEV must not be in use: a device an export serves, a mapper stacks\n"
+	"  on or the filesystem layer has open is refused with EBUSY naming\n"
+	"  the holder (\"in use by export nbd/vol0\"), and nothing is written.\n"
+	"  With --force it zeroes beside an export (a range you know no\n"
+	"  client uses), never under a mapper or an open filesystem.\n"
+	"\n"
 	"OPTIONS\n"
 	"  --no-unmap          the blocks must stay allocated (NOUNMAP)\n"
 	"  --no-fallback       fail with EOPNOTSUPP instead of writing zero\n"
@@ -131,6 +146,7 @@ static const struct bs_cmd zeroout_cmd = {
 	"  -o, --offset=OFFSET start, bytes; K, M, G, T suffixes (1024-based)\n"
 	"  -l, --length=LENGTH length, bytes; suffixes as for -o\n"
 	"  -v, --verbose       say what was done\n"
+	"  --force             run beside an export (shared, not exclusive)\n"
 	"  --help              show this text\n"
 	"\n"
 	CMD_HELP_DEV

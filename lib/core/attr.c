@@ -287,7 +287,8 @@ const struct bs_attr *bs_attr_at(const struct bs_dev *dev, unsigned i)
 	if (i < NCORE)
 		return &core_attrs[i];
 	i -= NCORE;
-	if (!extra)
+	/* the type's attributes read its state: only while it is open */
+	if (!extra || !dev->drv_open)
 		return NULL;
 	for (; extra->name; extra++, i--)
 		if (!i)

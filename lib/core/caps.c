@@ -85,7 +85,9 @@ void bs_dev_caps(const struct bs_dev *dev, struct bs_caps *c)
 
 	memset(c, 0, sizeof(*c));
 	c->generation = bs_dev_caps_generation(dev);
-	c->size = dev->size;
+	c->state = dev->state;
+	/* no size until it is open */
+	c->size = dev->state == BS_DEV_LIVE ? dev->size : 0;
 	c->readonly = dev->readonly;
 	c->logical_block_size = l->logical_block_size;
 	c->physical_block_size = l->physical_block_size;
@@ -225,6 +227,9 @@ unsigned bs_caps_diff(const struct bs_caps *a, const struct bs_caps *b,
 
 	if (len)
 		buf[0] = '\0';
+	if (a->state != b->state)
+		diff_add(&o, "state %s->%s", bs_dev_state_name(a->state),
+			 bs_dev_state_name(b->state));
 	diff_u64(&o, "size", a->size, b->size);
 	diff_bool(&o, "readonly", a->readonly, b->readonly, NULL);
 	if (a->zeroing != b->zeroing)

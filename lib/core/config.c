@@ -420,7 +420,7 @@ static int check_device(struct bs_config *cfg, struct bs_config_section *s)
 				s->name, tname);
 	if (t->options) {
 		const char *const core[] = { "type", "readonly",
-					     "write_zeroes_unmap",
+					     "write_zeroes_unmap", "claim",
 					     t->stacked ? "devices" : NULL,
 					     NULL };
 
@@ -450,6 +450,84 @@ static int walk(struct bs_config *cfg, struct bs_ctx *ctx,
 	return err;
 }
 
+/* Does [device] @s list @name in "devices ="? */
+static bool lists(const struct bs_config_section *s, const char *name)
+{
+	const char *p = peek(s->opts, "devices");
+	size_t n = strlen(name), len;
+
+	while (p && *p) {
+		p += strspn(p, " \t,");
+		len = strcspn(p, " \t,");
+		if (len == n && !strncmp(p, name, n))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+static bool claims_shared(const struct bs_config_section *s)
+{
+	const char *v = peek(s->opts, "claim");
+
+	return v && !strcmp(v, "shared");
+}
+
+struct bs_config_section *bs_config_user_of(struct bs_config *cfg,
+					    const char *name,
+					    const struct bs_config_section *before,
+					    bool *shared)
+{
+	struct bs_config_section *s = NULL;
+
+	while ((s = bs_config_next(cfg, "device", s)) && s != before) {
+		if (lists(s, name)) {
+			if (shared)
+				*shared = claims_shared(s);
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The claims the devices will take (docs/core.md), checked before anything
+ * is opened: a component of a stack that claims it exclusively is not the
+ * component of a second stack. The earlier section is the holder, as it
+ * is created first.
+ */
+static int check_claims(struct bs_config *cfg)
+{
+	struct bs_config_section *s = NULL, *u;
+	const char *list;
+	char *copy, *tok, *save = NULL;
+	bool shared;
+	int err = 0;
+
+	while (!err && (s = bs_config_next(cfg, "device", s))) {
+		list = peek(s->opts, "devices");
+		if (!list)
+			continue;
+		copy = strdup(list);
+		if (!copy)
+			return -ENOMEM;
+		for (tok = strtok_r(copy, " \t,", &save); tok && !err;
+		     tok = strtok_r(NULL, " \t,", &save)) {
+			u = bs_config_user_of(cfg, tok, s, &shared);
+			if (u && !(shared && claims_shared(s)))
+				err = bs_error(-EBUSY, "%s: %s: component %s: "
+					       "in use by mapper %s/%s",
+					       bs_opts_where(s->opts, "devices"),
+					       s->name, tok,
+					       peek(u->opts, "type") ?
+					       peek(u->opts, "type") : "?",
+					       u->name);
+		}
+		free(copy);
+	}
+	return err;
+}
+
 int bs_config_check_devices(struct bs_config *cfg, struct bs_ctx *ctx)
 {
 	struct bs_config_section *s = NULL;
@@ -458,7 +536,8 @@ int bs_config_check_devices(struct bs_config *cfg, struct bs_ctx *ctx)
 	while ((s = bs_config_next(cfg, "device", s)))
 		if ((err = check_device(cfg, s)))
 			return err;
-	return walk(cfg, NULL, ctx);
+	err = walk(cfg, NULL, ctx);
+	return err ? err : check_claims(cfg);
 }
 
 int bs_config_create_devices(struct bs_config *cfg, struct bs_ctx *ctx)

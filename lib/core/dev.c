@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/caps.h>
 #include <blkstack/opts.h>
 #include <blkstack/workers.h>
@@ -79,10 +80,15 @@ void bs_ctx_free(struct bs_ctx *ctx)
 		for (d = ctx->devs; d; d = d->next)
 			if (!d->nholders)
 				last = d;
-		if (!last || bs_dev_destroy(last))
+		if (!last)
+			break;
+		/* everyone above is gone: what they forgot to give back goes */
+		bs_dev_claims_drop(last);
+		if (bs_dev_destroy(last))
 			break;
 	}
 	bs_workers_free(ctx->workers);
+	bs_budget_free(ctx->budget);
 	bs_loop_free(ctx->loop);
 	free(ctx->zero_buf);
 	free(ctx);
@@ -149,6 +155,23 @@ static void del_holder(struct bs_dev *below, struct bs_dev *above)
 	}
 }
 
+/* Register @dev as a holder of each component that does not have it yet. */
+static int hold_components(struct bs_dev *dev)
+{
+	unsigned i, j;
+
+	for (i = 0; i < dev->ncomponents; i++) {
+		struct bs_dev *c = dev->components[i];
+		bool held = false;
+
+		for (j = 0; j < c->nholders && !held; j++)
+			held = c->holders[j] == dev;
+		if (!held && add_holder(c, dev))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 {
 	const char *list = bs_opts_get(opts, "devices");
@@ -183,8 +206,71 @@ static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 	return err;
 }
 
+/*
+ * A stacked device takes each of its components exclusively: a component
+ * written behind the mapper's back (another mapper, an export, a zeroout)
+ * breaks the mapping (mirror legs diverge, stripes tear). A component
+ * listed twice (linear over two ranges of one disk) is claimed once.
+ * "claim = shared" takes them shared-write instead, for users who carve
+ * one disk into several linear volumes of disjoint ranges and vouch for
+ * it (as dm lets its tables share a disk): other shared mappers and
+ * exports may then use the components too.
+ */
+enum { CLAIM_UNSET = -1, CLAIM_EXCLUSIVE, CLAIM_SHARED };
+static const char *const claim_modes[] = { "exclusive", "shared", NULL };
+
+static int claim_components(struct bs_dev *dev, int how)
+{
+	char holder[BS_NAME_MAX + 40];
+	enum bs_claim_mode mode = how == CLAIM_SHARED ? BS_CLAIM_WRITE
+						      : BS_CLAIM_EXCL;
+	unsigned i, j;
+	int err;
+
+	if (!dev->ncomponents)
+		return how == CLAIM_UNSET ? 0 :
+			bs_error(-EINVAL, "%s: claim = ... is for devices with "
+				 "components", dev->name);
+	dev->comp_claims = calloc(dev->ncomponents, sizeof(*dev->comp_claims));
+	if (!dev->comp_claims)
+		return -ENOMEM;
+	snprintf(holder, sizeof(holder), "mapper %s/%s", dev->type->name,
+		 dev->name);
+	for (i = 0; i < dev->ncomponents; i++) {
+		for (j = 0; j < i; j++)
+			if (dev->components[j] == dev->components[i])
+				break;
+		if (j < i)
+			continue;
+		err = bs_dev_claim(dev->components[i], mode, holder,
+				   &dev->comp_claims[i]);
+		if (err) {
+			/* "m1: component a: in use by mapper linear/l0" */
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", bs_last_error());
+			return bs_error(err, "%s: component %s", dev->name, why);
+		}	/* (free_dev() gives back the others) */
+	}
+	return 0;
+}
+
+static void release_components(struct bs_dev *dev)
+{
+	unsigned i;
+
+	if (!dev->comp_claims)
+		return;
+	for (i = 0; i < dev->ncomponents; i++)
+		bs_claim_release(dev->comp_claims[i]);
+	free(dev->comp_claims);
+	dev->comp_claims = NULL;
+}
+
 static void free_dev(struct bs_dev *dev)
 {
+	bs_opts_free(dev->pending_opts);
+	release_components(dev);
 	bs_caps_dev_free(dev);
 	bs_req_drv_ctx_drain(dev);
 	free(dev->components);
@@ -209,7 +295,8 @@ static void restack(struct bs_dev *dev)
 	uint32_t user_flags = dev->limits.flags;
 	uint32_t user_sectors = dev->limits.max_user_sectors;
 
-	if (!dev->type->stack_limits)
+	/* not open yet (or failed): it stacks when it opens */
+	if (!dev->type->stack_limits || dev->state != BS_DEV_LIVE)
 		return;
 	bs_limits_init_stacking(&lim);
 	if (dev->type->stack_limits(dev, &lim))
@@ -231,6 +318,9 @@ static void propagate(struct bs_dev *dev, unsigned depth)
 	if (depth > 64)
 		return; /* cycles are refused at creation; stay bounded anyway */
 	for (i = 0; i < dev->nholders; i++) {
+		/* a holder not open yet stacks when it opens */
+		if (dev->holders[i]->state != BS_DEV_LIVE)
+			continue;
 		restack(dev->holders[i]);
 		bs_caps_note_change(dev->holders[i]);
 		propagate(dev->holders[i], depth + 1);
@@ -265,6 +355,7 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	struct bs_dev *dev, **pp;
 	const struct bs_dev_type *type;
 	bool ro = false, knob = true, knob_set = false;
+	int claim_how = CLAIM_UNSET;
 	unsigned i;
 	int err;
 
@@ -292,7 +383,7 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (type->options) {
 		/* unknown keys first: before "needs size" and before open */
 		const char *const core[] = { "type", "readonly",
-					     "write_zeroes_unmap",
+					     "write_zeroes_unmap", "claim",
 					     type->stacked ? "devices" : NULL,
 					     NULL };
 
@@ -307,6 +398,11 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (err < 0)
 		return err;
 	knob_set = err == 0;
+	err = bs_opts_get_enum(opts, "claim", claim_modes, &claim_how);
+	if (err < 0)
+		return err;
+	if (err > 0)
+		claim_how = CLAIM_UNSET;
 
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
@@ -315,6 +411,7 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	dev->type = type;
 	dev->ctx = ctx;
 	dev->readonly = ro;
+	dev->knob_off = knob_set && !knob;
 	bs_limits_init(&dev->limits);
 
 	if (type->stacked) {
@@ -322,44 +419,48 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 		if (err)
 			goto fail;
 	}
-	err = type->open(dev, opts);
+	err = hold_components(dev);
 	if (err)
-		goto fail;
-	err = bs_opts_check_unused(opts);
-	if (err) {
-		if (type->close)
-			type->close(dev);
-		goto fail;
-	}
-	for (i = 0; i < dev->ncomponents; i++) {
-		err = add_holder(dev->components[i], dev);
+		goto fail_holders;
+	err = bs_dev_components_ready(dev);
+	if (err < 0)
+		goto fail_holders;
+	if (err == BS_OPEN_PENDING) {
+		/* a component is still opening: open when it is live; the
+		 * claims are taken now, so conflicts show at once */
+		err = bs_opts_take_rest(opts, &dev->pending_opts);
+		if (!err)
+			err = claim_components(dev, claim_how);
+		if (err)
+			goto fail_holders;
+		dev->state = BS_DEV_OPENING;
+	} else {
+		err = bs_dev_open_driver(dev, opts);
+		if (err)
+			goto fail_holders;
+		/*
+		 * Claims after open, so that the type's own checks ("two
+		 * legs") speak first; mapper opens do no I/O on their
+		 * components, so a refused stack has touched nothing. Types
+		 * that take their components themselves (error) are held
+		 * here too.
+		 */
+		err = claim_components(dev, claim_how);
+		if (!err)
+			err = hold_components(dev);
 		if (err) {
-			while (i--)
-				del_holder(dev->components[i], dev);
 			if (type->close)
 				type->close(dev);
-			goto fail;
+			goto fail_holders;
 		}
 	}
-	if (type->stacked)
-		restack(dev);
-	else
-		bs_limits_finish(&dev->limits);
-	if (knob_set && !knob)
-		dev->limits.flags |= BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED;
-	if (dev->size % dev->limits.logical_block_size)
-		err = bs_error(-EINVAL, "%s: size %llu is not a multiple of the "
-			       "logical block size %u", name,
-			       (unsigned long long)dev->size,
-			       dev->limits.logical_block_size);
-	else
-		err = bs_caps_dev_init(dev);	/* the first snapshot */
+	if (dev->state == BS_DEV_OPENING)
+		bs_limits_finish(&dev->limits);	/* defaults until it opens */
+	err = bs_caps_dev_init(dev);	/* the first snapshot */
 	if (err) {
-		for (i = 0; i < dev->ncomponents; i++)
-			del_holder(dev->components[i], dev);
-		if (type->close)
+		if (dev->drv_open && type->close)
 			type->close(dev);
-		goto fail;
+		goto fail_holders;
 	}
 
 	for (pp = &ctx->devs; *pp; pp = &(*pp)->next)
@@ -368,9 +469,58 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (out)
 		*out = dev;
 	return 0;
+fail_holders:
+	for (i = 0; i < dev->ncomponents; i++)
+		del_holder(dev->components[i], dev);
 fail:
 	free_dev(dev);
 	return err;
+}
+
+/*
+ * Call the driver's open with @opts: 0 when live (limits stacked or
+ * finished, the knob applied, size checked), 0 with the state OPENING when
+ * the driver went on asynchronously, or -errno (nothing left open).
+ */
+int bs_dev_open_driver(struct bs_dev *dev, struct bs_opts *opts)
+{
+	int err = dev->type->open(dev, opts);
+	bool pending;
+
+	if (err < 0)
+		return err;
+	dev->drv_open = true;
+	pending = err == BS_OPEN_PENDING;
+	if (pending)
+		dev->state = BS_DEV_OPENING;
+	err = bs_opts_check_unused(opts);
+	if (!err && !pending)
+		err = bs_dev_finish_open(dev);
+	if (err && dev->type->close) {
+		dev->type->close(dev);
+		dev->drv_open = false;
+	}
+	return err;
+}
+
+int bs_dev_finish_open(struct bs_dev *dev)
+{
+	dev->state = BS_DEV_LIVE;
+	dev->state_reason[0] = '\0';
+	if (dev->type->stacked)
+		restack(dev);
+	else
+		bs_limits_finish(&dev->limits);
+	if (dev->knob_off)
+		dev->limits.flags |= BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED;
+	if (dev->size % dev->limits.logical_block_size) {
+		dev->state = BS_DEV_FAILED;
+		return bs_error(-EINVAL, "%s: size %llu is not a multiple of "
+				"the logical block size %u", dev->name,
+				(unsigned long long)dev->size,
+				dev->limits.logical_block_size);
+	}
+	return 0;
 }
 
 int bs_dev_destroy(struct bs_dev *dev)
@@ -382,7 +532,10 @@ int bs_dev_destroy(struct bs_dev *dev)
 	if (dev->nholders)
 		return bs_error(-EBUSY, "%s: in use by %s", dev->name,
 				dev->holders[0]->name);
-	if (dev->type->close)
+	if (dev->claims)
+		return bs_error(-EBUSY, "%s: in use by %s", dev->name,
+				bs_claim_holder(dev->claims));
+	if (dev->drv_open && dev->type->close)
 		dev->type->close(dev);
 	for (i = 0; i < dev->ncomponents; i++)
 		del_holder(dev->components[i], dev);
@@ -400,11 +553,14 @@ int64_t bs_dev_allocated(struct bs_dev *dev)
 {
 	if (!dev->type->allocated)
 		return -EOPNOTSUPP;
+	if (dev->state != BS_DEV_LIVE)
+		return dev->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO;
 	return dev->type->allocated(dev);
 }
 
 void bs_dev_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 {
-	if (dev->type->describe)
+	/* the type's facts read its state: only while it is open */
+	if (dev->type->describe && dev->drv_open)
 		dev->type->describe(dev, kv, arg);
 }

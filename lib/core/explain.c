@@ -259,6 +259,14 @@ static void node_line(struct tree *t, struct bs_dev *dev, const char *branch,
 			 dev->name);
 		/* pad by display columns: box-drawing characters are
 		 * several bytes but one column */
+		if (dev->state != BS_DEV_LIVE) {
+			/* no size or limits yet: the state instead */
+			fprintf(t->out, "%s%*s  %-8s  %10s  %-8s  %10s  %10s\n",
+				name, t->namew - utf8_cols(name), "",
+				dev->type->name, bs_dev_state_name(dev->state),
+				"-", "-", "-");
+			return;
+		}
 		fprintf(t->out, "%s%*s  %-8s  %10s  %-8s  %10s  %10s\n",
 			name, t->namew - utf8_cols(name), "",
 			dev->type->name,

@@ -43,21 +43,6 @@ int bs_falloc_check(int mode, int64_t offset, int64_t len, int64_t maxbytes)
 	return 0;
 }
 
-const char *bs_write_zeroes_unmap_why_not(const struct bs_dev *dev)
-{
-	const struct bs_limits *l = &dev->limits;
-
-	if (bs_limits_write_zeroes_unmap(l))
-		return "";
-	if (l->features & BS_FEAT_WRITE_ZEROES_UNMAP)
-		return "write zeroes unmap disabled by the user "
-		       "(queue/write_zeroes_unmap=0)";
-	if (!l->max_write_zeroes_sectors)
-		return "the device has no write-zeroes command";
-	return "the device cannot zero by unmapping "
-	       "(no WRITE_ZEROES_UNMAP feature)";
-}
-
 int bs_fallocate(struct bs_dev *dev, int mode, int64_t offset, int64_t len,
 		 bs_zero_progress_fn progress, bs_zero_done_fn done, void *arg)
 {

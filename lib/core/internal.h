@@ -12,6 +12,7 @@ struct bs_ctx {
 	struct bs_dev *devs;	/* creation order */
 	void *zero_buf;		/* BS_ZERO_BUF_SIZE of zeroes, shared, lazy */
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
+	struct bs_budget *budget;	/* bs_ctx_budget(), lazy */
 };
 
 /*
@@ -44,6 +45,23 @@ int bs_sync_run(struct bs_ctx *ctx, struct bs_sync *s,
 		int (*start)(struct bs_sync *s, void *arg), void *arg);
 /* On the loop's thread, once: the operation has completed. */
 void bs_sync_done(struct bs_sync *s);
+
+/*
+ * Opening (dev.c, open.c). components_ready: 0 when every component is
+ * live, BS_OPEN_PENDING when one is opening, -ENXIO (bs_error) when one
+ * failed. open_driver: the type's open with @opts, then finish_open
+ * (stack or finish limits, the knob, the size check; state LIVE) unless
+ * the driver went on asynchronously (state OPENING).
+ */
+int bs_dev_components_ready(struct bs_dev *dev);
+int bs_dev_open_driver(struct bs_dev *dev, struct bs_opts *opts);
+int bs_dev_finish_open(struct bs_dev *dev);
+
+/*
+ * Free every claim still held on @dev (claim.c): only for a context going
+ * away, when their holders are gone without giving them back.
+ */
+void bs_dev_claims_drop(struct bs_dev *dev);
 
 /* Free @dev's cached per-request driver contexts (device going away). */
 void bs_req_drv_ctx_drain(struct bs_dev *dev);

@@ -112,6 +112,30 @@ const char *bs_opts_where(const struct bs_opts *o, const char *key)
 	return p && p->where ? p->where : "";
 }
 
+int bs_opts_take_rest(struct bs_opts *o, struct bs_opts **out)
+{
+	struct bs_opts *c;
+	unsigned i;
+	int err;
+
+	err = bs_opts_new(&c);
+	if (err)
+		return err;
+	memcpy(c->label, o->label, sizeof(c->label));
+	for (i = 0; i < o->n; i++) {
+		if (o->v[i].used)
+			continue;
+		err = bs_opts_set(c, o->v[i].key, o->v[i].value, o->v[i].where);
+		if (err) {
+			bs_opts_free(c);
+			return err;
+		}
+		o->v[i].used = true;
+	}
+	*out = c;
+	return 0;
+}
+
 void bs_opts_set_label(struct bs_opts *o, const char *label)
 {
 	snprintf(o->label, sizeof(o->label), "%s", label);

@@ -347,6 +347,11 @@ static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max)
 		finish(dev, req, -EINVAL);
 		return 0;
 	}
+	/* not open (yet): nothing reaches the driver */
+	if (dev->state != BS_DEV_LIVE) {
+		finish(dev, req, dev->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO);
+		return 0;
+	}
 	if (req->op == BS_OP_FLUSH) {
 		/* nothing volatile to flush: done (the block layer does so) */
 		if (!bs_limits_write_cache(lim)) {
@@ -572,6 +577,8 @@ int bs_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	struct clip c = { offset, offset + len, offset, fn, arg, 0 };
 	int err;
 
+	if (dev->state != BS_DEV_LIVE)
+		return dev->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO;
 	if (offset > dev->size || len > dev->size - offset)
 		return -EINVAL;
 	if (!len)

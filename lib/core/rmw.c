@@ -295,7 +295,7 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 	req->result = 0;
 	req->ord.state = 0;
 	if ((unsigned)req->op >= BS_OP__COUNT || req->op == BS_OP_FLUSH ||
-	    !((req->offset | req->len) & mask)) {
+	    dev->state != BS_DEV_LIVE || !((req->offset | req->len) & mask)) {
 		/* aligned (or no range at all): the block path, zero copy */
 		bs_submit(dev, req);
 		return;

@@ -22,6 +22,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/opts.h>
 
+#include "drivers/flock.h"
 #include "drivers/uring.h"
 
 #ifndef FALLOC_FL_WRITE_ZEROES
@@ -45,6 +46,7 @@ struct file_dev {
 	uint32_t dio_mem_align;	/* direct=1: buffer alignment (0 = not direct) */
 	const char *dio_align_from; /* which fact gave the alignments */
 	struct drv_uring uring;
+	struct drv_lock lock;		/* OFD lock on the image (flock.h) */
 };
 
 static const char *fs_name(long type)
@@ -135,7 +137,7 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 	const char *path = bs_opts_get(opts, "path");
 	uint64_t size = 0;
 	uint32_t lbs = 512, depth = 128;
-	bool direct = false;
+	bool direct = false, lock = true;
 	struct statfs sfs;
 	struct stat st;
 	bool created = false;
@@ -153,7 +155,8 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 				dev->name);
 	if ((err = bs_opts_get_u32(opts, "logical_block_size", &lbs)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "queue_depth", &depth)) < 0 ||
-	    (err = bs_opts_get_bool(opts, "direct", &direct)) < 0)
+	    (err = bs_opts_get_bool(opts, "direct", &direct)) < 0 ||
+	    (err = bs_opts_get_bool(opts, "lock", &lock)) < 0)
 		return err;
 	if (lbs < 512 || lbs > 65536 || (lbs & (lbs - 1)))
 		return bs_error(-EINVAL, "%s: logical_block_size %u is not a "
@@ -224,6 +227,10 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 		err = bs_error(-EINVAL, "%s: file: %s is empty", dev->name, path);
 		goto fail_close;
 	}
+	/* no second writer, in this process or another (flock.h) */
+	if (lock && (err = drv_lock(&f->lock, f->fd, path, !dev->readonly, dev,
+				    "file")))
+		goto fail_close;
 	if (fstatfs(f->fd, &sfs) == 0)
 		snprintf(f->fstype, sizeof(f->fstype), "%s", fs_name(sfs.f_type));
 	probe(f);
@@ -270,6 +277,7 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 	}
 	return 0;
 fail_close:
+	drv_unlock(&f->lock);
 	close(f->fd);
 	if (created)
 		unlink(path);	/* ours, made a moment ago: leave no trace */
@@ -284,6 +292,7 @@ static void file_close(struct bs_dev *dev)
 	struct file_dev *f = dev->priv;
 
 	drv_uring_exit(&f->uring);
+	drv_unlock(&f->lock);
 	close(f->fd);
 	free(f->path);
 	free(f);
@@ -433,7 +442,9 @@ static const struct bs_dev_type file_type = {
 		"direct=0|1           O_DIRECT (0); unaligned buffers are bounced\n"
 		"logical_block_size=N 512..65536 (512)\n"
 		"zeroes=unmap|write|none  what zeroing may do (unmap)\n"
-		"queue_depth=N        io_uring entries (128)\n",
+		"queue_depth=N        io_uring entries (128)\n"
+		"lock=0|1             OFD-lock the file: write lock read-write, read\n"
+		"                     lock readonly; in use elsewhere -> EBUSY (1)\n",
 	.open = file_open,
 	.close = file_close,
 	.submit = file_submit,

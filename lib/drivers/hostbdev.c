@@ -33,6 +33,7 @@
 #include <blkstack/opts.h>
 #include <blkstack/workers.h>
 
+#include "drivers/flock.h"
 #include "drivers/uring.h"
 
 #ifndef FALLOC_FL_WRITE_ZEROES
@@ -64,6 +65,7 @@ struct hostbdev {
 	uint32_t mem_align;
 	const char *align_from;
 	struct drv_uring uring;
+	struct drv_lock lock;		/* OFD lock on the node (flock.h) */
 
 	unsigned busy;			/* jobs on the workers, not completed */
 };
@@ -360,6 +362,7 @@ static void drain_blocking(struct hostbdev *h)
 
 static void hb_free(struct hostbdev *h)
 {
+	drv_unlock(&h->lock);
 	if (h->fd >= 0)
 		close(h->fd);
 	free(h->path);
@@ -370,7 +373,7 @@ static int hb_open(struct bs_dev *dev, struct bs_opts *opts)
 {
 	const char *path = bs_opts_get(opts, "path");
 	uint32_t depth = 128;
-	bool direct = true, exclusive = true;
+	bool direct = true, exclusive = true, lock = true;
 	struct hostbdev *h;
 	uint64_t size;
 	struct stat st;
@@ -381,7 +384,8 @@ static int hb_open(struct bs_dev *dev, struct bs_opts *opts)
 				dev->name);
 	if ((err = bs_opts_get_u32(opts, "queue_depth", &depth)) < 0 ||
 	    (err = bs_opts_get_bool(opts, "direct", &direct)) < 0 ||
-	    (err = bs_opts_get_bool(opts, "exclusive", &exclusive)) < 0)
+	    (err = bs_opts_get_bool(opts, "exclusive", &exclusive)) < 0 ||
+	    (err = bs_opts_get_bool(opts, "lock", &lock)) < 0)
 		return err;
 	if (depth < 4 || depth > 4096)
 		return bs_error(-EINVAL, "%s: queue_depth %u: 4..4096",
@@ -411,6 +415,10 @@ static int hb_open(struct bs_dev *dev, struct bs_opts *opts)
 			       "(use file for regular files)", dev->name, path);
 		goto fail;
 	}
+	/* also read-only opens and exclusive=0: no writer meanwhile */
+	if (lock && (err = drv_lock(&h->lock, h->fd, path, !dev->readonly, dev,
+				    "hostbdev")))
+		goto fail;
 	if ((err = find_sysfs(h, st.st_rdev)) ||
 	    (err = read_limits(h, &dev->limits)))
 		goto fail;
@@ -517,7 +525,9 @@ static const struct bs_dev_type hostbdev_type = {
 		"direct=0|1           O_DIRECT (1); unaligned buffers are bounced\n"
 		"exclusive=0|1        open with O_EXCL, refused while mounted (1;\n"
 		"                     never for readonly)\n"
-		"queue_depth=N        io_uring entries (128)\n",
+		"queue_depth=N        io_uring entries (128)\n"
+		"lock=0|1             OFD-lock the device node: write lock read-write,\n"
+		"                     read lock readonly; in use elsewhere -> EBUSY (1)\n",
 	.open = hb_open,
 	.close = hb_close,
 	.submit = hb_submit,

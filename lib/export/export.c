@@ -171,6 +171,7 @@ int bs_export_create(struct bs_exports *set, const char *name,
 	const struct bs_export_type *type;
 	struct bs_export *exp, **pp;
 	const char *devname, *desc;
+	char holder[BS_EXPORT_NAME_MAX + 32];
 	bool ro = false;
 	size_t i, n;
 	int err;
@@ -234,6 +235,21 @@ int bs_export_create(struct bs_exports *set, const char *name,
 		free(exp);
 		return -ENOMEM;
 	}
+	/*
+	 * Claimed before anything listens: a writable export shares the
+	 * device with other readers and writers (two export names of one
+	 * device), never with an exclusive user (a mapper, mkfs, zeroout).
+	 */
+	snprintf(holder, sizeof(holder), "export %s/%s", type->name, name);
+	err = bs_dev_claim(exp->dev, exp->readonly ? BS_CLAIM_READ :
+			   BS_CLAIM_WRITE, holder, &exp->claim);
+	if (err) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", bs_last_error());
+		err = bs_error(err, "export %s: %s", name, why);
+		goto fail;
+	}
 	bs_dev_caps(exp->dev, &exp->caps);
 	err = type->open(exp, opts);
 	if (err)
@@ -253,6 +269,7 @@ int bs_export_create(struct bs_exports *set, const char *name,
 		*out = exp;
 	return 0;
 fail:
+	bs_claim_release(exp->claim);
 	free(exp->description);
 	free(exp);
 	return err;
@@ -270,6 +287,7 @@ void bs_export_destroy(struct bs_export *exp)
 	}
 	bs_caps_unsubscribe(exp->caps_sub);
 	exp->type->close(exp);
+	bs_claim_release(exp->claim);
 	free(exp->description);
 	free(exp);
 }
@@ -331,6 +349,7 @@ int bs_config_check_exports(struct bs_config *cfg)
 	struct bs_config_section *s = NULL, *d;
 	const struct bs_export_type *type;
 	const char *tname, *dev;
+	bool shared;
 	int err;
 
 	while ((s = bs_config_next(cfg, "export", s))) {
@@ -347,6 +366,8 @@ int bs_config_check_exports(struct bs_config *cfg)
 		if (type->options &&
 		    (err = bs_opts_check_known(s->opts, common, type->options)))
 			return err;
+		if (type->check && (err = type->check(s->name, s->opts)))
+			return err;
 		dev = peek(s->opts, "device");
 		if (!dev || !*dev)
 			return bs_error(-EINVAL, "%s:%d: export %s: no 'device' "
@@ -357,6 +378,17 @@ int bs_config_check_exports(struct bs_config *cfg)
 		if (!d)
 			return where_fail(s->opts, "device", -ENOENT, s->name,
 					  "device '%s' does not exist", dev);
+		/* a component a mapper holds exclusively is not served */
+		d = bs_config_user_of(cfg, dev, NULL, &shared);
+		if (d && !shared) {
+			char msg[BS_NAME_MAX * 3 + 64];
+
+			snprintf(msg, sizeof(msg), "%s: in use by mapper %s/%s",
+				 dev, peek(d->opts, "type") ?
+				 peek(d->opts, "type") : "?", d->name);
+			return where_fail(s->opts, "device", -EBUSY, s->name,
+					  "%s", msg);
+		}
 	}
 	return 0;
 }

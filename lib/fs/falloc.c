@@ -30,6 +30,7 @@
 #include <ext2fs/ext2fs.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/caps.h>
 #include <blkstack/fs.h>
 #include <blkstack/zero.h>
 
@@ -42,6 +43,7 @@ int fs_alloc_unwritten(struct bs_fs *fs, uint32_t ino,
 
 	if (!n)
 		return 0;
+	fs_op_note(fs, ino);
 	ret = ext2fs_fallocate(fs->e2, EXT2_FALLOCATE_FORCE_UNINIT, ino, inode,
 			       ~0ULL, lblk, n);
 	if (ret)
@@ -49,6 +51,76 @@ int fs_alloc_unwritten(struct bs_fs *fs, uint32_t ino,
 			       "%u", (unsigned long long)lblk,
 			       (unsigned long long)n, ino);
 	return 0;
+}
+
+/*
+ * libext2fs before 1.47.4 refuses to free a run of blocks that ends at the
+ * filesystem's last block (EXT2_ET_BAD_BLOCK_NUM from its punch), so a file
+ * holding that block could never be truncated or removed. When file blocks
+ * [start, end] map it, the extent holding it is shortened by that block (or
+ * dropped) first, then the block is freed: the tree never points at a free
+ * block.
+ */
+static errcode_t unmap_last_block(ext2_filsys e2, uint32_t ino,
+				  struct ext2_inode *inode, blk64_t start,
+				  blk64_t end)
+{
+	blk64_t last = ext2fs_blocks_count(e2->super) - 1;
+	ext2_extent_handle_t h;
+	struct ext2fs_extent ex;
+	errcode_t ret;
+	bool found = false;
+
+	if (!(inode->i_flags & EXT4_EXTENTS_FL))
+		return 0;
+	ret = ext2fs_extent_open2(e2, ino, inode, &h);
+	if (ret)
+		return ret;
+	ret = ext2fs_extent_get(h, EXT2_EXTENT_ROOT, &ex);
+	while (!ret) {
+		if ((ex.e_flags & EXT2_EXTENT_FLAGS_LEAF) && ex.e_len &&
+		    !(ex.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT) &&
+		    ex.e_pblk + ex.e_len - 1 == last) {
+			found = true;
+			break;
+		}
+		ret = ext2fs_extent_get(h, EXT2_EXTENT_NEXT, &ex);
+	}
+	if (!found) {
+		ext2fs_extent_free(h);
+		return ret == EXT2_ET_EXTENT_NO_NEXT ||
+		       ret == EXT2_ET_NO_CURRENT_NODE ? 0 : ret;
+	}
+	ret = 0;
+	if (ex.e_lblk + ex.e_len - 1 < start || ex.e_lblk + ex.e_len - 1 > end)
+		goto out; /* not being freed */
+	if (ex.e_len == 1) {
+		ret = ext2fs_extent_delete(h, 0);
+	} else {
+		ex.e_len--;
+		ret = ext2fs_extent_replace(h, 0, &ex);
+	}
+	if (!ret)
+		ret = ext2fs_extent_fix_parents(h);
+	if (ret)
+		goto out;
+	ext2fs_block_alloc_stats2(e2, last, -1);
+	ret = ext2fs_iblk_sub_blocks(e2, inode, 1);
+out:
+	ext2fs_extent_free(h);
+	return ret;
+}
+
+errcode_t fs_punch(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		   blk64_t start, blk64_t end)
+{
+	errcode_t ret;
+
+	fs_op_note(fs, ino);
+	ret = unmap_last_block(fs->e2, ino, inode, start, end);
+	if (!ret)
+		ret = ext2fs_punch(fs->e2, ino, inode, NULL, start, end);
+	return ret;
 }
 
 /* Free file blocks [lblk, lblk+n). */
@@ -59,7 +131,7 @@ static int punch(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 
 	if (!n)
 		return 0;
-	ret = ext2fs_punch(fs->e2, ino, inode, NULL, lblk, lblk + n - 1);
+	ret = fs_punch(fs, ino, inode, lblk, lblk + n - 1);
 	if (ret)
 		return fs_fail(fs, ret, "freeing blocks %llu+%llu of inode %u",
 			       (unsigned long long)lblk, (unsigned long long)n,
@@ -194,6 +266,7 @@ int fs_mark_written(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 	errcode_t ret;
 	int err = 0;
 
+	fs_op_note(fs, ino);
 	ret = ext2fs_extent_open2(fs->e2, ino, inode, &h);
 	if (ret)
 		return fs_fail(fs, ret, "reading the extents of inode %u", ino);
@@ -268,6 +341,44 @@ fail:
 	return fs_fail(fs, ret, "marking blocks %llu.. of inode %u written", (unsigned long long)lblk, ino);
 }
 
+/*
+ * Refuse up front (-ENOSPC, nothing changed) a range whose holes outnumber
+ * the free blocks: blocks that ZERO_RANGE and WRITE_ZEROES free first are
+ * mapped now and need no new block, so the count is the same for every
+ * allocating mode. The extent tree may still need a block or two more;
+ * such a failure midway is put right by fs_op_end() (op.c).
+ */
+static int check_space(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		       blk64_t first, blk64_t last)
+{
+	ext2_extent_handle_t h;
+	blk64_t lblk = first, pblk, run, holes = 0, avail;
+	bool uninit;
+	errcode_t ret;
+	int err = 0;
+
+	ret = ext2fs_extent_open2(fs->e2, ino, inode, &h);
+	if (ret)
+		return fs_fail(fs, ret, "reading the extents of inode %u", ino);
+	while (lblk < last) {
+		if ((err = fs_map_run(fs, h, lblk, last - lblk, &pblk, &run,
+				      &uninit)))
+			break;
+		if (!pblk)
+			holes += run;
+		lblk += run;
+	}
+	ext2fs_extent_free(h);
+	if (err)
+		return err;
+	avail = ext2fs_free_blocks_count(fs->e2->super);
+	if (holes > avail)
+		return fs_err(fs, -ENOSPC, "fallocate: %llu blocks to allocate, "
+			      "%llu free", (unsigned long long)holes,
+			      (unsigned long long)avail);
+	return 0;
+}
+
 static const char *mode_name(int mode)
 {
 	switch (mode & BS_FALLOC_MODE_MASK) {
@@ -282,8 +393,8 @@ static const char *mode_name(int mode)
 	}
 }
 
-int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
-		    int64_t len)
+static int do_fallocate(struct bs_fs *fs, uint32_t ino, int mode,
+			int64_t offset, int64_t len)
 {
 	struct ext2_inode inode;
 	uint32_t bs;
@@ -314,17 +425,14 @@ int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
 			      (long long)len);
 	}
 	/* ext4's own order: the device capability before the mode mask */
-	if ((mode & BS_FALLOC_WRITE_ZEROES) && !bs_dev_write_zeroes_unmap(fs->dev))
-		return fs_err(fs, -EOPNOTSUPP, "fallocate: write zeroes: %s%s%s",
-			      bs_write_zeroes_unmap_why_not(fs->dev),
-			      (fs->dev->limits.features &
-			       BS_FEAT_WRITE_ZEROES_UNMAP) || !*fs->dev->wz_reason
-				      ? ""
-				      : ": ",
-			      (fs->dev->limits.features &
-			       BS_FEAT_WRITE_ZEROES_UNMAP)
-				      ? ""
-				      : fs->dev->wz_reason);
+	if ((mode & BS_FALLOC_WRITE_ZEROES) &&
+	    !bs_dev_write_zeroes_unmap(fs->dev)) {
+		char why[BS_CAPS_WHY];
+
+		bs_caps_why_no_unmap(fs->dev, why, sizeof(why));
+		return fs_err(fs, -EOPNOTSUPP, "fallocate: write zeroes: %s",
+			      why);
+	}
 	switch (mode & BS_FALLOC_MODE_MASK) {
 	case 0:
 	case BS_FALLOC_PUNCH_HOLE:
@@ -349,6 +457,10 @@ int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
 	e = end / bs;
 	if (e < s)
 		e = s;
+
+	if (!(mode & BS_FALLOC_PUNCH_HOLE) &&
+	    (err = check_space(fs, ino, &inode, first, last)))
+		return err;
 
 	switch (mode & BS_FALLOC_MODE_MASK) {
 	case 0:
@@ -401,4 +513,13 @@ int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
 	    (err = fs_write_inode(fs, ino, &inode)))
 		return err;
 	return fs_sync(fs);
+}
+
+int bs_fs_fallocate(struct bs_fs *fs, uint32_t ino, int mode, int64_t offset,
+		    int64_t len)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_fallocate(fs, ino, mode, offset, len));
 }

@@ -64,6 +64,81 @@ int fs_map_run(struct bs_fs *fs, ext2_extent_handle_t h, blk64_t lblk,
 	return 0;
 }
 
+/* The limits below are the kernel's (s_maxbytes, s_bitmap_maxbytes). */
+static uint64_t blocks_limit(const struct bs_fs *fs)
+{
+	unsigned bits = (unsigned)fs->e2->super->s_log_block_size + 10;
+
+	/* i_blocks: 48 bits of blocks with huge_file, else 32 of sectors */
+	if (ext2fs_has_feature_huge_file(fs->e2->super))
+		return ((uint64_t)1 << 48) - 1;
+	return (((uint64_t)1 << 32) - 1) >> (bits - 9);
+}
+
+static uint64_t cap_bytes(uint64_t blocks, unsigned bits)
+{
+	if (blocks > (uint64_t)INT64_MAX >> bits)
+		return (uint64_t)INT64_MAX;
+	return blocks << bits;
+}
+
+uint64_t fs_max_bytes(const struct bs_fs *fs)
+{
+	unsigned bits = (unsigned)fs->e2->super->s_log_block_size + 10;
+	uint64_t blocks = ((uint64_t)1 << 32) - 1; /* 32-bit ee_block */
+
+	if (blocks > blocks_limit(fs))
+		blocks = blocks_limit(fs);
+	return cap_bytes(blocks, bits);
+}
+
+static uint64_t div_up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/*
+ * A block-mapped file: 12 direct blocks, then single, double and triple
+ * indirect trees of p = blocksize / 4 pointers each, unless i_blocks
+ * (which counts the indirect blocks too) runs out first; then the limit
+ * is that count less the indirect blocks needed to map it.
+ */
+static uint64_t bitmap_max_bytes(const struct bs_fs *fs)
+{
+	unsigned bits = (unsigned)fs->e2->super->s_log_block_size + 10;
+	uint64_t p = fs->e2->blocksize / 4, limit = blocks_limit(fs);
+	uint64_t tree = EXT2_NDIR_BLOCKS + p + p * p + p * p * p;
+	uint64_t meta = 1 + (1 + p) + (1 + p + p * p), rest, res;
+
+	if (tree + meta <= limit) {
+		res = tree;
+	} else {
+		res = limit;
+		rest = limit - EXT2_NDIR_BLOCKS - p;
+		meta = 1;
+		if (rest < p * p) {
+			meta += 1 + div_up(rest, p);
+		} else {
+			meta += 1 + p;
+			rest -= p * p;
+			meta += 1 + div_up(rest, p) + div_up(rest, p * p);
+		}
+		res -= meta;
+	}
+	/* logical block numbers are 32 bits here too */
+	if (res > ((uint64_t)1 << 32) - 1)
+		res = ((uint64_t)1 << 32) - 1;
+	return cap_bytes(res, bits);
+}
+
+uint64_t fs_max_bytes_of(const struct bs_fs *fs,
+			 const struct ext2_inode *inode)
+{
+	if (inode->i_flags & EXT4_EXTENTS_FL)
+		return fs_max_bytes(fs);
+	return bitmap_max_bytes(fs);
+}
+
 int fs_check_reg(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode)
 {
 	int err = fs_read_inode(fs, ino, inode);
@@ -77,6 +152,12 @@ int fs_check_reg(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode)
 			      ino);
 	if (!inode->i_links_count)
 		return fs_err(fs, -ENOENT, "inode %u was removed", ino);
+	if (EXT2_I_SIZE(inode) > fs_max_bytes_of(fs, inode))
+		return fs_err(fs, -EFBIG, "inode %u claims %llu bytes, past "
+			      "the largest file size %" PRIu64 " (filesystem "
+			      "needs checking, run e2fsck)", ino,
+			      (unsigned long long)EXT2_I_SIZE(inode),
+			      fs_max_bytes_of(fs, inode));
 	return 0;
 }
 
@@ -268,8 +349,10 @@ static int write_blocks(struct bs_fs *fs, uint32_t ino, const uint8_t *src,
 				     (unsigned long long)cur);
 			break;
 		}
+		fs_io_data(fs, true);
 		ret = io_channel_write_blk64(fs->e2->io, pblk, (int)run,
 					     src + (cur - lblk) * bs);
+		fs_io_data(fs, false);
 		if (ret) {
 			err = fs_fail(fs, ret, "writing blocks %llu+%llu",
 				      (unsigned long long)pblk,
@@ -292,8 +375,28 @@ static int write_blocks(struct bs_fs *fs, uint32_t ino, const uint8_t *src,
 	return err;
 }
 
-int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
-		    uint64_t len, uint64_t off)
+/*
+ * After a failed write that reached past EOF: free the blocks of its range
+ * past the new EOF (allocated unwritten for data that never came), as the
+ * kernel truncates after a failed write. Errors are left to the op.
+ */
+static void trim_failed(struct bs_fs *fs, uint32_t ino, uint64_t end)
+{
+	struct ext2_inode inode;
+	uint32_t bs = fs->e2->blocksize;
+	blk64_t from, to;
+
+	if (fs_op_repair(fs) || fs_read_inode(fs, ino, &inode))
+		return;
+	from = (EXT2_I_SIZE(&inode) + bs - 1) / bs;
+	to = (end + bs - 1) / bs;
+	if (to <= from)
+		return;
+	fs_punch(fs, ino, &inode, from, to - 1);
+}
+
+static int64_t do_write(struct bs_fs *fs, uint32_t ino, const void *buf,
+			uint64_t len, uint64_t off, int *failed)
 {
 	struct ext2_inode inode;
 	const uint8_t *src = buf;
@@ -306,10 +409,11 @@ int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
 		return err;
 	if (!len)
 		return 0;
-	if (off > fs_max_bytes(fs) || len > fs_max_bytes(fs) - off)
+	if (off > fs_max_bytes_of(fs, &inode) ||
+	    len > fs_max_bytes_of(fs, &inode) - off)
 		return fs_err(fs, -EFBIG, "write at %" PRIu64 "+%" PRIu64
 			      " is past the largest file size (%" PRIu64 ")",
-			      off, len, fs_max_bytes(fs));
+			      off, len, fs_max_bytes_of(fs, &inode));
 	if (len > INT64_MAX)
 		len = INT64_MAX;
 	bs = fs->e2->blocksize;
@@ -347,14 +451,31 @@ out:
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", bs_last_error());
-		if (done && !set_size_times(fs, ino, off + done, true)) {
-			bs_error(err, "%s", why);
-			return (int64_t)done;
-		}
-		return err;
+		*failed = err;
+		if (done && set_size_times(fs, ino, off + done, true))
+			return err;
+		trim_failed(fs, ino, off + len);
+		bs_error(err, "%s", why);
+		return done ? (int64_t)done : err;
 	}
 	err = set_size_times(fs, ino, off + len, true);
+	*failed = err;
 	return err ? err : (int64_t)len;
+}
+
+int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
+		    uint64_t len, uint64_t off)
+{
+	struct fs_op op;
+	int64_t n;
+	int failed = 0, err;
+
+	fs_op_begin(&op, fs);
+	fs_op_note(fs, ino);
+	n = do_write(fs, ino, buf, len, off, &failed);
+	/* a short count is a failure for the op, not for the caller */
+	err = fs_op_end(&op, n < 0 ? (int)n : failed);
+	return n < 0 ? err : n;
 }
 
 int fs_zero_partial(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
@@ -382,7 +503,9 @@ int fs_zero_partial(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 		ret = io_channel_read_blk64(fs->e2->io, pblk, 1, blk);
 	if (!ret) {
 		memset(blk + off % bs, 0, len);
+		fs_io_data(fs, true);
 		ret = io_channel_write_blk64(fs->e2->io, pblk, 1, blk);
+		fs_io_data(fs, false);
 	}
 	ext2fs_free_mem(&blk);
 	if (ret)
@@ -391,7 +514,7 @@ int fs_zero_partial(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 	return 0;
 }
 
-int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
+static int do_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 {
 	struct ext2_inode inode;
 	uint32_t bs = fs->e2->blocksize;
@@ -402,9 +525,10 @@ int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 	if ((err = fs_check_rw(fs, "truncate")) ||
 	    (err = fs_check_reg(fs, ino, &inode)))
 		return err;
-	if (size > fs_max_bytes(fs))
+	if (size > fs_max_bytes_of(fs, &inode))
 		return fs_err(fs, -EFBIG, "size %" PRIu64 " is past the largest "
-			      "file size (%" PRIu64 ")", size, fs_max_bytes(fs));
+			      "file size (%" PRIu64 ")", size,
+			      fs_max_bytes_of(fs, &inode));
 	old = EXT2_I_SIZE(&inode);
 	if (size < old) {
 		/* bytes past the new end must read zero if it grows again */
@@ -412,8 +536,7 @@ int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 		    (err = fs_zero_partial(fs, ino, &inode, size,
 					   bs - size % bs)))
 			return err;
-		ret = ext2fs_punch(fs->e2, ino, &inode, NULL,
-				   (size + bs - 1) / bs, ~0ULL);
+		ret = fs_punch(fs, ino, &inode, (size + bs - 1) / bs, ~0ULL);
 		if (ret)
 			return fs_fail(fs, ret, "freeing blocks past %" PRIu64,
 				      size);
@@ -424,6 +547,14 @@ int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 		return fs_fail(fs, ret, "setting the size of inode %u", ino);
 	inode.i_mtime = inode.i_ctime = (__u32)time(NULL);
 	return fs_write_inode(fs, ino, &inode);
+}
+
+int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_truncate(fs, ino, size));
 }
 
 int bs_fs_fsync(struct bs_fs *fs, uint32_t ino)

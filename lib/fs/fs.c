@@ -9,6 +9,7 @@
  * zeroed through the device's zeroout so that a thin device stays thin and
  * no stale bytes of the device ever look like metadata.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -30,9 +31,31 @@
 
 static pthread_once_t et_once = PTHREAD_ONCE_INIT;
 
+/*
+ * libext2fs reports some oddities of damaged images (a bitmap asked to
+ * mark block 2^64 - 1, say) through com_err(), which prints to stderr. A
+ * library prints nothing: those lines are dropped, and what failed comes
+ * back as this layer's error. (Process-wide: no other user of libext2fs
+ * lives in blkstack.)
+ */
+static void quiet_com_err(const char *whoami, long code, const char *fmt,
+			  va_list ap)
+{
+	(void)whoami;
+	(void)code;
+	(void)fmt;
+	(void)ap;
+}
+
 static void et_init(void)
 {
 	initialize_ext2_error_table();
+	set_com_err_hook(quiet_com_err);
+}
+
+void fs_lib_init(void)
+{
+	pthread_once(&et_once, et_init);
 }
 
 int fs_errno(errcode_t code)
@@ -100,16 +123,21 @@ int fs_errno(errcode_t code)
 	}
 }
 
+const char *fs_strerror(errcode_t code)
+{
+	fs_lib_init();
+	return error_message(code);
+}
+
 static int fs_vfail(struct bs_fs *fs, int err, errcode_t code,
 		    const char *fmt, va_list ap)
 {
 	char what[256];
 
 	vsnprintf(what, sizeof(what), fmt, ap);
-	pthread_once(&et_once, et_init);
 	if (code)
 		return bs_error(err, "%s: ext4: %s: %s", fs->dev->name, what,
-				error_message(code));
+				fs_strerror(code));
 	return bs_error(err, "%s: ext4: %s", fs->dev->name, what);
 }
 
@@ -166,6 +194,10 @@ int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode)
 
 int fs_check_rw(struct bs_fs *fs, const char *what)
 {
+	if (fs->broken)
+		return fs_err(fs, -EIO, "%s: an earlier metadata write failed: "
+			      "the filesystem is left not clean, run e2fsck -f",
+			      what);
 	if (fs->rw)
 		return 0;
 	return fs_err(fs, -EROFS, "%s: the filesystem is open read-only", what);
@@ -178,13 +210,22 @@ int fs_sync(struct bs_fs *fs)
 
 	if (!fs->rw)
 		return 0;
+	if (fs->broken)
+		return fs_check_rw(fs, "sync");
 	ret = ext2fs_flush(fs->e2);
-	if (ret)
-		return fs_fail(fs, ret, "writing metadata");
+	if (ret) {
+		/* part of the bitmaps, descriptors, superblock may be out */
+		fs_set_broken(fs);
+		return fs_fail(fs, ret, "writing metadata (the filesystem is "
+			       "left not clean, run e2fsck -f)");
+	}
 	err = bs_flush_sync(fs->dev);
-	if (err)
-		return fs_err(fs, err, "flushing the device: %s",
+	if (err) {
+		fs_set_broken(fs);
+		return fs_err(fs, err, "flushing the device: %s (the "
+			      "filesystem is left not clean, run e2fsck -f)",
 			      bs_last_error());
+	}
 	return 0;
 }
 
@@ -303,7 +344,7 @@ static errcode_t make_bad_block_inode(ext2_filsys e2)
 	return ext2fs_update_bb_inode(e2, NULL);
 }
 
-int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
+static int mkfs_claimed(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
 {
 	struct bs_fs_mkfs_opts o = { 0 };
 	struct ext2_super_block param;
@@ -317,6 +358,7 @@ int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
 	ext2_ino_t ino;
 	int err;
 
+	fs_lib_init();
 	if (opts)
 		o = *opts;
 	if (!o.block_size)
@@ -511,33 +553,150 @@ static int check_features(struct bs_fs *fs, bool rw)
 
 	bad = sb->s_feature_incompat & ~(rw ? FS_INCOMPAT_RW : FS_INCOMPAT_RO);
 	if (rw)
-		bad &= ~EXT3_FEATURE_INCOMPAT_RECOVER; /* reported below */
+		bad &= ~EXT3_FEATURE_INCOMPAT_RECOVER; /* a state: see below */
 	if (bad)
 		return fs_err(fs, -EOPNOTSUPP, "incompatible features 0x%x not "
 			      "supported%s", bad, rw ? " for writing (open "
 			      "read-only)" : "");
-	if (rw && (bad = sb->s_feature_ro_compat & ~FS_RO_COMPAT_RW))
+	bad = sb->s_feature_ro_compat & ~FS_RO_COMPAT_RW &
+	      ~EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT;
+	if (rw && bad)
 		return fs_err(fs, -EOPNOTSUPP, "read-only-compatible features "
 			      "0x%x not supported for writing (open read-only)",
 			      bad);
 	if (rw && !ext2fs_has_feature_extents(sb))
 		return fs_err(fs, -EOPNOTSUPP, "no extents feature: this layer "
 			      "writes ext4 with extents only (open read-only)");
-	if (rw && ext2fs_has_feature_journal_needs_recovery(sb))
-		return fs_err(fs, -EUCLEAN, "the journal needs recovery: run "
-			      "e2fsck first");
-	if (rw && !(sb->s_state & EXT2_VALID_FS))
-		return fs_err(fs, -EUCLEAN, "not cleanly unmounted: run "
-			      "e2fsck -f first");
-	if (rw && (sb->s_state & EXT2_ERROR_FS))
-		return fs_err(fs, -EUCLEAN, "errors recorded in the superblock: "
-			      "run e2fsck -f first");
 	if (EXT2FS_CLUSTER_RATIO(fs->e2) > 1)
 		return fs_err(fs, -EOPNOTSUPP, "bigalloc is not supported");
 	return 0;
 }
 
-int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
+/*
+ * States only e2fsck (or the kernel's journal replay and orphan cleanup)
+ * can resolve: 1 with the reason in fs->damage, else 0.
+ */
+static int check_state(struct bs_fs *fs)
+{
+	struct ext2_super_block *sb = fs->e2->super;
+	const char *why = NULL;
+
+	if (ext2fs_has_feature_journal_needs_recovery(sb))
+		why = "the journal needs recovery";
+	else if (sb->s_state & EXT2_ERROR_FS)
+		why = "errors recorded in the superblock";
+	else if (!(sb->s_state & EXT2_VALID_FS))
+		why = "not cleanly unmounted";
+	else if (sb->s_last_orphan)
+		why = "orphan inodes to be freed";
+	else if (ext2fs_has_feature_orphan_present(sb))
+		why = "the orphan file lists inodes to be freed";
+	if (!why)
+		return 0;
+	snprintf(fs->damage, sizeof(fs->damage), "%s", why);
+	return 1;
+}
+
+/*
+ * The image needs e2fsck for the reason in fs->damage: -EUCLEAN for a
+ * read-write open; read-only opens go on (they never write).
+ */
+static int needs_check(struct bs_fs *fs, bool rw)
+{
+	if (!rw)
+		return 0;
+	return bs_error(-EUCLEAN, "%s: filesystem needs checking (run "
+			"e2fsck): %s", fs->dev->name, fs->damage);
+}
+
+/*
+ * The checks the kernel makes before mounting, before anything is
+ * written: state, superblock, group descriptors (fs/check.c), the bitmaps
+ * against the metadata, the root. A read-only open only records what it
+ * found, for bs_fs_info(), except a superblock geometry that libext2fs
+ * cannot even read safely (refused as for read-write).
+ */
+static int validate(struct bs_fs *fs, bool rw)
+{
+	struct fs_check c = { 0 };
+	errcode_t ret;
+	int rc;
+
+	if (check_state(fs) && (rc = needs_check(fs, rw)))
+		return rc;
+	/* a geometry libext2fs cannot read safely: refused read-only too */
+	if (fs_check_super(fs, &c)) {
+		snprintf(fs->damage, sizeof(fs->damage), "%s", c.why);
+		return needs_check(fs, true);
+	}
+	rc = fs_check_desc(fs, &c);
+	if (rc < 0)
+		goto out;
+	if (rc > 0) {
+		if (!fs->damage[0])
+			snprintf(fs->damage, sizeof(fs->damage), "%s", c.why);
+		if ((rc = needs_check(fs, rw)))
+			goto out;
+	}
+	ret = ext2fs_read_bitmaps(fs->e2);
+	if (ret) {
+		rc = fs_errno(ret);
+		if (rw && rc == -EUCLEAN) {
+			snprintf(fs->damage, sizeof(fs->damage), "reading the "
+				 "allocation bitmaps: %s", fs_strerror(ret));
+			rc = needs_check(fs, rw);
+		} else {
+			rc = fs_fail(fs, ret, "reading the allocation bitmaps");
+		}
+		goto out;
+	}
+	if (!c.why[0]) {
+		rc = fs_check_bitmaps(fs, &c);
+		if (rc < 0)
+			goto out;
+		if (rc > 0 && !fs->damage[0])
+			snprintf(fs->damage, sizeof(fs->damage), "%s", c.why);
+		rc = rc > 0 ? needs_check(fs, rw) : 0;
+	}
+out:
+	fs_check_free(&c);
+	return rc;
+}
+
+/*
+ * Before libext2fs sizes anything from it: the block count of the
+ * superblock must fit the device (the kernel's first geometry check);
+ * else ext2fs_open2() allocates descriptors, and later bitmaps, for
+ * whatever count a damaged superblock claims. 1: reason in fs->damage.
+ */
+static int check_size(struct bs_fs *fs)
+{
+	struct ext2_super_block sb;
+	uint8_t buf[4096];
+	uint64_t blocks;
+	uint32_t log;
+
+	if (fs->dev->size < sizeof(buf) ||
+	    bs_read_sync(fs->dev, buf, sizeof(buf), 0))
+		return 0; /* ext2fs_open2() says what is wrong */
+	memcpy(&sb, buf + SUPERBLOCK_OFFSET, sizeof(sb));
+	log = le32toh(sb.s_log_block_size);
+	if (le16toh(sb.s_magic) != EXT2_SUPER_MAGIC ||
+	    log > EXT2_MAX_BLOCK_LOG_SIZE - EXT2_MIN_BLOCK_LOG_SIZE)
+		return 0;
+	blocks = le32toh(sb.s_blocks_count);
+	if (le32toh(sb.s_feature_incompat) & EXT4_FEATURE_INCOMPAT_64BIT)
+		blocks |= (uint64_t)le32toh(sb.s_blocks_count_hi) << 32;
+	if (blocks <= fs->dev->size >> (log + EXT2_MIN_BLOCK_LOG_SIZE))
+		return 0;
+	snprintf(fs->damage, sizeof(fs->damage), "the superblock says %"
+		 PRIu64 " blocks of %u bytes, the device holds %" PRIu64,
+		 blocks, 1024u << log,
+		 fs->dev->size >> (log + EXT2_MIN_BLOCK_LOG_SIZE));
+	return 1;
+}
+
+static int open_claimed(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 {
 	bool rw = !(flags & BS_FS_RDONLY);
 	struct bs_fs *fs;
@@ -547,6 +706,7 @@ int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 	if (flags & ~BS_FS_RDONLY)
 		return bs_error(-EINVAL, "%s: ext4: open: unknown flags 0x%x",
 				dev->name, flags);
+	fs_lib_init();
 	if (rw && dev->readonly)
 		return bs_error(-EROFS, "%s: ext4: open: device is read-only "
 				"(open the filesystem read-only)", dev->name);
@@ -555,6 +715,10 @@ int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 		return bs_error(-ENOMEM, "%s: ext4: open: out of memory",
 				dev->name);
 	fs->dev = dev;
+	if (check_size(fs)) {
+		err = needs_check(fs, true);
+		goto out_free;
+	}
 	err = bs_fs_io_register(dev, fs->ioname, sizeof(fs->ioname));
 	if (err)
 		goto out_free;
@@ -566,18 +730,16 @@ int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
 		if (ret == EXT2_ET_BAD_MAGIC)
 			err = fs_err(fs, -EINVAL, "no ext2/3/4 filesystem on the "
 				     "device (make one with `blkstack fs mkfs`)");
+		else if (rw && fs_errno(ret) == -EUCLEAN)
+			err = bs_error(-EUCLEAN, "%s: filesystem needs checking "
+				       "(run e2fsck): %s", dev->name,
+				       fs_strerror(ret));
 		else
 			err = fs_fail(fs, ret, "open");
 		goto out_unreg;
 	}
-	err = check_features(fs, rw);
-	if (err)
+	if ((err = check_features(fs, rw)) || (err = validate(fs, rw)))
 		goto out_close;
-	ret = ext2fs_read_bitmaps(fs->e2);
-	if (ret) {
-		err = fs_fail(fs, ret, "reading the allocation bitmaps");
-		goto out_close;
-	}
 	fs->rw = rw;
 	fs->was_clean = fs->e2->super->s_state & EXT2_VALID_FS;
 	if (rw) {
@@ -604,14 +766,17 @@ out_free:
 	return err;
 }
 
-int bs_fs_close(struct bs_fs *fs)
+static int close_free(struct bs_fs *fs)
 {
 	errcode_t ret = 0;
 	int err = 0;
 
 	if (!fs)
 		return 0;
-	if (fs->rw) {
+	if (fs->rw && fs->broken) {
+		/* as after a crash: the superblock stays "not clean" */
+		err = fs_check_rw(fs, "close");
+	} else if (fs->rw) {
 		/* everything durable while still "not clean", then clean */
 		err = fs_sync(fs);
 		if (!err) {
@@ -640,6 +805,52 @@ int bs_fs_close(struct bs_fs *fs)
 	return err;
 }
 
+/*
+ * Claims (docs/core.md): mkfs and a read-write open take the device
+ * exclusively (nobody serves or changes it meanwhile), a read-only open
+ * shares it with readers and writers. Held from open to close.
+ */
+int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
+{
+	struct bs_claim *claim;
+	int err;
+
+	err = bs_dev_claim(dev, BS_CLAIM_EXCL, "fs mkfs", &claim);
+	if (err)
+		return err;
+	err = mkfs_claimed(dev, opts);
+	bs_claim_release(claim);
+	return err;
+}
+
+int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out)
+{
+	bool rw = !(flags & BS_FS_RDONLY);
+	struct bs_claim *claim;
+	int err;
+
+	err = bs_dev_claim(dev, rw ? BS_CLAIM_EXCL : BS_CLAIM_READ,
+			   rw ? "fs ext4 (read-write)" : "fs ext4 (read-only)",
+			   &claim);
+	if (err)
+		return err;
+	err = open_claimed(dev, flags, out);
+	if (err)
+		bs_claim_release(claim);
+	else
+		(*out)->claim = claim;
+	return err;
+}
+
+int bs_fs_close(struct bs_fs *fs)
+{
+	struct bs_claim *claim = fs ? fs->claim : NULL;
+	int err = close_free(fs);
+
+	bs_claim_release(claim);
+	return err;
+}
+
 int bs_fs_info(struct bs_fs *fs, struct bs_fs_info *info)
 {
 	struct ext2_super_block *sb = fs->e2->super;
@@ -652,6 +863,7 @@ int bs_fs_info(struct bs_fs *fs, struct bs_fs_info *info)
 	info->inodes = sb->s_inodes_count;
 	info->free_inodes = sb->s_free_inodes_count;
 	info->clean = fs->was_clean;
+	snprintf(info->damage, sizeof(info->damage), "%s", fs->damage);
 	if (ext2fs_has_feature_journal(sb) && sb->s_journal_inum) {
 		struct ext2_inode inode;
 

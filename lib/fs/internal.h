@@ -21,19 +21,107 @@ extern io_manager bs_fs_io_manager;
 int bs_fs_io_register(struct bs_dev *dev, char *name, size_t len);
 void bs_fs_io_unregister(const char *name);
 
+struct fs_op;
+
 struct bs_fs {
 	struct bs_dev *dev;
 	ext2_filsys e2;
 	char ioname[32];
 	bool rw;
 	bool was_clean;		/* s_state at open */
+	char damage[160];	/* why e2fsck is needed ("" = it is not) */
+	/*
+	 * A metadata write (or flush) failed, or a failed operation could
+	 * not be put right: nothing more is written, close leaves the
+	 * superblock "not clean" (op.c).
+	 */
+	bool broken;
+	struct fs_op *op;	/* the modifying operation under way */
+	struct bs_claim *claim;	/* on dev, open to close (fs.c) */
 };
 
-/* Largest file size: 2^32 - 1 blocks (extents address 32-bit blocks). */
-static inline uint64_t fs_max_bytes(const struct bs_fs *fs)
-{
-	return (((uint64_t)1 << 32) - 1) * fs->e2->blocksize;
-}
+/* fs/check.c: is the image safe to write? */
+struct fs_check {
+	ext2fs_block_bitmap meta; /* superblocks, descriptors, bitmaps, tables */
+	char why[144];		/* the reason, when a check returns 1 */
+};
+/*
+ * The superblock's geometry (block and group sizes, inode counts and
+ * sizes...), which libext2fs must be able to trust even to read: 0 sane,
+ * 1 needs e2fsck (reason in @c->why).
+ */
+int fs_check_super(struct bs_fs *fs, struct fs_check *c);
+/*
+ * The superblock's counters and the group descriptors, before the
+ * bitmaps are read: 0 sane, 1 needs e2fsck, or a negative errno.
+ */
+int fs_check_desc(struct bs_fs *fs, struct fs_check *c);
+/* The bitmaps (read) against the metadata found by fs_check_desc(). */
+int fs_check_bitmaps(struct bs_fs *fs, struct fs_check *c);
+void fs_check_free(struct fs_check *c);
+
+/*
+ * ext4's largest size of a file with extents for this block size and
+ * features (the kernel's s_maxbytes): 2^32 - 1 blocks, less without
+ * huge_file (i_blocks then counts 2^32 - 1 sectors).
+ */
+uint64_t fs_max_bytes(const struct bs_fs *fs);
+/* The same for @inode: block-mapped files have their own limit. */
+uint64_t fs_max_bytes_of(const struct bs_fs *fs,
+			 const struct ext2_inode *inode);
+
+/* Once per process: libext2fs' error table, its com_err() output off. */
+void fs_lib_init(void);
+/* libext2fs' message for @code. */
+const char *fs_strerror(errcode_t code);
+
+/*
+ * Failure handling of modifying operations (op.c). Each public call that
+ * changes the filesystem runs between fs_op_begin() and fs_op_end(); the
+ * helpers that change an inode's blocks name it with fs_op_note(). The
+ * block bitmap as it was at the start is kept; when the call fails,
+ * fs_op_end() puts the noted inodes right (i_blocks from their extent
+ * trees, blocks allocated since the start and left unreferenced freed,
+ * blocks freed but still referenced taken back) or, when a metadata write
+ * failed, marks the filesystem broken. It returns @err with the message
+ * kept (and "run e2fsck -f" appended when broken). Every allocation's
+ * bitmap and descriptor are written before libext2fs links the blocks.
+ */
+#define FS_OP_INOS 4
+struct fs_op {
+	struct bs_fs *fs;
+	uint32_t ino[FS_OP_INOS];
+	unsigned nino;
+	bool too_many;		/* more inodes than FS_OP_INOS, or no copy */
+	unsigned long meta_errors;
+	ext2fs_block_bitmap before;	/* the block bitmap at the start */
+	void (*old_stats)(ext2_filsys, blk64_t, int);
+	void (*old_range)(ext2_filsys, blk64_t, blk_t, int);
+};
+void fs_op_begin(struct fs_op *op, struct bs_fs *fs);
+void fs_op_note(struct bs_fs *fs, uint32_t ino);
+int fs_op_end(struct fs_op *op, int err);
+/*
+ * Put the noted inodes right now, in the middle of a failed op, before a
+ * cleanup step that relies on i_blocks (the op goes on). Does
+ * nothing once broken; else 0 or a negative errno (then broken).
+ */
+int fs_op_repair(struct bs_fs *fs);
+/*
+ * Write the inode bitmap and descriptor of @ino's group now (an inode just
+ * allocated, before its name is linked), as op.c does for blocks.
+ */
+void fs_op_persist_inode(struct bs_fs *fs, uint32_t ino);
+/* Mark @fs broken (a metadata write or flush failed). */
+void fs_set_broken(struct bs_fs *fs);
+
+/*
+ * io_blkstack.c: failed writes, flushes, discards and zeroouts of the
+ * channel, not counting those made while fs_io_data(fs, true) (file data,
+ * whose failure leaves the metadata as it was).
+ */
+unsigned long fs_io_meta_errors(struct bs_fs *fs);
+void fs_io_data(struct bs_fs *fs, bool on);
 
 /* A libext2fs error code as a negative errno. */
 int fs_errno(errcode_t code);
@@ -52,7 +140,10 @@ void fs_free_zero_buf(void);
 
 int fs_read_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
 int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
-/* Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else. */
+/*
+ * Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else;
+ * -EFBIG when its size is past fs_max_bytes_of() (a damaged inode).
+ */
 int fs_check_reg(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
 /* Refuse writes on a read-only open: -EROFS with a reason. */
 int fs_check_rw(struct bs_fs *fs, const char *what);
@@ -68,6 +159,13 @@ int fs_map_run(struct bs_fs *fs, ext2_extent_handle_t h, blk64_t lblk,
 /* Fill holes in file blocks [@lblk, @lblk+@n) with unwritten extents. */
 int fs_alloc_unwritten(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 		       blk64_t lblk, blk64_t n);
+/*
+ * ext2fs_punch() of file blocks [@start, @end] (inclusive; ~0ULL: to the
+ * end), working around libext2fs' refusal to free the filesystem's last
+ * block; notes @ino in the op.
+ */
+errcode_t fs_punch(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		   blk64_t start, blk64_t end);
 /*
  * Mark the unwritten extents over file blocks [@start, @end) written,
  * splitting those that stick out of the range. Only for blocks whose

@@ -11,6 +11,8 @@
  * aligned to the device's logical block size are done by read-modify-write
  * of the partial logical blocks at the edges. zeroout is the core's
  * may-unmap zeroout (no flags), discard is BS_OP_DISCARD, flush BS_OP_FLUSH.
+ * There is no write_byte: the superblock is always written whole, in one
+ * request, so a failed write never leaves it torn.
  * There is no cache here: what libext2fs writes has reached the device (up
  * to its write cache) when the call returns.
  */
@@ -95,12 +97,36 @@ struct io_priv {
 	bool rw;
 	uint8_t *bounce;	/* one logical block, for read-modify-write */
 	struct struct_io_stats stats;
+	bool data;		/* writes are file data (fs_io_data) */
+	unsigned long meta_errors; /* failed metadata writes and flushes */
 };
 
 /* errno values are valid errcode_t values (com_err's "system" table). */
 static errcode_t io_err(int err)
 {
 	return err < 0 ? (errcode_t)-err : 0;
+}
+
+/* A failed write, flush, discard or zeroout: count it unless it is data. */
+static errcode_t io_wfail(struct io_priv *p, int err)
+{
+	if (err && !p->data)
+		p->meta_errors++;
+	return io_err(err);
+}
+
+unsigned long fs_io_meta_errors(struct bs_fs *fs)
+{
+	struct io_priv *p = fs->e2->io->private_data;
+
+	return p->meta_errors;
+}
+
+void fs_io_data(struct bs_fs *fs, bool on)
+{
+	struct io_priv *p = fs->e2->io->private_data;
+
+	p->data = on;
 }
 
 static errcode_t io_range(io_channel ch, unsigned long long block, int count,
@@ -260,7 +286,7 @@ static errcode_t bsio_write_blk64(io_channel ch, unsigned long long block,
 	/* io_rw() does not write through @data; the cast only shares code */
 	err = io_rw(p, true, (uint8_t *)data, off, len);
 	if (err)
-		return io_err(err);
+		return io_wfail(p, err);
 	p->stats.bytes_written += len;
 	return 0;
 }
@@ -277,31 +303,13 @@ static errcode_t bsio_write_blk(io_channel ch, unsigned long block, int count,
 	return bsio_write_blk64(ch, block, count, data);
 }
 
-static errcode_t bsio_write_byte(io_channel ch, unsigned long offset,
-				 int size, const void *data)
-{
-	struct io_priv *p = ch->private_data;
-	int err;
-
-	if (!p->rw)
-		return EXT2_ET_RO_FILSYS;
-	if (size < 0 || offset > p->dev->size ||
-	    (uint64_t)size > p->dev->size - offset)
-		return EXT2_ET_INVALID_ARGUMENT;
-	err = io_rw(p, true, (uint8_t *)data, offset, (uint64_t)size);
-	if (err)
-		return io_err(err);
-	p->stats.bytes_written += (uint64_t)size;
-	return 0;
-}
-
 static errcode_t bsio_flush(io_channel ch)
 {
 	struct io_priv *p = ch->private_data;
 
 	if (!p->rw)
 		return 0;
-	return io_err(bs_flush_sync(p->dev));
+	return io_wfail(p, bs_flush_sync(p->dev));
 }
 
 static errcode_t bsio_set_option(io_channel ch, const char *option,
@@ -349,7 +357,8 @@ static errcode_t bsio_discard(io_channel ch, unsigned long long block,
 		return ret;
 	if (!len)
 		return 0;
-	return io_err(bs_io_sync(p->dev, BS_OP_DISCARD, 0, off, len, NULL));
+	return io_wfail(p, bs_io_sync(p->dev, BS_OP_DISCARD, 0, off, len,
+					 NULL));
 }
 
 /*
@@ -370,7 +379,7 @@ static errcode_t bsio_zeroout(io_channel ch, unsigned long long block,
 		return ret;
 	if (!len)
 		return 0;
-	return io_err(bs_zeroout_sync(p->dev, off, len, 0, NULL, NULL));
+	return io_wfail(p, bs_zeroout_sync(p->dev, off, len, 0, NULL, NULL));
 }
 
 static errcode_t bsio_cache_readahead(io_channel ch, unsigned long long block,
@@ -388,7 +397,12 @@ static struct struct_io_manager bs_io_manager_struct = {
 	.read_blk = bsio_read_blk,
 	.write_blk = bsio_write_blk,
 	.flush = bsio_flush,
-	.write_byte = bsio_write_byte,
+	/*
+	 * No write_byte: libext2fs would then write the primary superblock
+	 * as the runs of bytes that changed, one request each, and a failure
+	 * between them leaves a superblock whose checksum does not match
+	 * (e2fsck cannot open it). Without it the superblock is one request.
+	 */
 	.set_option = bsio_set_option,
 	.get_stats = bsio_get_stats,
 	.read_blk64 = bsio_read_blk64,

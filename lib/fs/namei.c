@@ -73,14 +73,17 @@ int bs_fs_lookup_at(struct bs_fs *fs, uint32_t dir, const char *name,
 
 /*
  * Walk @path; with @last set, stop before the last component and return
- * it there (for create/unlink/rename), else resolve all of it.
+ * it there (for create/unlink/rename), else resolve all of it. *@slash
+ * (when not NULL) says whether the path ends in '/' after a component:
+ * then, as in the kernel, the last component must be a directory.
  */
 static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
-		char *last, size_t lastlen)
+		char *last, size_t lastlen, bool *slash)
 {
 	const char *p = path, *end;
 	uint32_t cur = BS_FS_ROOT_INO;
 	char name[NAME_MAX_EXT4 + 1];
+	bool trailing = false;
 	int err;
 
 	if (!path || path[0] != '/')
@@ -101,6 +104,7 @@ static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
 		memcpy(name, p, (size_t)(end - p));
 		name[end - p] = '\0';
 		p = end;
+		trailing = *p == '/';
 		if (last) {
 			const char *q = p;
 			while (*q == '/')
@@ -111,6 +115,8 @@ static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
 					return fs_err(fs, -ENAMETOOLONG,
 						      "%s: name too long", path);
 				*ino = cur;
+				if (slash)
+					*slash = trailing;
 				return 0;
 			}
 		}
@@ -127,13 +133,40 @@ static int walk(struct bs_fs *fs, const char *path, uint32_t *ino,
 	if (last)
 		return fs_err(fs, -EINVAL, "%s: the root has no name to "
 			      "create or remove", path);
+	if (trailing) {
+		/* "/d/f/": f must be a directory, as path resolution wants */
+		struct ext2_inode inode;
+
+		if ((err = fs_read_inode(fs, cur, &inode)))
+			return err;
+		if (!LINUX_S_ISDIR(inode.i_mode))
+			return fs_err(fs, -ENOTDIR, "%s: '%s' is not a "
+				      "directory", path, name);
+	}
 	*ino = cur;
+	return 0;
+}
+
+/* @name in @dir must be a directory (a path named it with a trailing '/'). */
+static int want_dir(struct bs_fs *fs, uint32_t dir, const char *name,
+		    const char *path)
+{
+	struct ext2_inode inode;
+	uint32_t ino;
+	int err;
+
+	if ((err = bs_fs_lookup_at(fs, dir, name, &ino)) ||
+	    (err = fs_read_inode(fs, ino, &inode)))
+		return err;
+	if (!LINUX_S_ISDIR(inode.i_mode))
+		return fs_err(fs, -ENOTDIR, "%s: '%s' is not a directory", path,
+			      name);
 	return 0;
 }
 
 int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino)
 {
-	return walk(fs, path, ino, NULL, 0);
+	return walk(fs, path, ino, NULL, 0, NULL);
 }
 
 int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
@@ -185,6 +218,7 @@ static int dir_link(struct bs_fs *fs, uint32_t dir, const char *name,
 {
 	errcode_t ret;
 
+	fs_op_note(fs, dir);
 	ret = ext2fs_link(fs->e2, dir, name, ino, ftype);
 	if (ret == EXT2_ET_DIR_NO_SPACE) {
 		ret = ext2fs_expand_dir(fs->e2, dir);
@@ -237,6 +271,7 @@ static int make_room(struct bs_fs *fs, uint32_t dir, const char *name)
 		return fs_fail(fs, ret, "reading directory %u", dir);
 	if (r.found)
 		return 0;
+	fs_op_note(fs, dir);
 	ret = ext2fs_expand_dir(fs->e2, dir);
 	if (ret)
 		return fs_fail(fs, ret, "growing directory %u", dir);
@@ -256,8 +291,8 @@ static int exists(struct bs_fs *fs, uint32_t dir, const char *name)
 	return 0;
 }
 
-int bs_fs_create_at(struct bs_fs *fs, uint32_t dir, const char *name,
-		    uint32_t mode, uint32_t *ino)
+static int do_create(struct bs_fs *fs, uint32_t dir, const char *name,
+		     uint32_t mode, uint32_t *ino)
 {
 	struct ext2_inode inode;
 	ext2_extent_handle_t h;
@@ -271,9 +306,6 @@ int bs_fs_create_at(struct bs_fs *fs, uint32_t dir, const char *name,
 	ret = ext2fs_new_inode(fs->e2, dir, LINUX_S_IFREG | 0600, NULL, &child);
 	if (ret)
 		return fs_fail(fs, ret, "creating '%s': no free inode", name);
-	err = dir_link(fs, dir, name, child, EXT2_FT_REG_FILE);
-	if (err)
-		return err;
 	memset(&inode, 0, sizeof(inode));
 	inode.i_mode = LINUX_S_IFREG | (mode & 07777);
 	inode.i_links_count = 1;
@@ -290,6 +322,19 @@ int bs_fs_create_at(struct bs_fs *fs, uint32_t dir, const char *name,
 		return fs_fail(fs, ret, "creating '%s': writing inode %u", name,
 			      child);
 	ext2fs_inode_alloc_stats2(fs->e2, child, +1, 0);
+	fs_op_persist_inode(fs, child);
+	/*
+	 * The name last, once the inode it points to is on disk; a directory
+	 * that cannot grow (ENOSPC) leaves the inode free again.
+	 */
+	err = dir_link(fs, dir, name, child, EXT2_FT_REG_FILE);
+	if (err) {
+		inode.i_links_count = 0;
+		inode.i_dtime = now32();
+		if (!ext2fs_write_inode(fs->e2, child, &inode))
+			ext2fs_inode_alloc_stats2(fs->e2, child, -1, 0);
+		return err;
+	}
 	err = touch(fs, dir, 0);
 	if (err)
 		return err;
@@ -298,18 +343,52 @@ int bs_fs_create_at(struct bs_fs *fs, uint32_t dir, const char *name,
 	return 0;
 }
 
+int bs_fs_create_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t mode, uint32_t *ino)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_create(fs, dir, name, mode, ino));
+}
+
 int bs_fs_create(struct bs_fs *fs, const char *path, uint32_t mode,
 		 uint32_t *ino)
 {
 	char name[NAME_MAX_EXT4 + 1];
 	uint32_t dir;
-	int err = walk(fs, path, &dir, name, sizeof(name));
+	bool slash;
+	int err = walk(fs, path, &dir, name, sizeof(name), &slash);
 
-	return err ? err : bs_fs_create_at(fs, dir, name, mode, ino);
+	if (err)
+		return err;
+	/* open(O_CREAT) of "f/": the kernel says EISDIR */
+	if (slash)
+		return fs_err(fs, -EISDIR, "%s: a regular file cannot be named "
+			      "with a trailing '/'", path);
+	return bs_fs_create_at(fs, dir, name, mode, ino);
 }
 
-int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
-		   uint32_t mode, uint32_t *ino)
+/*
+ * ext2fs_mkdir() failed: an inode it wrote before linking the name (not
+ * yet counted in the bitmap) is written back as removed, so that e2fsck
+ * finds no unattached directory.
+ */
+static void unmake_dir(struct bs_fs *fs, uint32_t child)
+{
+	struct ext2_inode inode;
+
+	if (fs->broken || ext2fs_test_inode_bitmap2(fs->e2->inode_map, child) ||
+	    ext2fs_read_inode(fs->e2, child, &inode) ||
+	    !LINUX_S_ISDIR(inode.i_mode) || !inode.i_links_count)
+		return;
+	inode.i_links_count = 0;
+	inode.i_dtime = now32();
+	ext2fs_write_inode(fs->e2, child, &inode);
+}
+
+static int do_mkdir(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t mode, uint32_t *ino)
 {
 	struct ext2_inode inode;
 	ext2_ino_t child;
@@ -320,18 +399,22 @@ int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
 	    (err = check_dir(fs, dir)) || (err = exists(fs, dir, name)) ||
 	    (err = make_room(fs, dir, name)))
 		return err;
-	ret = ext2fs_mkdir(fs->e2, dir, 0, name);
+	/* the inode number first, so that the op knows whose block it is */
+	ret = ext2fs_new_inode(fs->e2, dir, LINUX_S_IFDIR | 0755, NULL, &child);
+	if (ret)
+		return fs_fail(fs, ret, "mkdir '%s': no free inode", name);
+	fs_op_note(fs, child);
+	ret = ext2fs_mkdir(fs->e2, dir, child, name);
 	if (ret == EXT2_ET_DIR_NO_SPACE) {
 		/* our room check was wrong: the half-made inode is reused */
 		ret = ext2fs_expand_dir(fs->e2, dir);
 		if (!ret)
-			ret = ext2fs_mkdir(fs->e2, dir, 0, name);
+			ret = ext2fs_mkdir(fs->e2, dir, child, name);
 	}
-	if (ret)
+	if (ret) {
+		unmake_dir(fs, child);
 		return fs_fail(fs, ret, "mkdir '%s'", name);
-	ret = ext2fs_lookup(fs->e2, dir, name, (int)strlen(name), NULL, &child);
-	if (ret)
-		return fs_fail(fs, ret, "mkdir '%s': looking it up", name);
+	}
 	if ((err = fs_read_inode(fs, child, &inode)))
 		return err;
 	inode.i_mode = LINUX_S_IFDIR | (mode & 07777);
@@ -345,12 +428,21 @@ int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
 	return 0;
 }
 
+int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		   uint32_t mode, uint32_t *ino)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_mkdir(fs, dir, name, mode, ino));
+}
+
 int bs_fs_mkdir(struct bs_fs *fs, const char *path, uint32_t mode,
 		uint32_t *ino)
 {
 	char name[NAME_MAX_EXT4 + 1];
 	uint32_t dir;
-	int err = walk(fs, path, &dir, name, sizeof(name));
+	int err = walk(fs, path, &dir, name, sizeof(name), NULL);
 
 	return err ? err : bs_fs_mkdir_at(fs, dir, name, mode, ino);
 }
@@ -401,8 +493,9 @@ static int drop_link(struct bs_fs *fs, uint32_t ino)
 	}
 	inode.i_links_count = 0;
 	inode.i_ctime = inode.i_dtime = now32();
+	fs_op_note(fs, ino);
 	if (ext2fs_inode_has_valid_blocks2(fs->e2, &inode)) {
-		ret = ext2fs_punch(fs->e2, ino, &inode, NULL, 0, ~0ULL);
+		ret = fs_punch(fs, ino, &inode, 0, ~0ULL);
 		if (ret)
 			return fs_fail(fs, ret, "freeing the blocks of inode %u",
 				      ino);
@@ -454,7 +547,7 @@ static int get_kind(struct bs_fs *fs, uint32_t ino, bool *dir)
 	return get_kind2(fs, ino, dir, NULL);
 }
 
-int bs_fs_unlink_at(struct bs_fs *fs, uint32_t dir, const char *name)
+static int do_unlink(struct bs_fs *fs, uint32_t dir, const char *name)
 {
 	uint32_t ino;
 	bool isdir, empty;
@@ -484,12 +577,23 @@ int bs_fs_unlink_at(struct bs_fs *fs, uint32_t dir, const char *name)
 	return touch(fs, dir, isdir ? -1 : 0);
 }
 
+int bs_fs_unlink_at(struct bs_fs *fs, uint32_t dir, const char *name)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_unlink(fs, dir, name));
+}
+
 int bs_fs_unlink(struct bs_fs *fs, const char *path)
 {
 	char name[NAME_MAX_EXT4 + 1];
 	uint32_t dir;
-	int err = walk(fs, path, &dir, name, sizeof(name));
+	bool slash;
+	int err = walk(fs, path, &dir, name, sizeof(name), &slash);
 
+	if (!err && slash && strcmp(name, ".") && strcmp(name, ".."))
+		err = want_dir(fs, dir, name, path);
 	return err ? err : bs_fs_unlink_at(fs, dir, name);
 }
 
@@ -559,8 +663,8 @@ static int is_below(struct bs_fs *fs, uint32_t dir, uint32_t anc, bool *below)
 		      "deep or loops", dir);
 }
 
-int bs_fs_rename_at(struct bs_fs *fs, uint32_t fdir, const char *fname,
-		    uint32_t tdir, const char *tname)
+static int do_rename(struct bs_fs *fs, uint32_t fdir, const char *fname,
+		     uint32_t tdir, const char *tname)
 {
 	uint32_t ino, target = 0;
 	bool isdir, tisdir = false, empty, below;
@@ -634,14 +738,28 @@ int bs_fs_rename_at(struct bs_fs *fs, uint32_t fdir, const char *fname,
 	return 0;
 }
 
+int bs_fs_rename_at(struct bs_fs *fs, uint32_t fdir, const char *fname,
+		    uint32_t tdir, const char *tname)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_rename(fs, fdir, fname, tdir, tname));
+}
+
 int bs_fs_rename(struct bs_fs *fs, const char *from, const char *to)
 {
 	char fname[NAME_MAX_EXT4 + 1], tname[NAME_MAX_EXT4 + 1];
 	uint32_t fdir, tdir;
+	bool fslash, tslash;
 	int err;
 
-	if ((err = walk(fs, from, &fdir, fname, sizeof(fname))) ||
-	    (err = walk(fs, to, &tdir, tname, sizeof(tname))))
+	if ((err = walk(fs, from, &fdir, fname, sizeof(fname), &fslash)) ||
+	    (err = walk(fs, to, &tdir, tname, sizeof(tname), &tslash)))
+		return err;
+	/* a trailing '/' on either name: only a directory may move */
+	if ((fslash || tslash) && strcmp(fname, ".") && strcmp(fname, "..") &&
+	    (err = want_dir(fs, fdir, fname, from)))
 		return err;
 	return bs_fs_rename_at(fs, fdir, fname, tdir, tname);
 }

@@ -22,6 +22,7 @@
 
 #include <blkstack/attr.h>
 #include <blkstack/bdev.h>
+#include <blkstack/loop.h>
 #include <blkstack/opts.h>
 
 #include "mapper/mapper.h"
@@ -36,6 +37,9 @@ struct errdev {
 	uint64_t passed;	/* ... counted so far */
 	uint64_t failed;
 	struct bs_limits leaf;	/* standalone: its fixed limits */
+	uint32_t open_delay;	/* ms the open takes (asynchronous open) */
+	int open_err;		/* ... and then fails with, or 0 */
+	int open_timer;		/* > 0 while the open goes on */
 };
 
 static const struct {
@@ -166,12 +170,52 @@ static int take_component(struct bs_dev *dev, struct bs_opts *opts)
 		return bs_error(-ENOENT, "%s%s%s: component '%s' does not exist",
 				w, *w ? ": " : "", dev->name, name);
 	}
+	/* not a core-stacked type: it cannot wait for an opening one */
+	if (c->state != BS_DEV_LIVE)
+		return bs_dev_check_live(c);
 	dev->components = malloc(sizeof(*dev->components));
 	if (!dev->components)
 		return -ENOMEM;
 	dev->components[0] = c;
 	dev->ncomponents = 1;
 	return 0;
+}
+
+/* open_delay: finish the open from a timer, as a remote driver would. */
+static void open_timer(void *arg)
+{
+	struct bs_dev *dev = arg;
+	struct errdev *e = dev->priv;
+	char b[16];
+
+	e->open_timer = 0;
+	if (e->open_err) {
+		bs_error(e->open_err, "%s: error: open failed on purpose (%s)",
+			 dev->name, errno_str(e->open_err, b, sizeof(b)));
+		bs_dev_open_done(dev, e->open_err);
+		return;
+	}
+	bs_dev_open_done(dev, 0);
+}
+
+static int open_later(struct bs_dev *dev, struct errdev *e)
+{
+	int id;
+
+	if (!e->open_delay)
+		return 0;
+	id = bs_loop_add_timer(bs_ctx_loop(dev->ctx), e->open_delay,
+			       open_timer, dev);
+	if (id < 0) {
+		dev->priv = NULL;
+		free(e);
+		return bs_error(id, "%s: error: open_delay: %s", dev->name,
+				strerror(-id));
+	}
+	e->open_timer = id;
+	snprintf(dev->state_reason, sizeof(dev->state_reason),
+		 "error: open_delay = %u ms", e->open_delay);
+	return BS_OPEN_PENDING;
 }
 
 static int error_open(struct bs_dev *dev, struct bs_opts *opts)
@@ -194,8 +238,17 @@ static int error_open(struct bs_dev *dev, struct bs_opts *opts)
 		goto fail;
 	if ((err = bs_opts_get_size(opts, "after", &e->after)) < 0 ||
 	    (err = bs_opts_get_size(opts, "size", &size)) < 0 ||
-	    (err = bs_opts_get_bool(opts, "write_cache", &wc)) < 0)
+	    (err = bs_opts_get_bool(opts, "write_cache", &wc)) < 0 ||
+	    (err = bs_opts_get_u32(opts, "open_delay", &e->open_delay)) < 0)
 		goto fail;
+	if ((s = bs_opts_get(opts, "open_error")) &&
+	    (err = parse_errno(dev, s, &e->open_err)))
+		goto fail;
+	if (e->open_err && !e->open_delay) {
+		err = bs_error(-EINVAL, "%s: error: open_error needs "
+			       "open_delay = MS", dev->name);
+		goto fail;
+	}
 	err = take_component(dev, opts);
 	if (err)
 		goto fail;
@@ -228,7 +281,7 @@ static int error_open(struct bs_dev *dev, struct bs_opts *opts)
 		dev->size = size;
 		bs_dev_set_reason(dev, "error: standalone: requests that pass "
 				  "act as on a zero device (zeroing is free)");
-		return 0;
+		return open_later(dev, e);
 	}
 	dev->size = dev->components[0]->size;
 	bs_limits_init_stacking(&lim);
@@ -237,7 +290,7 @@ static int error_open(struct bs_dev *dev, struct bs_opts *opts)
 		goto fail;
 	bs_limits_finish(&lim);
 	dev->limits = lim;
-	return 0;
+	return open_later(dev, e);
 fail:
 	dev->priv = NULL;
 	free(e);
@@ -246,7 +299,12 @@ fail:
 
 static void error_close(struct bs_dev *dev)
 {
-	free(dev->priv);
+	struct errdev *e = dev->priv;
+
+	if (e && e->open_timer > 0)
+		bs_loop_cancel_timer(bs_ctx_loop(dev->ctx), e->open_timer);
+	free(e);
+	dev->priv = NULL;
 }
 
 static void error_submit(struct bs_dev *dev, struct bs_req *req)
@@ -395,7 +453,11 @@ static const struct bs_dev_type error_type = {
 		"                     write_zeroes, all (all); others always pass\n"
 		"after=N              let N requests of those ops pass first, then\n"
 		"                     fail every one (0); attribute error/after\n"
-		"                     re-arms it at run time\n",
+		"                     re-arms it at run time\n"
+		"open_delay=MS        the open finishes MS later, asynchronously:\n"
+		"                     the device is 'opening' until then (0)\n"
+		"open_error=ERR       with open_delay: the open then fails with\n"
+		"                     ERR, and the device is 'failed'\n",
 	.open = error_open,
 	.close = error_close,
 	.submit = error_submit,

@@ -72,8 +72,8 @@ static void fuzz_config(const char *text)
 static void fuzz_spec(const char *text)
 {
 	static const char *const core[] = { "type", "readonly",
-					    "write_zeroes_unmap", "devices",
-					    NULL };
+					    "write_zeroes_unmap", "claim",
+					    "devices", NULL };
 	static const char *const choices[] = { "unmap", "write", "none", NULL };
 	const struct bs_dev_type *t;
 	struct bs_opts *o = NULL;

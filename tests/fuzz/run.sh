@@ -3,7 +3,10 @@
 # fuzzer built by `make fuzz` (tests/fuzz/fuzz.mk) runs for its share of
 # FUZZ_SECONDS (default 60 s in total), starting from a temporary copy of
 # its seed corpus tests/fuzz/corpus/NAME/ (fuzz_NAME), so the tree is never
-# written. Exit 0 when no fuzzer found a crash, leak or timeout; 1 if one
+# written. A fuzzer whose source reads BLKSTACK_FUZZ_WRITE_SEEDS makes its
+# own seeds instead (fuzz_fs_image: ext4 images made by bs_fs_mkfs, which
+# are better generated than kept as blobs): run with that variable set to
+# a directory, it writes them there and exits. Exit 0 when no fuzzer found a crash, leak or timeout; 1 if one
 # did (the reproducer is kept in $FUZZ_BUILD/artifacts/); 77 when no
 # fuzzer is built.
 set -uo pipefail
@@ -35,6 +38,14 @@ for f in "${fuzzers[@]}"; do
 	mkdir -p "$corpus" "$tmp/$name.art"
 	seeds="tests/fuzz/corpus/${name#fuzz_}"
 	[[ -d $seeds ]] && cp -r "$seeds"/. "$corpus"/
+	if grep -q BLKSTACK_FUZZ_WRITE_SEEDS "tests/fuzz/$name.c" 2>/dev/null &&
+		! BLKSTACK_FUZZ_WRITE_SEEDS="$corpus" timeout 120 "$f" \
+			>"$tmp/$name.seeds.log" 2>&1; then
+		failed=1
+		echo "FAIL $name: writing its seeds:"
+		tail -20 "$tmp/$name.seeds.log"
+		continue
+	fi
 	echo "== $name: ${share}s from $(ls "$corpus" | wc -l) seeds"
 	# libFuzzer exits 77 on a crash by default, which would read as SKIP
 	"$f" -max_total_time="$share" -timeout=20 -rss_limit_mb=2560 \

@@ -20,11 +20,12 @@ max_write_zeroes = 1536M
 type = mem
 size = 64M
 
-[export m]
-type = nbd
-device = m
-listen = 127.0.0.1:$PORT
+[device f]
+type = mem
+size = 64M
 
+; only v is served: zeroout and fs put are refused on a served device,
+; and a stall of the loop would hold v's clients as much as m's
 [export v]
 type = nbd
 device = v
@@ -59,17 +60,17 @@ fi
 ((worst < 3000)) || fail "an NBD client waited $worst ms during the zeroout"
 
 note "fs put of a FIFO: fails at once, names it, the daemon keeps serving"
-ctl 0 fs mkfs v
+ctl 0 fs mkfs f
 mkfifo "$T/fifo"
 t0=$(now)
 rc=0
-timeout 20 "$BS" -s "$CTL" fs put v "$T/fifo" /x >"$T/out" 2>"$T/err" || rc=$?
+timeout 20 "$BS" -s "$CTL" fs put f "$T/fifo" /x >"$T/out" 2>"$T/err" || rc=$?
 ms=$((($(now) - t0) / 1000000))
 ((rc == 1)) || fail "fs put of a FIFO exited $rc (124: it blocked): $(cat "$T/err")"
 ERR=$(cat "$T/err")
 expect_err "FIFO" "regular file"
 ((ms < 5000)) || fail "fs put of a FIFO took $ms ms"
-ctl 1 fs stat v /x
+ctl 1 fs stat f /x
 timeout 20 nbdinfo --size "nbd://127.0.0.1:$PORT/v" >/dev/null || fail "NBD after the FIFO"
 ctl 0 ls
 stop_daemon

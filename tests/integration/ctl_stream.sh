@@ -15,9 +15,14 @@ cat >>"$T/d.ini" <<EOC
 type = file
 path = $T/fs.img
 
-[export v]
+; served: fs commands that write are refused on a served device
+[device e]
+type = mem
+size = 16M
+
+[export e]
 type = nbd
-device = v
+device = e
 listen = 127.0.0.1:$PORT
 EOC
 start_daemon "$T/d.ini"

@@ -106,6 +106,9 @@ control = $CTL
 [device a]
 type = mem
 size = 64M
+[device b]
+type = mem
+size = 64M
 [export a]
 type = nbd
 device = a
@@ -119,15 +122,22 @@ ctl 0 info a
 [[ $OUT == *"64 MiB"* || $OUT == *67108864* ]] || fail "info over -s: $OUT"
 ctl 0 ls
 [[ $OUT == *a*mem* ]] || fail "ls over -s: $OUT"
-ctl 0 zeroout -l 1M a
-ctl 0 fallocate -w -o 1M -l 1M a
+# zeroout and fallocate run on a device no export holds (b); on the
+# served one (a) they are refused naming the export
+ctl 0 zeroout -l 1M b
+ctl 0 fallocate -w -o 1M -l 1M b
+ctl 1 zeroout -l 1M a
+expect_err "a" "in use by export nbd/a"
+ctl 1 fallocate -w -o 1M -l 1M a
+expect_err "a" "in use by export nbd/a"
 ctl 0 explain a
 [[ $OUT == *a* ]] || fail "explain over -s: $OUT"
 fast_zero() { nbdinfo --json "nbd://127.0.0.1:$PORT/a" | jq -r '.exports[0].can_fast_zero'; }
 [[ $(fast_zero) == true ]] || fail "fast zero not offered before the knob"
 ctl 0 attr a queue/write_zeroes_unmap 0
-ctl 1 fallocate -w -l 1M a
-expect_err "a"
+ctl 0 attr b queue/write_zeroes_unmap 0
+ctl 1 fallocate -w -l 1M b
+expect_err "b" "write_zeroes_unmap"
 note "a capability change is logged once and new connections get it"
 [[ $(fast_zero) == false ]] || fail "fast zero still offered after the knob"
 LOG=$T/state/blkstackd.log

@@ -687,6 +687,94 @@ static void write_zeroes_zeroout_fails(void **state)
 	free(buf);
 }
 
+/*
+ * Out of space midway (issue 10 item 1): a fallocate of exactly the free
+ * blocks passes the up-front check, then ext2fs_fallocate() runs out when
+ * the extent tree needs its leaf block. The inode is put right (i_blocks,
+ * nothing leaked), the filesystem stays usable and e2fsck -fn clean, and
+ * unlinking the file returns every block, the last one of the
+ * filesystem included (libext2fs 1.47.0 cannot free it by itself).
+ */
+static void enospc_midway(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *m = th_dev(x->ctx, "m", "mem:64M");
+	struct bs_fs *fs = mkfs_open(m);
+	struct bs_fs_info info;
+	uint64_t free0;
+	uint32_t a, b;
+	int i;
+
+	assert_int_equal(bs_fs_create(fs, "/a", 0644, &a), 0);
+	/* fragment the free space so that /b needs more than 4 extents */
+	assert_int_equal(bs_fs_fallocate(fs, a, 0, 0, 40 * MiB), 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(bs_fs_fallocate(fs, a, BS_FALLOC_PUNCH_HOLE |
+						 BS_FALLOC_KEEP_SIZE,
+						 (int64_t)(i * 64 + 1) * BS, BS),
+				 0);
+	assert_int_equal(bs_fs_info(fs, &info), 0);
+	free0 = info.free_blocks;
+	assert_int_equal(bs_fs_create(fs, "/b", 0644, &b), 0);
+	assert_int_equal(bs_fs_fallocate(fs, b, 0, 0,
+					 (int64_t)(info.free_blocks + 1) * BS),
+			 -ENOSPC);
+	assert_non_null(strstr(bs_last_error(), "blocks to allocate"));
+	assert_int_equal(bs_fs_fallocate(fs, b, 0, 0,
+					 (int64_t)info.free_blocks * BS),
+			 -ENOSPC);
+	assert_null(strstr(bs_last_error(), "e2fsck"));
+	/* still usable: what was allocated is kept, unwritten */
+	assert_int_equal(bs_fs_info(fs, &info), 0);
+	assert_true(info.free_blocks <= 1);
+	assert_int_equal(get_map(fs, b).written, 0);
+	assert_int_equal(bs_fs_create(fs, "/c", 0644, NULL), 0);
+	close_ok(fs);
+	fsck_clean(x, m);
+	assert_int_equal(bs_fs_open(m, 0, &fs), 0);
+	assert_int_equal(bs_fs_unlink(fs, "/b"), 0);
+	assert_int_equal(bs_fs_info(fs, &info), 0);
+	assert_int_equal(info.free_blocks, free0);
+	close_ok(fs);
+	fsck_clean(x, m);
+}
+
+/*
+ * A metadata write fails midway: the error says "run e2fsck -f", nothing
+ * more is written or allowed, close leaves the superblock not clean and a
+ * read-write open refuses it; e2fsck -fy would repair it.
+ */
+static void metadata_write_fails(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *m = th_dev(x->ctx, "m", "mem:64M"), *e;
+	struct bs_fs *fs;
+	uint8_t *buf = malloc(MiB);
+	uint32_t ino;
+
+	assert_non_null(buf);
+	assert_int_equal(bs_fs_mkfs(m, NULL), 0);
+	e = th_dev_kv(x->ctx, "e", "type=error;devices=m;ops=write;"
+		      "errno=EIO;after=1000000");
+	assert_int_equal(bs_fs_open(e, 0, &fs), 0);
+	assert_int_equal(bs_fs_create(fs, "/f", 0644, &ino), 0);
+	assert_int_equal(bs_attr_store(e, "error/after", "0"), 0);
+	th_fill(buf, MiB, 7);
+	assert_int_equal(bs_fs_write(fs, ino, buf, MiB, 0), -EIO);
+	assert_non_null(strstr(bs_last_error(), "run e2fsck -f"));
+	assert_int_equal(bs_attr_store(e, "error/after", "1000000"), 0);
+	/* nothing more is written, even once the device works again */
+	assert_int_equal(bs_fs_mkdir(fs, "/d", 0755, NULL), -EIO);
+	assert_non_null(strstr(bs_last_error(), "run e2fsck -f"));
+	assert_int_equal(bs_fs_truncate(fs, ino, 0), -EIO);
+	assert_int_not_equal(bs_fs_close(fs), 0);
+	assert_int_equal(sb_state(m) & 1, 0);
+	/* the error device claims m exclusively: let go of it first */
+	assert_int_equal(bs_dev_destroy(e), 0);
+	assert_int_equal(bs_fs_open(m, 0, &fs), -EUCLEAN);
+	free(buf);
+}
+
 static void write_zeroes_mem(void **state)
 {
 	struct fx *x = *state;
@@ -821,6 +909,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(write_zeroes_zeroout_fails,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(write_zeroes_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(enospc_midway, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(metadata_write_fails, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(on_a_stack, setup, teardown),
 	};

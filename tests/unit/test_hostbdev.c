@@ -285,6 +285,38 @@ static void not_a_block_device(void **state)
 	assert_non_null(strstr(bs_last_error(), "y: hostbdev /dev/no-such-disk"));
 }
 
+/*
+ * The device node is OFD-locked as file images are, also where O_EXCL is
+ * off (exclusive=0) or does not apply (readonly=1): two blkstack users
+ * never write one host device.
+ */
+static void locked_like_file(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *d = NULL, *e = NULL;
+	char s[192], want[256];
+
+	snprintf(s, sizeof(s), "%s,exclusive=0", spec);
+	d = th_dev(ctx, "disk0", s);
+	assert_int_equal(th_dev_try(ctx, "disk1", s, &e), -EBUSY);
+	snprintf(want, sizeof(want), "disk1: hostbdev: %s: in use by device "
+		 "disk0 of this process", loopdev);
+	assert_string_equal(bs_last_error(), want);
+	snprintf(s, sizeof(s), "%s,readonly=1", spec);
+	assert_int_equal(th_dev_try(ctx, "disk1", s, &e), -EBUSY);
+	/* lock=0: the user's call */
+	snprintf(s, sizeof(s), "%s,exclusive=0,lock=0", spec);
+	e = th_dev(ctx, "disk1", s);
+	assert_int_equal(bs_dev_destroy(e), 0);
+	assert_int_equal(bs_dev_destroy(d), 0);
+	/* closed: the lock went with it */
+	snprintf(s, sizeof(s), "%s,readonly=1", spec);
+	d = th_dev(ctx, "disk0", s);
+	e = th_dev(ctx, "disk1", s);	/* readers share */
+	assert_int_equal(bs_dev_destroy(e), 0);
+	assert_int_equal(bs_dev_destroy(d), 0);
+}
+
 /* ---- a fake sysfs: the host's other forms of the unmap attribute ------ */
 
 static char fake[160];
@@ -523,6 +555,8 @@ int main(void)
 						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(not_a_block_device,
 						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(locked_like_file, th_ctx_setup,
+						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(unmap_attribute_forms,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(host_refuses_at_run_time,

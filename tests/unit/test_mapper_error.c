@@ -98,7 +98,9 @@ static void test_error_passthrough_model(void **state)
 	uint8_t buf[4096];
 
 	m = th_dev(ctx, "m", "mem:2M,chunk=4K");
-	e = th_dev_kv(ctx, "e", "type=error;devices=m;ops=flush;after=0");
+	/* two error devices over m: both share it (claim=shared) */
+	e = th_dev_kv(ctx, "e", "type=error;devices=m;ops=flush;after=0;"
+		      "claim=shared");
 	assert_int_equal(e->size, m->size);
 	assert_true(bs_dev_write_zeroes_unmap(e));
 	assert_int_equal(m->nholders, 1);
@@ -110,7 +112,8 @@ static void test_error_passthrough_model(void **state)
 	/* mem has no write cache: flushes complete above, never fail */
 	assert_int_equal(bs_flush_sync(e), 0);
 	/* after=3: three writes pass, the fourth fails */
-	e = th_dev_kv(ctx, "f", "type=error;devices=m;ops=write;after=3");
+	e = th_dev_kv(ctx, "f", "type=error;devices=m;ops=write;after=3;"
+		      "claim=shared");
 	memset(buf, 9, sizeof(buf));
 	assert_int_equal(bs_write_sync(e, buf, 4096, 0), 0);
 	assert_int_equal(bs_read_sync(e, buf, 4096, 0), 0); /* not counted */

@@ -105,7 +105,8 @@ static void test_linear_caps(void **state)
 	a = mk(ctx, "a", "mem", "size=1M");
 	assert_non_null(mk(ctx, "b", "mem", "size=1M;zeroes=write"));
 	assert_non_null(mk(ctx, "c", "mem", "size=1M"));
-	v = mk(ctx, "v", "linear", "devices=a c");
+	/* v and w both stack on a: shared claims */
+	v = mk(ctx, "v", "linear", "devices=a c;claim=shared");
 	assert_true(bs_dev_write_zeroes_unmap(v));
 	/* the knob below clears it above within the same call, and back */
 	assert_int_equal(bs_attr_store(a, "queue/write_zeroes_unmap", "0"), 0);
@@ -116,7 +117,7 @@ static void test_linear_caps(void **state)
 	assert_non_null(strstr(rule, "knob write_zeroes_unmap=0"));
 	assert_int_equal(bs_attr_store(a, "queue/write_zeroes_unmap", "1"), 0);
 	assert_true(bs_dev_write_zeroes_unmap(v));
-	v = mk(ctx, "w", "linear", "devices=a b");
+	v = mk(ctx, "w", "linear", "devices=a b;claim=shared");
 	assert_false(bs_dev_write_zeroes_unmap(v));
 	assert_true(v->limits.max_write_zeroes_sectors > 0);
 	bs_ctx_free(ctx);

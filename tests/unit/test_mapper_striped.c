@@ -45,9 +45,10 @@ static void test_striped_one_component_and_rounding(void **state)
 	th_dev(ctx, "a", "mem:200K");
 	th_dev(ctx, "b", "mem:200K");
 	/* 200K holds three 64K chunks: the rest is unused */
-	v = th_dev_kv(ctx, "v", "type=striped;devices=a b");
+	/* v and w both stack on a: shared claims */
+	v = th_dev_kv(ctx, "v", "type=striped;devices=a b;claim=shared");
 	assert_int_equal(v->size, 2 * 192 * 1024);
-	v = th_dev_kv(ctx, "w", "type=striped;devices=a;chunk=4K");
+	v = th_dev_kv(ctx, "w", "type=striped;devices=a;chunk=4K;claim=shared");
 	assert_int_equal(v->size, 200 * 1024);
 	th_model_init(&m, v, 3, 4096, 20000);
 	th_model_run(&m, 200, TH_MODEL_ALL);

@@ -116,8 +116,9 @@ static void test_zero_under_mappers(void **state)
 
 	th_dev(ctx, "z1", "zero:size=4M");
 	th_dev(ctx, "z2", "zero:size=4M");
-	s = th_dev_kv(ctx, "s", "type=striped;devices=z1 z2");
-	m = th_dev_kv(ctx, "m", "type=mirror;devices=z1 z2");
+	/* both over z1 and z2: shared claims */
+	s = th_dev_kv(ctx, "s", "type=striped;devices=z1 z2;claim=shared");
+	m = th_dev_kv(ctx, "m", "type=mirror;devices=z1 z2;claim=shared");
 	assert_true(bs_dev_write_zeroes_unmap(s));
 	assert_true(bs_dev_write_zeroes_unmap(m));
 	/* the model of a zero device: zeroouts and discards only */

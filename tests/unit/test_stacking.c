@@ -25,7 +25,9 @@ static struct bs_dev *stack(struct bs_ctx *ctx, const char *name,
 {
 	char kv[256];
 
-	snprintf(kv, sizeof(kv), "type=%s;devices=%s", type, devices);
+	/* the tables stack every mapper over the same legs: shared claims */
+	snprintf(kv, sizeof(kv), "type=%s;devices=%s;claim=shared", type,
+		 devices);
 	return th_dev_kv(ctx, name, kv);
 }
 

@@ -4,7 +4,8 @@
  * thread of blkstackd): the I/O is posted to the loop and the caller
  * sleeps, so the loop's thread alone touches the device; results and
  * error messages come back to the caller; waiting on the loop from the
- * wrong thread is refused instead of running a second loop.
+ * wrong thread is refused instead of running a second loop. Claims taken
+ * and released from such a thread are made on the loop's thread too.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +25,9 @@ struct side {
 	int write_err, read_err, zero_err, falloc_err, bad_err, wait_err;
 	int cmp;
 	char bad_msg[512];
+	int claim_err, busy_err, check_err;
+	char busy_msg[512];
+	struct bs_claim *claim;
 	atomic_bool done;
 };
 
@@ -58,6 +62,11 @@ static void *side_thread(void *arg)
 	s->bad_err = bs_zeroout_sync(s->dev, 64 << 20, 4096, 0, NULL, NULL);
 	snprintf(s->bad_msg, sizeof(s->bad_msg), "%s", bs_last_error());
 	s->wait_err = bs_ctx_wait(s->dev->ctx, &never);
+	/* the loop's thread holds "export x" for write: exclusive is busy */
+	s->busy_err = bs_dev_claim(s->dev, BS_CLAIM_EXCL, "cmd", &s->claim);
+	snprintf(s->busy_msg, sizeof(s->busy_msg), "%s", bs_last_error());
+	s->check_err = bs_dev_claim_check(s->dev, BS_CLAIM_WRITE);
+	s->claim_err = bs_dev_claim(s->dev, BS_CLAIM_READ, "cmd", &s->claim);
 	free(a);
 	free(b);
 	atomic_store(&s->done, true);
@@ -69,10 +78,13 @@ static void from_another_thread(void **state)
 {
 	struct bs_ctx *ctx = *state;
 	struct side s = { 0 };
+	struct bs_claim *exp, *cmd;
 	pthread_t t;
 	int n;
 
 	s.dev = th_dev(ctx, "d", "mem:64M,chunk=4K");
+	assert_int_equal(bs_dev_claim(s.dev, BS_CLAIM_WRITE, "export x", &exp),
+			 0);
 	assert_true(bs_loop_is_current(bs_ctx_loop(ctx)));
 	assert_int_equal(pthread_create(&t, NULL, side_thread, &s), 0);
 	/* the loop's thread serves the other thread's I/O; bounded */
@@ -89,6 +101,18 @@ static void from_another_thread(void **state)
 	assert_int_not_equal(s.bad_err, 0);
 	assert_true(s.bad_msg[0] != '\0');
 	assert_int_equal(s.wait_err, -EDEADLK);
+	assert_int_equal(s.busy_err, -EBUSY);
+	assert_non_null(strstr(s.busy_msg, "export x"));
+	assert_int_equal(s.check_err, 0);
+	assert_int_equal(s.claim_err, 0);
+	/* the thread's claim is on the list, after the export's */
+	cmd = (struct bs_claim *)bs_dev_claim_next(s.dev,
+						   bs_dev_claim_next(s.dev, NULL));
+	assert_ptr_equal(cmd, s.claim);
+	assert_string_equal(bs_claim_holder(cmd), "cmd");
+	bs_claim_release(s.claim);
+	bs_claim_release(exp);
+	assert_null(bs_dev_claim_next(s.dev, NULL));
 }
 
 /* On the loop's own thread the wrappers still run the loop themselves. */

@@ -154,9 +154,15 @@ static void opt_export_name(struct nbd_session *s)
 		return;
 	}
 	exp = find(s, name);
-	if (!exp) {
+	if (!exp || exp->dev->state != BS_DEV_LIVE) {
 		/* no way to answer an error here: the protocol says close */
-		nbd_end(s, "NBD_OPT_EXPORT_NAME: no export '%s'", name);
+		if (!exp)
+			nbd_end(s, "NBD_OPT_EXPORT_NAME: no export '%s'", name);
+		else
+			nbd_end(s, "NBD_OPT_EXPORT_NAME: export '%s': device "
+				"%s %s: %s", name, exp->dev->name,
+				bs_dev_state_name(exp->dev->state),
+				exp->dev->state_reason);
 		free(name);
 		return;
 	}
@@ -172,17 +178,23 @@ static void opt_export_name(struct nbd_session *s)
 static void opt_list(struct nbd_session *s)
 {
 	struct bs_export *exp = NULL;
-	uint8_t buf[4 + BS_EXPORT_NAME_MAX];
+	uint8_t buf[4 + BS_EXPORT_NAME_MAX + NBD_MAX_STRING];
 
 	if (s->optlen) {
 		reply_err(s, NBD_REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
 		return;
 	}
 	while (s->ops && s->ops->next && (exp = s->ops->next(s->arg, exp))) {
-		size_t n = strlen(exp->name);
+		size_t n = strlen(exp->name), d = 0;
+
+		/* name, then the description as the rest of the reply */
 		nbd_put32(buf, (uint32_t)n);
 		memcpy(buf + 4, exp->name, n);
-		reply(s, NBD_REP_SERVER, buf, 4 + n);
+		if (exp->description) {
+			d = strnlen(exp->description, NBD_MAX_STRING);
+			memcpy(buf + 4 + n, exp->description, d);
+		}
+		reply(s, NBD_REP_SERVER, buf, 4 + n + d);
 	}
 	reply(s, NBD_REP_ACK, NULL, 0);
 }
@@ -234,6 +246,16 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 		return;
 	}
 	free(name);
+	if (exp->dev->state != BS_DEV_LIVE) {
+		/* "not available": the client may try again later */
+		reply_err(s, NBD_REP_ERR_UNKNOWN, "export '%s': device %s %s: "
+			  "%s", exp->name, exp->dev->name,
+			  exp->dev->state == BS_DEV_OPENING
+				  ? "is still opening"
+				  : "failed to open",
+			  exp->dev->state_reason);
+		return;
+	}
 	flags = nbd_tx_flags(s, exp);
 	nbd_put16(buf, NBD_INFO_EXPORT);
 	nbd_put64(buf + 2, exp->dev->size);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/export.h>
 
 #include "export/nbd/proto.h"
@@ -24,6 +25,7 @@ struct nbd_out {
 	size_t data_len;
 	size_t sent;		/* bytes of hdr+data already sent */
 	size_t acct;		/* bytes counted against the session cap */
+	size_t budget;		/* of which taken from the server budget */
 	uint8_t hdr[];
 };
 
@@ -76,9 +78,13 @@ struct nbd_session {
 	size_t inflight_bytes;		/* buffers held: payloads, replies */
 	unsigned inflight_reqs;		/* requests not yet answered */
 	struct nbd_out *out_head, *out_tail;
+	struct bs_budget *budget;	/* server-wide payload budget */
+	struct bs_budget_holder bh;
+	size_t out_bytes;		/* queued output not yet sent */
 
 	bool ended;			/* protocol end: no more input */
 	bool disc, eof, shutdown, orphan;
+	bool evicted;			/* stalled on the budget: drop output */
 	char reason[160];
 	struct nbd_session_stats stats;
 };
@@ -93,6 +99,9 @@ void nbd_end(struct nbd_session *s, const char *fmt, ...)
 int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 		 void *data, size_t data_len, size_t data_acct);
 bool nbd_has_room(const struct nbd_session *s, size_t need);
+/* Server-wide budget for payload buffers: false = wait for a kick. */
+bool nbd_budget_take(struct nbd_session *s, size_t n);
+void nbd_budget_give(struct nbd_session *s, size_t n);
 void nbd_kick(struct nbd_session *s);
 
 /* handshake.c */

@@ -1,31 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The `nbd` export type: listening sockets (TCP and UNIX) shared by the
- * exports of one set, accepting connections that each run one session
- * (conn.c). Several exports may name the same address; a client picks one
- * by name during the handshake, and "" picks the first.
+ * The `nbd` export type: which exports each network listener serves.
+ * Listeners (TCP and UNIX), accepting, limits and timeouts are the network
+ * server's (lib/export/net/); a connection runs one NBD session through
+ * nbd_net_proto (conn.c). Several exports may name the same address; a
+ * client picks one by name during the handshake, and "" picks the first.
  *
  *   [export vol0]
  *   type = nbd
  *   device = vol0
  *   listen = 127.0.0.1:10809 [::1]:10809   TCP, one or more HOST:PORT
  *   socket = /run/blkstack/nbd.sock        UNIX socket
+ *   socket_mode = 0600                     its mode, set from the start
+ *   max_connections = 512                  per listener
+ *   max_connections_per_peer = 64          per client address (uid: UNIX)
+ *   handshake_timeout = 10                 seconds ("500ms"); 0 = none
+ *   idle_timeout = 0                       seconds after the handshake
  *
  * With neither listen nor socket the export listens on 127.0.0.1:10809.
+ * The connection settings belong to the listener: exports sharing an
+ * address must give the same ones.
  */
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <blkstack/opts.h>
 
@@ -49,207 +48,157 @@ bool nbd_export_active(const struct bs_export *exp)
 	return ne && !ne->shutdown;
 }
 
-/* ---- accepting ----------------------------------------------------------- */
+/* ---- options ------------------------------------------------------------- */
 
-static void peer_name(const struct sockaddr_storage *ss, socklen_t len,
-		      const struct nbd_listener *l, char *buf, size_t size)
+struct nbd_opts {
+	char *words;			/* listen, split in place into v[] */
+	char *v[NBD_MAX_LISTEN_ARGS];
+	int n;
+	const char *sock;
+	struct bs_net_limits lim;
+	const char *listen_where, *sock_where;
+};
+
+static const char *sep(const char *where)
 {
-	char host[INET6_ADDRSTRLEN + 8], port[16];
-
-	if (ss->ss_family == AF_UNIX) {
-		snprintf(buf, size, "unix:%s", l->path);
-		return;
-	}
-	if (getnameinfo((const struct sockaddr *)ss, len, host, sizeof(host),
-			port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV)) {
-		snprintf(buf, size, "?");
-		return;
-	}
-	if (ss->ss_family == AF_INET6)
-		snprintf(buf, size, "[%s]:%s", host, port);
-	else
-		snprintf(buf, size, "%s:%s", host, port);
+	return *where ? ": " : "";
 }
 
-/* Out of descriptors or memory: stop accepting for a moment, not spin. */
-#define NBD_ACCEPT_RETRY_MS 100
-
-static void accept_resume(void *arg)
+/* Split a list of words ("a b,c") into @v; returns the count or -E2BIG. */
+static int split_words(char *s, char **v, int max)
 {
-	struct nbd_listener *l = arg;
+	int n = 0;
+	char *save = NULL, *w;
 
-	l->retry_timer = 0;
-	if (l->fd >= 0)
-		bs_loop_mod_fd(l->srv->loop, l->fd, EPOLLIN);
+	for (w = strtok_r(s, " \t,", &save); w;
+	     w = strtok_r(NULL, " \t,", &save)) {
+		if (n == max)
+			return -E2BIG;
+		v[n++] = w;
+	}
+	return n;
 }
 
-static void accept_pause(struct nbd_listener *l, int err)
+static int get_count(const char *name, struct bs_opts *opts, const char *key,
+		     unsigned *out)
 {
-	if (!l->pause_logged)
-		bs_exports_log(l->srv->set, "nbd %s: accept: %s: not accepting "
-			       "new clients until descriptors free up", l->addr,
-			       strerror(err));
-	l->pause_logged = true;
-	bs_loop_mod_fd(l->srv->loop, l->fd, 0);
-	l->retry_timer = bs_loop_add_timer(l->srv->loop, NBD_ACCEPT_RETRY_MS,
-					   accept_resume, l);
-	if (l->retry_timer < 0) {
-		l->retry_timer = 0;
-		bs_loop_mod_fd(l->srv->loop, l->fd, EPOLLIN);
+	uint32_t v;
+	int err = bs_opts_get_u32(opts, key, &v);
+
+	if (err < 0)
+		return err;
+	if (err == 0) {
+		const char *w = bs_opts_where(opts, key);
+
+		if (v < 1 || v > 65536)
+			return bs_error(-EINVAL, "%s%sexport %s: %s: give 1 to "
+					"65536", w, sep(w), name, key);
+		*out = v;
 	}
-}
-
-static void on_accept(void *arg, uint32_t events)
-{
-	struct nbd_listener *l = arg;
-	unsigned burst;
-
-	(void)events;
-	/* bounded per wakeup so one busy listener cannot starve the loop */
-	for (burst = 0; burst < 64 && l->fd >= 0; burst++) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		char peer[160];
-		int fd, err, one = 1;
-
-		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
-			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			err = errno;
-			if (err == EINTR)
-				continue;
-			if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
-			    err == ENOMEM)
-				accept_pause(l, err);
-			else if (err != EAGAIN && err != EWOULDBLOCK &&
-				 err != ECONNABORTED)
-				bs_exports_log(l->srv->set, "nbd %s: accept: %s",
-					       l->addr, strerror(err));
-			return;
-		}
-		if (l->pause_logged) {
-			bs_exports_log(l->srv->set, "nbd %s: accepting again",
-				       l->addr);
-			l->pause_logged = false;
-		}
-		peer_name(&ss, len, l, peer, sizeof(peer));
-		if (l->nconns >= NBD_MAX_CONNS) {
-			bs_exports_log(l->srv->set, "nbd %s: refused %s: %u "
-				       "connections already open", l->addr,
-				       peer, l->nconns);
-			close(fd);
-			continue;
-		}
-		if (ss.ss_family != AF_UNIX)
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-				   sizeof(one));
-		err = nbd_conn_start(l, fd, peer);
-		if (err) {
-			bs_exports_log(l->srv->set, "nbd %s: dropped %s: %s",
-				       l->addr, peer, strerror(-err));
-			close(fd);
-		}
-	}
-}
-
-/* ---- listeners ----------------------------------------------------------- */
-
-/* Split "HOST:PORT" / "[V6]:PORT" in place. */
-static int split_hostport(char *s, char **host, char **port)
-{
-	char *colon;
-
-	if (*s == '[') {
-		char *end = strchr(s, ']');
-		if (!end || end[1] != ':')
-			return -EINVAL;
-		*end = '\0';
-		*host = s + 1;
-		*port = end + 2;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return -EINVAL;
-		*colon = '\0';
-		*host = s;
-		*port = colon + 1;
-	}
-	return **port ? 0 : -EINVAL;
-}
-
-static int open_tcp(const char *where, const char *name, const char *addr,
-		    int *out)
-{
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-	};
-	struct addrinfo *res, *ai;
-	char copy[160], *host, *port;
-	int fd = -1, rc, one = 1, saved = 0;
-
-	snprintf(copy, sizeof(copy), "%s", addr);
-	if (split_hostport(copy, &host, &port))
-		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': give "
-				"HOST:PORT (127.0.0.1:10809, [::1]:10809)",
-				where, *where ? ": " : "", name, addr);
-	rc = getaddrinfo(*host ? host : NULL, port, &hints, &res);
-	if (rc)
-		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s",
-				where, *where ? ": " : "", name, addr,
-				gai_strerror(rc));
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-			    SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0) {
-			saved = errno;
-			continue;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (ai->ai_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
-				   sizeof(one));
-		if (!bind(fd, ai->ai_addr, ai->ai_addrlen) &&
-		    !listen(fd, 128))
-			break;
-		saved = errno;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		return bs_error(-saved, "%s%sexport %s: listen on %s: %s",
-				where, *where ? ": " : "", name, addr,
-				strerror(saved));
-	*out = fd;
 	return 0;
 }
 
-static int open_unix(const char *where, const char *name, const char *path,
-		     int *out)
+static int get_ms(const char *name, struct bs_opts *opts, const char *key,
+		  unsigned *out)
 {
-	const char *sep = *where ? ": " : "";
-	int err = bs_listen_unix(path, 128, 0, out);
+	const char *v = bs_opts_get(opts, key);
+	const char *w = bs_opts_where(opts, key);
 
-	switch (err) {
-	case 0:
-		return 0;
-	case -ENAMETOOLONG:
-		return bs_error(err, "%s%sexport %s: socket '%s': path too "
-				"long for a UNIX socket", where, sep, name,
-				path);
-	case -EEXIST:
-		return bs_error(err, "%s%sexport %s: socket '%s' exists and is "
-				"not a socket", where, sep, name, path);
-	case -EADDRINUSE:
-		return bs_error(err, "%s%sexport %s: socket '%s' is in use by a "
-				"running server", where, sep, name, path);
-	default:
-		return bs_error(err, "%s%sexport %s: listen on %s: %s", where,
-				sep, name, path, strerror(-err));
-	}
+	if (v && bs_net_parse_ms(v, out))
+		return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give seconds "
+				"(10, 2.5, 500ms; 0 = none), at most a day", w,
+				sep(w), name, key, v);
+	return 0;
 }
+
+/*
+ * Read and check every nbd option (without binding anything): addresses
+ * well formed with a port in 1..65535 and a host, a socket path, limits
+ * and timeouts in range. Errors name file:line.
+ */
+static int read_opts(const char *name, struct bs_opts *opts,
+		     struct nbd_opts *o)
+{
+	const char *listen = bs_opts_get(opts, "listen");
+	const char *mode = bs_opts_get(opts, "socket_mode");
+	char why[200];
+	int i, err;
+
+	memset(o, 0, sizeof(*o));
+	bs_net_limits_default(&o->lim);
+	o->sock = bs_opts_get(opts, "socket");
+	o->listen_where = bs_opts_where(opts, "listen");
+	o->sock_where = bs_opts_where(opts, "socket");
+	if (!listen && !o->sock)
+		listen = NBD_DEFAULT_LISTEN;
+	if (listen) {
+		o->words = strdup(listen);
+		if (!o->words)
+			return -ENOMEM;
+		o->n = split_words(o->words, o->v, NBD_MAX_LISTEN_ARGS);
+		if (o->n <= 0)
+			return bs_error(-EINVAL, "%s%sexport %s: listen: give "
+					"1 to %d HOST:PORT addresses",
+					o->listen_where, sep(o->listen_where),
+					name, NBD_MAX_LISTEN_ARGS);
+	}
+	for (i = 0; i < o->n; i++) {
+		struct bs_net_addr a;
+
+		if (bs_net_parse_addr(o->v[i], &a, why, sizeof(why)))
+			return bs_error(-EINVAL, "%s%sexport %s: listen '%s': "
+					"%s", o->listen_where,
+					sep(o->listen_where), name, o->v[i],
+					why);
+	}
+	if (o->sock && !*o->sock)
+		return bs_error(-EINVAL, "%s%sexport %s: socket: empty path",
+				o->sock_where, sep(o->sock_where), name);
+	if (mode) {
+		const char *w = bs_opts_where(opts, "socket_mode");
+
+		if (bs_net_parse_mode(mode, &o->lim.socket_mode) ||
+		    (o->lim.socket_mode & 0600) != 0600)
+			return bs_error(-EINVAL, "%s%sexport %s: socket_mode "
+					"'%s': give an octal mode with rw for "
+					"the owner (0600, 0660, 0666)", w,
+					sep(w), name, mode);
+	}
+	err = get_count(name, opts, "max_connections", &o->lim.max_conns);
+	if (!err)
+		err = get_count(name, opts, "max_connections_per_peer",
+				&o->lim.max_per_peer);
+	if (!err)
+		err = get_ms(name, opts, "handshake_timeout",
+			     &o->lim.handshake_ms);
+	if (!err)
+		err = get_ms(name, opts, "idle_timeout", &o->lim.idle_ms);
+	if (err)
+		return err;
+	if (o->lim.max_per_peer > o->lim.max_conns) {
+		const char *w = bs_opts_where(opts, "max_connections_per_peer");
+
+		/* the default per-peer limit follows a smaller listener one */
+		if (*w)
+			return bs_error(-EINVAL, "%s: export %s: "
+					"max_connections_per_peer %u is above "
+					"max_connections %u", w, name,
+					o->lim.max_per_peer, o->lim.max_conns);
+		o->lim.max_per_peer = o->lim.max_conns;
+	}
+	return 0;
+}
+
+static int nbd_check(const char *name, struct bs_opts *opts)
+{
+	struct nbd_opts o;
+	int err = read_opts(name, opts, &o);
+
+	free(o.words);
+	return err;
+}
+
+/* ---- listeners ----------------------------------------------------------- */
 
 static struct nbd_listener *find_listener(struct nbd_server *srv,
 					  const char *addr, bool is_unix)
@@ -257,8 +206,9 @@ static struct nbd_listener *find_listener(struct nbd_server *srv,
 	struct nbd_listener *l;
 
 	for (l = srv->listeners; l; l = l->next)
-		if (l->fd >= 0 && !strcmp(l->addr, addr) &&
-		    (*l->path != '\0') == is_unix)
+		if (bs_net_listener_accepting(l->nl) &&
+		    !strcmp(bs_net_listener_addr(l->nl), addr) &&
+		    bs_net_listener_is_unix(l->nl) == is_unix)
 			return l;
 	return NULL;
 }
@@ -285,76 +235,100 @@ static int listener_add_export(struct nbd_listener *l, struct bs_export *exp)
 	return 0;
 }
 
+static bool same_limits(const struct bs_net_limits *a,
+			const struct bs_net_limits *b)
+{
+	return a->max_conns == b->max_conns &&
+	       a->max_per_peer == b->max_per_peer &&
+	       a->handshake_ms == b->handshake_ms &&
+	       a->idle_ms == b->idle_ms && a->out_max == b->out_max &&
+	       a->socket_mode == b->socket_mode;
+}
+
+static void set_log(void *arg, const char *msg)
+{
+	bs_exports_log(arg, "%s", msg);
+}
+
 static int listener_open(struct nbd_server *srv, struct bs_export *exp,
-			 const char *where, const char *addr, bool is_unix)
+			 const char *where, const char *addr, bool is_unix,
+			 const struct bs_net_limits *lim)
 {
 	struct nbd_listener *l = find_listener(srv, addr, is_unix);
-	int fd, err;
+	struct bs_net_listen_cfg cfg = {
+		.addr = addr,
+		.is_unix = is_unix,
+		.limits = *lim,
+		.proto = &nbd_net_proto,
+		.log = set_log,
+		.log_arg = srv->set,
+	};
+	struct bs_net_addr a;
+	char why[160];
+	int err;
 
-	if (l)
+	if (l) {
+		if (!same_limits(bs_net_listener_limits(l->nl), lim))
+			return bs_error(-EINVAL, "%s%sexport %s: %s is shared "
+					"with export %s but with other "
+					"connection settings (max_connections"
+					"*, *_timeout, socket_mode): give the "
+					"same ones", where, sep(where),
+					exp->name, addr, l->exps[0]->name);
 		return listener_add_export(l, exp);
-	err = is_unix ? open_unix(where, exp->name, addr, &fd)
-		      : open_tcp(where, exp->name, addr, &fd);
-	if (err)
-		return err;
-	l = calloc(1, sizeof(*l));
-	if (!l) {
-		close(fd);
-		return -ENOMEM;
 	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
 	l->srv = srv;
-	l->fd = fd;
-	snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	if (is_unix)
-		snprintf(l->path, sizeof(l->path), "%s", addr);
-	err = bs_loop_add_fd(srv->loop, fd, EPOLLIN, on_accept, l);
+	cfg.owner = l;
+	bs_error_clear();
+	err = bs_net_listen(srv->loop, &cfg, &l->nl);
 	if (!err)
 		err = listener_add_export(l, exp);
 	if (err) {
-		bs_loop_del_fd(srv->loop, fd);
-		close(fd);
-		if (is_unix)
-			unlink(addr);
+		char msg[600];
+
+		snprintf(msg, sizeof(msg), "%s", *bs_last_error() ?
+			 bs_last_error() : strerror(-err));
+		if (l->nl)
+			bs_net_listener_free(l->nl);
 		free(l->exps);
 		free(l);
-		return err;
+		return bs_error(err, "%s%sexport %s: %s", where, sep(where),
+				exp->name, msg);
 	}
 	l->next = srv->listeners;
 	srv->listeners = l;
-	bs_exports_log(srv->set, "nbd: listening on %s%s", is_unix ?
-		       "unix:" : "", addr);
+	if (!is_unix && !bs_net_parse_addr(addr, &a, why, sizeof(why)) &&
+	    a.wildcard)
+		bs_exports_log(srv->set, "nbd: listening on %s: WARNING: every "
+			       "address: export %s is reachable from the "
+			       "network (give 127.0.0.1 or [::1] for this "
+			       "machine only)", addr, exp->name);
+	else
+		bs_exports_log(srv->set, "nbd: listening on %s%s", is_unix ?
+			       "unix:" : "", addr);
 	return 0;
-}
-
-/* Stop accepting on @l (connections go on). */
-static void listener_stop(struct nbd_listener *l)
-{
-	if (l->retry_timer > 0)
-		bs_loop_cancel_timer(l->srv->loop, l->retry_timer);
-	l->retry_timer = 0;
-	if (l->fd < 0)
-		return;
-	bs_loop_del_fd(l->srv->loop, l->fd);
-	close(l->fd);
-	l->fd = -1;
-	if (*l->path)
-		unlink(l->path);
 }
 
 static void listener_free(struct nbd_listener *l)
 {
 	struct nbd_server *srv = l->srv;
 	struct nbd_listener **pp;
+	struct bs_net_conn *c;
 
-	listener_stop(l);
-	while (l->conns)
-		nbd_conn_close(l->conns, "export closed");
 	for (pp = &srv->listeners; *pp; pp = &(*pp)->next) {
 		if (*pp == l) {
 			*pp = l->next;
 			break;
 		}
 	}
+	/* the connections close here, their sessions still see l */
+	bs_net_listener_stop(l->nl);
+	while ((c = bs_net_conn_next(l->nl, NULL)))
+		bs_net_conn_close(c, "export closed");
+	bs_net_listener_free(l->nl);
 	free(l->exps);
 	free(l);
 }
@@ -363,7 +337,7 @@ static void listener_free(struct nbd_listener *l)
 static void listener_remove_export(struct nbd_listener *l,
 				   struct bs_export *exp)
 {
-	struct nbd_conn *c, *next;
+	struct bs_net_conn *c, *next;
 	unsigned i;
 
 	for (i = 0; i < l->nexps; i++) {
@@ -379,11 +353,11 @@ static void listener_remove_export(struct nbd_listener *l,
 		return;
 	}
 	/* clients of this export lose it; the others go on */
-	for (c = l->conns; c; c = next) {
+	for (c = bs_net_conn_next(l->nl, NULL); c; c = next) {
 		const char *e = nbd_conn_export(c);
-		next = nbd_conn_next(c);
+		next = bs_net_conn_next(l->nl, c);
 		if (e && !strcmp(e, exp->name))
-			nbd_conn_close(c, "export closed");
+			bs_net_conn_close(c, "export closed");
 	}
 }
 
@@ -438,29 +412,12 @@ static void nbd_close(struct bs_export *exp)
 	server_put(exp->set);
 }
 
-/* Split a list of words ("a b,c") into @v; returns the count or -E2BIG. */
-static int split_words(char *s, char **v, int max)
-{
-	int n = 0;
-	char *save = NULL, *w;
-
-	for (w = strtok_r(s, " \t,", &save); w;
-	     w = strtok_r(NULL, " \t,", &save)) {
-		if (n == max)
-			return -E2BIG;
-		v[n++] = w;
-	}
-	return n;
-}
-
 static int nbd_open(struct bs_export *exp, struct bs_opts *opts)
 {
-	const char *listen = bs_opts_get(opts, "listen");
-	const char *sock = bs_opts_get(opts, "socket");
 	struct nbd_server *srv;
 	struct nbd_export *ne;
-	char *words = NULL, *v[NBD_MAX_LISTEN_ARGS];
-	int n = 0, i, err;
+	struct nbd_opts o;
+	int i, err;
 
 	ne = calloc(1, sizeof(*ne));
 	if (!ne)
@@ -472,46 +429,16 @@ static int nbd_open(struct bs_export *exp, struct bs_opts *opts)
 		exp->priv = NULL;
 		return err;
 	}
-	if (!listen && !sock)
-		listen = NBD_DEFAULT_LISTEN;
-	if (listen) {
-		words = strdup(listen);
-		if (!words) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		n = split_words(words, v, NBD_MAX_LISTEN_ARGS);
-		if (n <= 0) {
-			const char *w = bs_opts_where(opts, "listen");
-			err = bs_error(-EINVAL, "%s%sexport %s: listen: give "
-				       "1 to %d HOST:PORT addresses", w,
-				       *w ? ": " : "", exp->name,
-				       NBD_MAX_LISTEN_ARGS);
-			goto fail;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		err = listener_open(srv, exp, bs_opts_where(opts, "listen"),
-				    v[i], false);
-		if (err)
-			goto fail;
-	}
-	if (sock && *sock) {
-		err = listener_open(srv, exp, bs_opts_where(opts, "socket"),
-				    sock, true);
-		if (err)
-			goto fail;
-	} else if (sock) {
-		const char *w = bs_opts_where(opts, "socket");
-		err = bs_error(-EINVAL, "%s%sexport %s: socket: empty path", w,
-			       *w ? ": " : "", exp->name);
-		goto fail;
-	}
-	free(words);
-	return 0;
-fail:
-	free(words);
-	nbd_close(exp);
+	err = read_opts(exp->name, opts, &o);
+	for (i = 0; !err && i < o.n; i++)
+		err = listener_open(srv, exp, o.listen_where, o.v[i], false,
+				    &o.lim);
+	if (!err && o.sock)
+		err = listener_open(srv, exp, o.sock_where, o.sock, true,
+				    &o.lim);
+	free(o.words);
+	if (err)
+		nbd_close(exp);
 	return err;
 }
 
@@ -526,19 +453,19 @@ static void nbd_shutdown(struct bs_export *exp)
 	for (i = 0; i < ne->nls; i++) {
 		struct nbd_listener *l = ne->ls[i];
 		bool all = true;
-		struct nbd_conn *c, *next;
+		struct bs_net_conn *c, *next;
 
 		for (j = 0; j < l->nexps; j++)
 			if (nbd_export_active(l->exps[j]))
 				all = false;
 		if (all)
-			listener_stop(l);
-		for (c = l->conns; c; c = next) {
+			bs_net_listener_stop(l->nl);
+		for (c = bs_net_conn_next(l->nl, NULL); c; c = next) {
 			const char *e = nbd_conn_export(c);
-			next = nbd_conn_next(c);
+			next = bs_net_conn_next(l->nl, c);
 			/* clients still negotiating go too once nothing is left */
 			if ((e && !strcmp(e, exp->name)) || (!e && all))
-				nbd_conn_shutdown(c);
+				bs_net_conn_shutdown(c);
 		}
 	}
 }
@@ -552,9 +479,10 @@ static unsigned nbd_clients(struct bs_export *exp)
 		return 0;
 	for (i = 0; i < ne->nls; i++) {
 		struct nbd_listener *l = ne->ls[i];
-		struct nbd_conn *c;
+		struct bs_net_conn *c;
 
-		for (c = l->conns; c; c = nbd_conn_next(c)) {
+		for (c = bs_net_conn_next(l->nl, NULL); c;
+		     c = bs_net_conn_next(l->nl, c)) {
 			const char *e = nbd_conn_export(c);
 			/* a negotiating client counts for the listener's first */
 			if (e ? !strcmp(e, exp->name) : l->exps[0] == exp)
@@ -572,8 +500,8 @@ static void nbd_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 	if (!ne)
 		return;
 	for (i = 0; i < ne->nls; i++)
-		kv(arg, *ne->ls[i]->path ? "socket" : "listen", "%s",
-		   ne->ls[i]->addr);
+		kv(arg, bs_net_listener_is_unix(ne->ls[i]->nl) ? "socket" :
+		   "listen", "%s", bs_net_listener_addr(ne->ls[i]->nl));
 	kv(arg, "clients", "%u", nbd_clients(exp));
 	if (ne->shutdown)
 		kv(arg, "state", "stopping");
@@ -586,7 +514,16 @@ const struct bs_export_type nbd_export_type = {
 	.options =
 		"listen=HOST:PORT ...  TCP addresses (default 127.0.0.1:10809;"
 		" [::1]:10809 for IPv6)\n"
-		"socket=PATH          a UNIX socket (a stale one is replaced)\n",
+		"socket=PATH          a UNIX socket (a stale one is replaced)\n"
+		"socket_mode=MODE     its mode, octal (default 0600)\n"
+		"max_connections=N    per listener (default 512)\n"
+		"max_connections_per_peer=N  per client address; per uid on a "
+		"UNIX socket (default 64)\n"
+		"handshake_timeout=S  close clients that have not chosen an "
+		"export after S seconds (default 10; 0 = never)\n"
+		"idle_timeout=S       close clients idle for S seconds after "
+		"the handshake (default 0 = never)\n",
+	.check = nbd_check,
 	.open = nbd_open,
 	.shutdown = nbd_shutdown,
 	.clients = nbd_clients,

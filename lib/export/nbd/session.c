@@ -8,9 +8,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "export/nbd/internal.h"
+
+static void out_pop(struct nbd_session *s);
+
+#define SESSION_OF(h) \
+	((struct nbd_session *)((char *)(h) - offsetof(struct nbd_session, bh)))
 
 void nbd_log(struct nbd_session *s, const char *fmt, ...)
 {
@@ -60,13 +66,16 @@ int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 {
 	struct nbd_out *o;
 
-	if (s->orphan) {
+	/* data_acct bytes of @data were taken from the budget: they move */
+	if (s->orphan || s->evicted) {
 		free(data);
+		nbd_budget_give(s, data_acct);
 		return 0;
 	}
 	o = malloc(sizeof(*o) + hdr_len);
 	if (!o) {
 		free(data);
+		nbd_budget_give(s, data_acct);
 		nbd_end(s, "out of memory queueing a reply");
 		return -ENOMEM;
 	}
@@ -77,7 +86,9 @@ int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 	o->data_len = data ? data_len : 0;
 	o->sent = 0;
 	o->acct = sizeof(*o) + hdr_len + data_acct;
+	o->budget = data_acct;
 	s->inflight_bytes += o->acct;
+	s->out_bytes += hdr_len + o->data_len;
 	if (s->out_tail)
 		s->out_tail->next = o;
 	else
@@ -85,6 +96,35 @@ int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 	s->out_tail = o;
 	nbd_kick(s);
 	return 0;
+}
+
+bool nbd_budget_take(struct nbd_session *s, size_t n)
+{
+	return !n || !s->budget || bs_budget_take(s->budget, &s->bh, n);
+}
+
+void nbd_budget_give(struct nbd_session *s, size_t n)
+{
+	if (n && s->budget)
+		bs_budget_give(s->budget, &s->bh, n);
+}
+
+static void budget_wake(struct bs_budget_holder *h)
+{
+	nbd_kick(SESSION_OF(h));
+}
+
+/* Stalled while others wait: end now, and drop what it cannot send. */
+static void budget_evict(struct bs_budget_holder *h, const char *why)
+{
+	struct nbd_session *s = SESSION_OF(h);
+
+	nbd_log(s, "closing: %s", why);
+	nbd_end(s, "%s", why);
+	s->evicted = true;
+	while (s->out_head)
+		out_pop(s);
+	nbd_kick(s);
 }
 
 int nbd_session_new(struct bs_ctx *ctx, struct bs_exports *set,
@@ -99,6 +139,9 @@ int nbd_session_new(struct bs_ctx *ctx, struct bs_exports *set,
 	s->set = set;
 	s->ops = ops;
 	s->arg = arg;
+	s->budget = bs_ctx_budget(ctx);
+	s->bh.wake = budget_wake;
+	s->bh.evict = budget_evict;
 	s->in = IN_CLIENT_FLAGS;
 	nbd_hs_greeting(s);
 	*out = s;
@@ -256,6 +299,11 @@ bool nbd_session_has_output(const struct nbd_session *s)
 	return s->out_head != NULL;
 }
 
+size_t nbd_session_out_bytes(const struct nbd_session *s)
+{
+	return s->out_bytes;
+}
+
 static void out_pop(struct nbd_session *s)
 {
 	struct nbd_out *o = s->out_head;
@@ -264,6 +312,8 @@ static void out_pop(struct nbd_session *s)
 	if (!s->out_head)
 		s->out_tail = NULL;
 	s->inflight_bytes -= o->acct;
+	nbd_budget_give(s, o->budget);
+	s->out_bytes -= o->hdr_len + o->data_len - o->sent;
 	free(o->data);
 	free(o);
 }
@@ -277,12 +327,14 @@ void nbd_session_out_advance(struct nbd_session *s, size_t n)
 		size_t left = o->hdr_len + o->data_len - o->sent;
 		if (n < left) {
 			o->sent += n;
+			s->out_bytes -= n;
 			break;
 		}
 		n -= left;
-		out_pop(s);
+		out_pop(s);	/* takes its unsent bytes off out_bytes */
 		freed = true;
 	}
+	bs_budget_progress(&s->bh);
 	if (freed)
 		nbd_kick(s);
 }
@@ -362,6 +414,8 @@ void nbd_session_destroy(struct nbd_session *s)
 	while (s->out_head)
 		out_pop(s);
 	nbd_tx_drop_partial(s);
+	if (s->budget)
+		bs_budget_leave(s->budget, &s->bh);
 	free(s->optbuf);
 	free(s->meta_export);
 	free(s);

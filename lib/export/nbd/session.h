@@ -74,6 +74,8 @@ void nbd_session_in_direct_done(struct nbd_session *s, size_t n);
 /* Pending output as iovecs (at most @max); returns the count. */
 int nbd_session_out_iov(struct nbd_session *s, struct iovec *iov, int max);
 bool nbd_session_has_output(const struct nbd_session *s);
+/* Bytes of queued output not sent yet. */
+size_t nbd_session_out_bytes(const struct nbd_session *s);
 /* @n bytes of the pending output were sent. */
 void nbd_session_out_advance(struct nbd_session *s, size_t n);
 

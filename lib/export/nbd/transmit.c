@@ -173,6 +173,7 @@ static void req_free(struct nbd_req *r)
 	struct nbd_session *s = r->s;
 
 	s->inflight_bytes -= r->acct;
+	nbd_budget_give(s, r->acct);
 	free(r->buf);
 	free(r);
 }
@@ -446,8 +447,9 @@ static uint32_t validate(const struct nbd_session *s, uint16_t type,
 		*msg = "zero-length request";
 		return NBD_EINVAL;
 	}
-	if ((type == NBD_CMD_READ || type == NBD_CMD_WRITE ||
-	     type == NBD_CMD_CACHE) && len > NBD_MAX_PAYLOAD) {
+	/* CACHE moves no payload: any in-bounds length is served */
+	if ((type == NBD_CMD_READ || type == NBD_CMD_WRITE) &&
+	    len > NBD_MAX_PAYLOAD) {
 		/*
 		 * Beyond the advertised maximum: EINVAL; EOVERFLOW is only
 		 * for a read that cannot be sent unfragmented (DF).
@@ -524,6 +526,9 @@ bool nbd_tx_header(struct nbd_session *s)
 		need = ((size_t)len + 4095) & ~(size_t)4095;
 	if (!nbd_has_room(s, need))
 		return false;
+	/* over the server-wide budget: wait at this header for a kick */
+	if (!nbd_budget_take(s, need))
+		return false;
 	s->have = 0;
 	r = calloc(1, sizeof(*r));
 	if (r && need) {
@@ -535,6 +540,7 @@ bool nbd_tx_header(struct nbd_session *s)
 		}
 	}
 	if (!r) {
+		nbd_budget_give(s, need);
 		if (type == NBD_CMD_WRITE) {
 			s->in = IN_REQ_SKIP;
 			s->skip_left = len;
@@ -580,6 +586,7 @@ void nbd_tx_payload_add(struct nbd_session *s, size_t n)
 	struct nbd_req *r = s->cur;
 
 	r->got += n;
+	bs_budget_progress(&s->bh);
 	if (r->got < r->len)
 		return;
 	/* complete payload: only now does anything reach the device */

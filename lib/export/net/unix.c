@@ -4,6 +4,12 @@
  * path held by a live listener is refused, a stale socket file (nobody
  * listening) is replaced, anything that is not a socket is left alone,
  * and a path is unlinked on failure only if this call bound it.
+ *
+ * The socket file is born with its mode: bind() runs under the umask
+ * ~mode, so there is no moment where it has the process umask's looser
+ * mode (a bind-then-chmod window any local user could connect in). The
+ * umask is process-wide; listeners are opened on the loop thread at
+ * start-up, when no other thread creates files.
  */
 #include <errno.h>
 #include <string.h>
@@ -13,6 +19,7 @@
 #include <unistd.h>
 
 #include <blkstack/export.h>
+#include <blkstack/net.h>
 
 /* Does a server answer on @sa? Non-blocking: a full backlog is "live". */
 static bool socket_live(const struct sockaddr_un *sa)
@@ -29,11 +36,12 @@ static bool socket_live(const struct sockaddr_un *sa)
 	return live;
 }
 
-int bs_listen_unix(const char *path, int backlog, mode_t mode, int *out)
+int bs_net_listen_unix(const char *path, int backlog, mode_t mode, int *out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
-	int fd, err, tries;
+	mode_t old;
+	int fd, err, tries, rc;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -41,10 +49,16 @@ int bs_listen_unix(const char *path, int backlog, mode_t mode, int *out)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	if (!mode)
+		mode = 0600;
+	mode &= 0777;
 	for (tries = 0;; tries++) {
-		if (!bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		old = umask(~mode & 0777);
+		rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		err = rc ? -errno : 0;
+		umask(old);
+		if (!rc)
 			break;
-		err = -errno;
 		if (err != -EADDRINUSE || tries)
 			goto fail;
 		if (lstat(path, &st) || !S_ISSOCK(st.st_mode)) {
@@ -55,8 +69,13 @@ int bs_listen_unix(const char *path, int backlog, mode_t mode, int *out)
 			goto fail;	/* -EADDRINUSE: somebody serves there */
 		unlink(path);	/* stale: its server is gone */
 	}
-	/* bound here: from now on the path is ours to remove */
-	if ((mode && chmod(path, mode)) || listen(fd, backlog)) {
+	/*
+	 * bound here: from now on the path is ours to remove. A default ACL
+	 * on the directory overrides the umask: then tighten to @mode (this
+	 * only ever removes permissions).
+	 */
+	if ((!lstat(path, &st) && (st.st_mode & 0777) != mode &&
+	     chmod(path, mode)) || listen(fd, backlog)) {
 		err = -errno;
 		unlink(path);
 		goto fail;
@@ -66,4 +85,10 @@ int bs_listen_unix(const char *path, int backlog, mode_t mode, int *out)
 fail:
 	close(fd);
 	return err;
+}
+
+/* The older name (include/blkstack/export.h). */
+int bs_listen_unix(const char *path, int backlog, mode_t mode, int *out)
+{
+	return bs_net_listen_unix(path, backlog, mode, out);
 }

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server-wide in-flight payload budget.
+ *
+ * Every front end takes bytes from one budget per context before it holds
+ * a request's payload (a write being received, read data waiting to be
+ * sent) and gives them back when the buffer is freed. Above the limit a
+ * new request waits: its holder is queued and woken once enough bytes
+ * were given back (the smallest request first; the oldest, once it has
+ * waited a minute or four stall timeouts, has its room reserved). Per-session caps bound one
+ * client; this bounds all of them together, so that many sessions cannot
+ * take the machine's memory.
+ *
+ * A client can hold bytes and stall (send half a write payload and stop,
+ * or not read its replies). While others wait, a holder that made no
+ * progress for the stall timeout is evicted: its evict callback ends the
+ * session, which frees what it held. Nobody waiting: nobody is evicted.
+ *
+ * Everything here runs on the context's loop thread.
+ */
+#ifndef BLKSTACK_BUDGET_H
+#define BLKSTACK_BUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bs_ctx;
+struct bs_budget;
+
+/* Defaults: the lesser of 1 GiB and an eighth of RAM; 30 s of no progress. */
+#define BS_BUDGET_MAX_DEFAULT (1ull << 30)
+#define BS_BUDGET_MIN (64ull << 20)
+#define BS_BUDGET_STALL_MS_DEFAULT 30000u
+/* A waiter older than this (or four stall timeouts) has its room reserved. */
+#define BS_BUDGET_AGE_MS 60000u
+
+struct bs_budget_holder {
+	/* Bytes may be free again: try once more (queue a retry, no more). */
+	void (*wake)(struct bs_budget_holder *h);
+	/* Stalled while holding bytes others wait for: end the holder. */
+	void (*evict)(struct bs_budget_holder *h, const char *why);
+	/* --- owned by the budget --- */
+	uint64_t held;
+	uint64_t want;		/* bytes asked for while queued */
+	uint64_t progress_ns;	/* last bs_budget_progress() */
+	uint64_t queued_ns;	/* when it began to wait */
+	bool queued, listed;
+	struct bs_budget_holder *next, *prev;	/* holders with bytes */
+	struct bs_budget_holder *wnext;		/* wait queue */
+};
+
+/* The context's budget (made on first use with the defaults). */
+struct bs_budget *bs_ctx_budget(struct bs_ctx *ctx);
+
+/* Limit in bytes (at least BS_BUDGET_MIN) and stall timeout (0 = never). */
+int bs_budget_configure(struct bs_budget *b, uint64_t limit,
+			uint32_t stall_ms);
+/* Override the age limit (0: the default rule); for tests and tuning. */
+void bs_budget_set_age(struct bs_budget *b, uint32_t ms);
+uint64_t bs_budget_limit(const struct bs_budget *b);
+uint64_t bs_budget_used(const struct bs_budget *b);
+/* Largest use seen since start, and requests that had to wait. */
+uint64_t bs_budget_peak(const struct bs_budget *b);
+uint64_t bs_budget_waits(const struct bs_budget *b);
+
+/*
+ * Take @n bytes for @h: true when taken. False queues @h (once) and calls
+ * h->wake when it should try again. A request larger than the whole limit
+ * is taken only when nothing else is held.
+ */
+bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
+		    uint64_t n);
+/* Give back @n of @h's bytes. */
+void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
+		    uint64_t n);
+/* @h moved data (received payload, sent a reply): not stalled. */
+void bs_budget_progress(struct bs_budget_holder *h);
+/* @h goes away: leave the queue and give back what it still holds. */
+void bs_budget_leave(struct bs_budget *b, struct bs_budget_holder *h);
+
+/* Internal: the context frees its budget. */
+void bs_budget_free(struct bs_budget *b);
+
+#endif

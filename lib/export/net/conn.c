@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connections: a non-blocking socket on the loop feeding one protocol
+ * session (struct bs_net_proto). Input is read only while the session
+ * takes it and its unsent output is under the listener's out_max, so
+ * memory per connection stays bounded whatever the peer does; output goes
+ * out with sendmsg in the order the session queued it. One timer per
+ * connection carries its deadline: the end of the handshake allowance,
+ * then (if set) the idle allowance, re-armed lazily instead of on every
+ * byte.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "export/net/internal.h"
+
+static uint64_t next_id;
+
+static bool pump(struct bs_net_conn *c);
+static void on_event(void *arg, uint32_t events);
+static void arm_timer(struct bs_net_conn *c);
+
+void bs_net_conn_log(struct bs_net_conn *c, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	bs_net_log(c->l, "%s #%llu %s: %s", c->l->proto->name,
+		   (unsigned long long)c->id, c->peer, msg);
+}
+
+void *bs_net_conn_session(const struct bs_net_conn *c)
+{
+	return c->sess;
+}
+
+void *bs_net_conn_owner(const struct bs_net_conn *c)
+{
+	return c->l->owner;
+}
+
+struct bs_net_listener *bs_net_conn_listener(const struct bs_net_conn *c)
+{
+	return c->l;
+}
+
+const char *bs_net_conn_peer(const struct bs_net_conn *c)
+{
+	return c->peer;
+}
+
+uint64_t bs_net_conn_id(const struct bs_net_conn *c)
+{
+	return c->id;
+}
+
+bool bs_net_conn_in_handshake(const struct bs_net_conn *c)
+{
+	return c->handshake;
+}
+
+/* ---- deferred service ---------------------------------------------------- */
+
+static void service(void *arg)
+{
+	struct bs_net_conn *c = arg;
+
+	c->queued = false;
+	if (c->dead) {
+		free(c);
+		return;
+	}
+	pump(c);
+}
+
+void bs_net_conn_kick(struct bs_net_conn *c)
+{
+	if (c->queued || c->dead)
+		return;
+	c->queued = true;
+	c->work.fn = service;
+	c->work.arg = c;
+	bs_loop_defer(c->l->loop, &c->work);
+}
+
+/* ---- timeouts ------------------------------------------------------------ */
+
+static void on_timer(void *arg)
+{
+	struct bs_net_conn *c = arg;
+	const struct bs_net_limits *lim = &c->l->limits;
+	uint64_t now = bs_now_ns();
+
+	c->timer = 0;
+	if (c->handshake && lim->handshake_ms &&
+	    now - c->start_ns >= (uint64_t)lim->handshake_ms * 1000000) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "handshake not finished in %.1f s "
+			 "(handshake_timeout)", lim->handshake_ms / 1000.0);
+		bs_net_conn_close(c, why);
+		return;
+	}
+	if (!c->handshake && lim->idle_ms &&
+	    now - c->last_ns >= (uint64_t)lim->idle_ms * 1000000) {
+		if (c->l->proto->busy && c->l->proto->busy(c->sess)) {
+			/* requests in flight are activity: look again later */
+			c->last_ns = now;
+		} else {
+			char why[96];
+
+			snprintf(why, sizeof(why), "idle for %.1f s "
+				 "(idle_timeout)", lim->idle_ms / 1000.0);
+			bs_net_conn_close(c, why);
+			return;
+		}
+	}
+	arm_timer(c);
+}
+
+/* Arm the timer for the current deadline (none armed yet). */
+static void arm_timer(struct bs_net_conn *c)
+{
+	const struct bs_net_limits *lim = &c->l->limits;
+	uint64_t now = bs_now_ns(), deadline, ms;
+	int id;
+
+	if (c->timer > 0 || c->dead)
+		return;
+	if (c->handshake && lim->handshake_ms)
+		deadline = c->start_ns + (uint64_t)lim->handshake_ms * 1000000;
+	else if (!c->handshake && lim->idle_ms)
+		deadline = c->last_ns + (uint64_t)lim->idle_ms * 1000000;
+	else
+		return;
+	ms = deadline > now ? (deadline - now + 999999) / 1000000 : 1;
+	id = bs_loop_add_timer(c->l->loop, ms, on_timer, c);
+	if (id > 0)
+		c->timer = id;
+}
+
+static void disarm_timer(struct bs_net_conn *c)
+{
+	if (c->timer > 0)
+		bs_loop_cancel_timer(c->l->loop, c->timer);
+	c->timer = 0;
+}
+
+void bs_net_conn_handshake_done(struct bs_net_conn *c)
+{
+	if (!c->handshake)
+		return;
+	c->handshake = false;
+	c->last_ns = bs_now_ns();
+	disarm_timer(c);
+	arm_timer(c);
+}
+
+/* ---- life ---------------------------------------------------------------- */
+
+int bs_net_conn_start(struct bs_net_listener *l, int fd, const char *peer,
+		      const char *key)
+{
+	struct bs_net_conn *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->in = malloc(l->proto->inbuf ? l->proto->inbuf : 4096);
+	if (!c->in) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->l = l;
+	c->fd = fd;
+	c->id = ++next_id;
+	c->start_ns = c->last_ns = bs_now_ns();
+	c->handshake = true;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	snprintf(c->peer_key, sizeof(c->peer_key), "%s", key);
+	err = l->proto->start(l->owner, c, &c->sess);
+	if (!err) {
+		c->events = EPOLLIN | EPOLLOUT;
+		err = bs_loop_add_fd(l->loop, fd, c->events, on_event, c);
+		if (err)
+			l->proto->close(c->sess, "out of memory");
+	}
+	if (err) {
+		/* the greeting may already have queued c->work: free it there */
+		free(c->in);
+		c->in = NULL;
+		c->dead = true;
+		if (!c->queued)
+			free(c);
+		return err;
+	}
+	c->next = l->conns;
+	l->conns = c;
+	l->nconns++;
+	arm_timer(c);
+	return 0;
+}
+
+void bs_net_conn_shutdown(struct bs_net_conn *c)
+{
+	if (c->l->proto->shutdown)
+		c->l->proto->shutdown(c->sess);
+}
+
+void bs_net_conn_close(struct bs_net_conn *c, const char *why)
+{
+	struct bs_net_listener *l = c->l;
+	struct bs_net_conn **pp;
+
+	for (pp = &l->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			l->nconns--;
+			break;
+		}
+	}
+	disarm_timer(c);
+	bs_loop_del_fd(l->loop, c->fd);
+	if (!why) {
+		/*
+		 * A clean end (the protocol said goodbye, or the server is
+		 * stopping) may leave input the session did not read: closing
+		 * over unread input would send RST, which can discard replies
+		 * still on their way. Send FIN after the replies, drop what
+		 * the peer already sent.
+		 */
+		char junk[4096];
+		unsigned i;
+
+		shutdown(c->fd, SHUT_WR);
+		for (i = 0; i < 256; i++)
+			if (recv(c->fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+				break;
+	}
+	close(c->fd);
+	c->dead = true;
+	l->proto->close(c->sess, why);
+	c->sess = NULL;
+	free(c->in);
+	c->in = NULL;
+	if (!c->queued)
+		free(c);
+}
+
+/* ---- moving bytes -------------------------------------------------------- */
+
+static bool out_full(struct bs_net_conn *c)
+{
+	const struct bs_net_proto *p = c->l->proto;
+
+	return p->out_bytes && p->out_bytes(c->sess) > c->l->limits.out_max;
+}
+
+static bool wants_input(struct bs_net_conn *c)
+{
+	return !c->rd_eof && c->l->proto->wants_input(c->sess) && !out_full(c);
+}
+
+static void feed(struct bs_net_conn *c)
+{
+	const struct bs_net_proto *p = c->l->proto;
+
+	if (c->in_off < c->in_len)
+		c->in_off += p->input(c->sess, c->in + c->in_off,
+				      c->in_len - c->in_off);
+	else
+		/* input parked on the session's caps may go on now */
+		p->input(c->sess, NULL, 0);
+	if (c->in_off == c->in_len)
+		c->in_off = c->in_len = 0;
+}
+
+static void activity(struct bs_net_conn *c)
+{
+	if (c->l->limits.idle_ms)
+		c->last_ns = bs_now_ns();
+}
+
+/* Read while the session takes input; false if the connection closed. */
+static bool read_input(struct bs_net_conn *c)
+{
+	const struct bs_net_proto *p = c->l->proto;
+	size_t cap = p->inbuf ? p->inbuf : 4096;
+
+	while (wants_input(c)) {
+		ssize_t n;
+
+		if (c->in_off == c->in_len && p->in_direct && p->direct_min) {
+			uint8_t *dst;
+			size_t room = p->in_direct(c->sess, &dst);
+
+			/* a big payload: straight into the request's buffer */
+			if (room >= p->direct_min) {
+				c->in_off = c->in_len = 0;
+				n = recv(c->fd, dst, room, MSG_DONTWAIT);
+				if (n > 0) {
+					activity(c);
+					p->in_direct_done(c->sess, (size_t)n);
+					continue;
+				}
+				goto got;
+			}
+		}
+		if (c->in_off && c->in_len == cap) {
+			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+			c->in_len -= c->in_off;
+			c->in_off = 0;
+		}
+		if (c->in_len == cap)
+			break;
+		n = recv(c->fd, c->in + c->in_len, cap - c->in_len,
+			 MSG_DONTWAIT);
+got:
+		if (n > 0) {
+			activity(c);
+			c->in_len += (size_t)n;
+			feed(c);
+			continue;
+		}
+		if (n == 0) {
+			c->rd_eof = true;
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		{
+			char why[96];
+			snprintf(why, sizeof(why), "read: %s", strerror(errno));
+			p->eof(c->sess);
+			bs_net_conn_close(c, why);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Send queued output; false if the connection closed. */
+static bool write_output(struct bs_net_conn *c)
+{
+	const struct bs_net_proto *p = c->l->proto;
+
+	for (;;) {
+		struct iovec iov[64];
+		struct msghdr mh = { .msg_iov = iov };
+		ssize_t n;
+		int cnt = p->output(c->sess, iov, 64);
+
+		if (cnt <= 0)
+			break;
+		mh.msg_iovlen = (size_t)cnt;
+		n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n >= 0) {
+			activity(c);
+			p->sent(c->sess, (size_t)n);
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		{
+			char why[96];
+			snprintf(why, sizeof(why), "write: %s%s", strerror(errno),
+				 p->busy && p->busy(c->sess) ?
+				 " (requests in flight finish unanswered)" : "");
+			bs_net_conn_close(c, why);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool has_output(struct bs_net_conn *c)
+{
+	struct iovec iov;
+
+	return c->l->proto->output(c->sess, &iov, 1) > 0;
+}
+
+/* Move bytes both ways; false when the connection was closed (c freed). */
+static bool pump(struct bs_net_conn *c)
+{
+	const struct bs_net_proto *p = c->l->proto;
+	uint32_t want = 0;
+
+	if (!out_full(c))
+		feed(c);
+	if (!read_input(c))
+		return false;
+	if (c->rd_eof && !c->eof_told && c->in_off == c->in_len) {
+		c->eof_told = true;
+		p->eof(c->sess);
+	}
+	if (!write_output(c))
+		return false;
+	/* sending made room under out_max: read what waited */
+	if (wants_input(c) && c->in_off < c->in_len)
+		feed(c);
+	if (p->finished(c->sess) && !has_output(c)) {
+		bs_net_conn_close(c, NULL);
+		return false;
+	}
+	if (wants_input(c))
+		want |= EPOLLIN;
+	if (has_output(c))
+		want |= EPOLLOUT;
+	if (want != c->events) {
+		c->events = want;
+		bs_loop_mod_fd(c->l->loop, c->fd, want);
+	}
+	return true;
+}
+
+static void on_event(void *arg, uint32_t events)
+{
+	struct bs_net_conn *c = arg;
+	const struct bs_net_proto *p = c->l->proto;
+
+	if (!(events & (EPOLLERR | EPOLLHUP))) {
+		pump(c);
+		return;
+	}
+	/*
+	 * The peer is gone (hung up or reset). What it sent before going is
+	 * still readable: take it first, so that a write followed by a
+	 * goodbye and close() still reaches the device.
+	 */
+	if ((events & EPOLLIN) && !pump(c))
+		return;
+	if (!c->eof_told) {
+		c->eof_told = true;
+		p->eof(c->sess);
+	}
+	bs_net_conn_close(c, p->busy && p->busy(c->sess) ?
+			  "connection reset (requests in flight finish "
+			  "unanswered)" : NULL);
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server-wide in-flight budget: takes within the limit pass, above it
+ * wait (smallest first, an overdue one before all) and are woken when
+ * bytes come back; a
+ * request bigger than the limit goes alone; a stalled holder is evicted
+ * only while someone waits; leaving gives everything back.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/budget.h>
+#include <blkstack/loop.h>
+
+#include "helpers/th.h"
+
+#define MiB (1ull << 20)
+
+static void run_ms(struct bs_ctx *ctx, int ms);
+
+struct th {
+	struct bs_budget_holder h;
+	int woken, evicted;
+};
+
+static void wake(struct bs_budget_holder *h)
+{
+	((struct th *)h)->woken++;
+}
+
+static void evict(struct bs_budget_holder *h, const char *why)
+{
+	struct th *t = (struct th *)h;
+
+	assert_non_null(strstr(why, "no progress"));
+	t->evicted++;
+}
+
+static void init(struct th *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->h.wake = wake;
+	t->h.evict = evict;
+}
+
+static struct bs_budget *budget(void **state, uint64_t limit, uint32_t ms)
+{
+	struct bs_budget *b = bs_ctx_budget(*state);
+
+	assert_non_null(b);
+	assert_int_equal(bs_budget_configure(b, limit, ms), 0);
+	return b;
+}
+
+static void default_is_bounded(void **state)
+{
+	struct bs_budget *b = bs_ctx_budget(*state);
+
+	assert_true(bs_budget_limit(b) >= BS_BUDGET_MIN);
+	assert_true(bs_budget_limit(b) <= BS_BUDGET_MAX_DEFAULT);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN - 1, 0),
+			 -EINVAL);
+}
+
+static void take_wait_smallest_first(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, c, d, e;
+
+	init(&a);
+	init(&c);
+	init(&d);
+	init(&e);
+	assert_true(bs_budget_take(b, &a.h, 40 * MiB));
+	assert_int_equal(bs_budget_used(b), 40 * MiB);
+	/* c does not fit: queued */
+	assert_false(bs_budget_take(b, &c.h, 32 * MiB));
+	/* d is smaller than every waiter and fits: it passes */
+	assert_true(bs_budget_take(b, &d.h, 4 * MiB));
+	/* e does not fit (44 + 24 > 64): queued behind nobody smaller */
+	assert_false(bs_budget_take(b, &e.h, 24 * MiB));
+	assert_int_equal(bs_budget_waits(b), 2);
+	/* asking again does not queue twice */
+	assert_false(bs_budget_take(b, &c.h, 32 * MiB));
+	assert_int_equal(bs_budget_waits(b), 2);
+	/* 4 MiB back: 40 used, e (24) fits and is the smallest: woken */
+	bs_budget_give(b, &a.h, 4 * MiB);
+	assert_int_equal(e.woken, 1);
+	assert_int_equal(c.woken, 0);
+	/* c may not take e's turn even though it asks */
+	assert_false(bs_budget_take(b, &c.h, 32 * MiB));
+	assert_true(bs_budget_take(b, &e.h, 24 * MiB));
+	assert_int_equal(bs_budget_used(b), 64 * MiB);
+	/* room for c: woken, taken */
+	bs_budget_give(b, &a.h, 32 * MiB);
+	assert_int_equal(c.woken, 1);
+	assert_true(bs_budget_take(b, &c.h, 32 * MiB));
+	assert_int_equal(bs_budget_peak(b), 64 * MiB);
+	bs_budget_leave(b, &c.h);
+	bs_budget_leave(b, &d.h);
+	bs_budget_leave(b, &e.h);
+	bs_budget_leave(b, &a.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/* A big request that waited the age limit has its room reserved. */
+static void overdue_waiter_goes_first(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, big, small;
+
+	bs_budget_set_age(b, 200);
+
+	init(&a);
+	init(&big);
+	init(&small);
+	assert_true(bs_budget_take(b, &a.h, 60 * MiB));
+	assert_false(bs_budget_take(b, &big.h, 32 * MiB));
+	bs_budget_progress(&a.h);
+	run_ms(*state, 250);	/* big is overdue now (200 ms) */
+	/* a small newcomer that would fit may not pass it any more */
+	bs_budget_give(b, &a.h, 28 * MiB);
+	assert_int_equal(big.woken, 1);
+	assert_false(bs_budget_take(b, &small.h, 1 * MiB));
+	assert_true(bs_budget_take(b, &big.h, 32 * MiB));
+	assert_int_equal(small.woken, 0);	/* 32 + 32 = 64: no room */
+	bs_budget_leave(b, &big.h);
+	assert_int_equal(small.woken, 1);
+	assert_true(bs_budget_take(b, &small.h, 1 * MiB));
+	bs_budget_leave(b, &small.h);
+	bs_budget_leave(b, &a.h);
+
+	/* beyond the overdue one's room, small ones still pass */
+	init(&a);
+	init(&big);
+	init(&small);
+	assert_true(bs_budget_take(b, &a.h, 64 * MiB));
+	assert_false(bs_budget_take(b, &big.h, 32 * MiB));
+	bs_budget_progress(&a.h);
+	run_ms(*state, 250);
+	bs_budget_leave(b, &a.h);
+	assert_int_equal(big.woken, 1);
+	assert_true(bs_budget_take(b, &small.h, 1 * MiB));
+	assert_true(bs_budget_take(b, &big.h, 32 * MiB));
+	bs_budget_leave(b, &big.h);
+	bs_budget_leave(b, &small.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+static void oversize_goes_alone(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, c;
+
+	init(&a);
+	init(&c);
+	assert_true(bs_budget_take(b, &a.h, 1 * MiB));
+	assert_false(bs_budget_take(b, &c.h, 100 * MiB));
+	bs_budget_give(b, &a.h, 1 * MiB);
+	assert_int_equal(c.woken, 1);
+	assert_true(bs_budget_take(b, &c.h, 100 * MiB));
+	assert_false(bs_budget_take(b, &a.h, 1));
+	bs_budget_leave(b, &c.h);
+	assert_int_equal(a.woken, 1);
+	bs_budget_leave(b, &a.h);
+}
+
+static void run_ms(struct bs_ctx *ctx, int ms)
+{
+	uint64_t end = bs_now_ns() + (uint64_t)ms * 1000000;
+
+	while (bs_now_ns() < end)
+		bs_loop_run_once(bs_ctx_loop(ctx), 10);
+}
+
+static void stalled_holder_evicted_only_with_waiters(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, busy, c;
+
+	init(&a);
+	init(&busy);
+	init(&c);
+	assert_true(bs_budget_take(b, &a.h, 48 * MiB));
+	assert_true(bs_budget_take(b, &busy.h, 8 * MiB));
+	/* nobody waits: stalling is allowed */
+	run_ms(*state, 300);
+	assert_int_equal(a.evicted, 0);
+	assert_false(bs_budget_take(b, &c.h, 16 * MiB));
+	/* busy keeps making progress, a does not */
+	for (int i = 0; i < 30 && !a.evicted; i++) {
+		bs_budget_progress(&busy.h);
+		run_ms(*state, 20);
+	}
+	assert_int_equal(a.evicted, 1);
+	assert_int_equal(busy.evicted, 0);
+	assert_int_equal(c.evicted, 0);	/* waiting is not stalling */
+	/* the evicted holder's session frees its buffers */
+	bs_budget_give(b, &a.h, 48 * MiB);
+	assert_int_equal(c.woken, 1);
+	assert_true(bs_budget_take(b, &c.h, 16 * MiB));
+	bs_budget_leave(b, &a.h);
+	bs_budget_leave(b, &busy.h);
+	bs_budget_leave(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+static void leave_while_queued(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, c, d;
+
+	init(&a);
+	init(&c);
+	init(&d);
+	assert_true(bs_budget_take(b, &a.h, 64 * MiB));
+	assert_false(bs_budget_take(b, &c.h, 1 * MiB));
+	assert_false(bs_budget_take(b, &d.h, 1 * MiB));
+	bs_budget_leave(b, &c.h);	/* the head goes away */
+	bs_budget_leave(b, &a.h);
+	assert_int_equal(d.woken, 1);
+	assert_true(bs_budget_take(b, &d.h, 1 * MiB));
+	bs_budget_leave(b, &d.h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(default_is_bounded,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(take_wait_smallest_first,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(overdue_waiter_goes_first,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(oversize_goes_alone,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(
+			stalled_holder_evicted_only_with_waiters, th_ctx_setup,
+			th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(leave_while_queued,
+						th_ctx_setup, th_ctx_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
