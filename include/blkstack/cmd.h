@@ -32,6 +32,16 @@ struct bs_cmd {
 	const char *help;	/* full text for `blkstack help CMD` */
 	/* argv[0] is the command name; returns 0 or a process exit code */
 	int (*run)(struct bs_cmd_env *env, int argc, char **argv);
+	/*
+	 * The command may run on a thread of its own in blkstackd (it does
+	 * I/O that can take long): it reaches devices only through the sync
+	 * wrappers (bs_io_sync(), bs_zeroout_sync(), bs_fallocate_sync(), the
+	 * fs layer), reads nothing of them but their fixed facts (name, size,
+	 * block sizes, read-only) and capabilities, and changes no device
+	 * state otherwise. Without it the command runs on the loop's thread
+	 * and must be quick (no I/O waits). See docs/daemon.md "Threads".
+	 */
+	bool threaded;
 };
 
 void bs_cmd_register(const struct bs_cmd *cmd);

@@ -64,6 +64,14 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms);
 int bs_loop_run(struct bs_loop *loop);
 void bs_loop_stop(struct bs_loop *loop);
 
+/*
+ * True on the loop's own thread (the one that created it and runs it).
+ * Devices, exports and the fs layer's I/O belong to that thread; another
+ * thread reaches them only through bs_loop_post() (the sync wrappers of
+ * bdev.h / zero.h do that for it, see docs/daemon.md "Threads").
+ */
+bool bs_loop_is_current(const struct bs_loop *loop);
+
 /* Current monotonic time in nanoseconds. */
 uint64_t bs_now_ns(void);
 

@@ -14,7 +14,9 @@
 #include <blkstack/control.h>
 
 static const uint8_t req_magic[4] = { 'B', 'S', 'C', '1' };
-static const uint8_t rep_magic[4] = { 'B', 'S', 'R', '1' };
+const uint8_t bs_ctl_reply_magic[BS_CTL_REPLY_MAGIC] = { 'B', 'S', 'R', '2' };
+/* the reply of blkstackd before streaming: one block, at most 16 MiB */
+static const uint8_t old_magic[4] = { 'B', 'S', 'R', '1' };
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -103,29 +105,32 @@ int bs_ctl_parse_request(const uint8_t *buf, size_t len, int *argc,
 	return 0;
 }
 
-int bs_ctl_encode_reply(int rc, const char *out, size_t outlen,
-			const char *err, size_t errlen, uint8_t **buf,
-			size_t *len)
+void bs_ctl_frame_hdr(uint8_t hdr[BS_CTL_FRAME_HDR], int kind, uint32_t len)
 {
-	uint8_t *b;
+	hdr[0] = (uint8_t)kind;
+	put32(hdr + 1, len);
+}
 
-	if (outlen > BS_CTL_MAX_REPLY)
-		outlen = BS_CTL_MAX_REPLY;
-	if (errlen > BS_CTL_MAX_REPLY - outlen)
-		errlen = BS_CTL_MAX_REPLY - outlen;
-	b = malloc(BS_CTL_REPLY_HDR + outlen + errlen);
-	if (!b)
-		return -ENOMEM;
-	memcpy(b, rep_magic, 4);
-	put32(b + 4, (uint32_t)rc);
-	put32(b + 8, (uint32_t)outlen);
-	put32(b + 12, (uint32_t)errlen);
-	if (outlen)
-		memcpy(b + BS_CTL_REPLY_HDR, out, outlen);
-	if (errlen)
-		memcpy(b + BS_CTL_REPLY_HDR + outlen, err, errlen);
-	*buf = b;
-	*len = BS_CTL_REPLY_HDR + outlen + errlen;
+int bs_ctl_parse_frame(const uint8_t hdr[BS_CTL_FRAME_HDR], int *kind,
+		       uint32_t *len)
+{
+	uint32_t n = get32(hdr + 1);
+
+	switch (hdr[0]) {
+	case BS_CTL_OUT:
+	case BS_CTL_ERR:
+		if (!n || n > BS_CTL_MAX_FRAME)
+			return -EPROTO;
+		break;
+	case BS_CTL_EXIT:
+		if (n != 4)
+			return -EPROTO;
+		break;
+	default:
+		return -EPROTO;
+	}
+	*kind = hdr[0];
+	*len = n;
 	return 0;
 }
 
@@ -163,39 +168,92 @@ static int read_all(int fd, void *p, size_t n)
 	return 0;
 }
 
-/* Copy @n bytes from the socket to @fd. */
-static int relay(int sock, int fd, size_t n)
+/* Write all of @buf to @fd: 0, or -errno. */
+static int put_all(int fd, const uint8_t *buf, size_t n)
 {
-	char buf[16384];
-
 	while (n) {
-		size_t chunk = n < sizeof(buf) ? n : sizeof(buf);
-		int err = read_all(sock, buf, chunk);
-		if (err)
-			return err;
-		if (fd >= 0) {
-			size_t off = 0;
-			while (off < chunk) {
-				ssize_t w = write(fd, buf + off, chunk - off);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w < 0)
-					break;	/* output gone: keep draining */
-				off += (size_t)w;
-			}
-		}
-		n -= chunk;
+		ssize_t w = write(fd, buf, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		buf += w;
+		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* Read the reply's frames, writing each as it comes. */
+static int read_frames(const char *sock, int fd, int out_fd, int err_fd,
+		       uint8_t *buf)
+{
+	uint8_t magic[BS_CTL_REPLY_MAGIC], hdr[BS_CTL_FRAME_HDR];
+	int err, kind;
+	uint32_t len;
+
+	err = read_all(fd, magic, sizeof(magic));
+	if (err)
+		return bs_error(err, "%s: blkstackd closed the connection "
+				"before answering: %s", sock, strerror(-err));
+	if (!memcmp(magic, old_magic, sizeof(magic)))
+		return bs_error(-EPROTO, "%s: blkstackd speaks an older "
+				"control protocol (restart it with this "
+				"version)", sock);
+	if (memcmp(magic, bs_ctl_reply_magic, sizeof(magic)))
+		return bs_error(-EPROTO, "%s: not a blkstackd control socket "
+				"(bad reply)", sock);
+	for (;;) {
+		err = read_all(fd, hdr, sizeof(hdr));
+		if (err)
+			break;
+		if (bs_ctl_parse_frame(hdr, &kind, &len))
+			return bs_error(-EPROTO, "%s: malformed reply from "
+					"blkstackd", sock);
+		err = read_all(fd, buf, len);
+		if (err)
+			break;
+		if (kind == BS_CTL_EXIT) {
+			int rc = (int)get32(buf);
+
+			if (rc < 0)
+				return bs_error(-EPROTO, "%s: malformed reply "
+						"from blkstackd", sock);
+			return rc;
+		}
+		if (kind == BS_CTL_OUT) {
+			/* a lost output is a failure, never a silent cut */
+			err = put_all(out_fd, buf, len);
+			if (err)
+				return bs_error(err, "writing the output: %s",
+						strerror(-err));
+		} else {
+			(void)put_all(err_fd, buf, len);
+		}
+	}
+	return bs_error(err, "%s: reply cut short (blkstackd closed the "
+			"connection before the command's end): %s", sock,
+			strerror(-err));
+}
+
+static int read_reply(const char *sock, int fd, int out_fd, int err_fd)
+{
+	uint8_t *buf = malloc(BS_CTL_MAX_FRAME);
+	int rc;
+
+	if (!buf)
+		return bs_error(-ENOMEM, "out of memory");
+	rc = read_frames(sock, fd, out_fd, err_fd, buf);
+	free(buf);
+	return rc;
 }
 
 int bs_ctl_call(const char *sock, int argc, char **argv, int out_fd,
 		int err_fd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint8_t *req = NULL, hdr[BS_CTL_REPLY_HDR];
+	uint8_t *req = NULL;
 	size_t len;
-	uint32_t outlen, errlen;
 	int fd, err, rc;
 
 	if (strlen(sock) >= sizeof(sa.sun_path))
@@ -224,32 +282,12 @@ int bs_ctl_call(const char *sock, int argc, char **argv, int out_fd,
 	}
 	err = write_all(fd, req, len);
 	free(req);
-	if (!err)
-		err = read_all(fd, hdr, sizeof(hdr));
 	if (err) {
 		close(fd);
 		return bs_error(err, "%s: blkstackd closed the connection "
 				"before answering: %s", sock, strerror(-err));
 	}
-	if (memcmp(hdr, rep_magic, 4)) {
-		close(fd);
-		return bs_error(-EPROTO, "%s: not a blkstackd control socket "
-				"(bad reply)", sock);
-	}
-	rc = (int)get32(hdr + 4);
-	outlen = get32(hdr + 8);
-	errlen = get32(hdr + 12);
-	if ((uint64_t)outlen + errlen > BS_CTL_MAX_REPLY || rc < 0) {
-		close(fd);
-		return bs_error(-EPROTO, "%s: malformed reply from blkstackd",
-				sock);
-	}
-	err = relay(fd, out_fd, outlen);
-	if (!err)
-		err = relay(fd, err_fd, errlen);
+	rc = read_reply(sock, fd, out_fd, err_fd);
 	close(fd);
-	if (err)
-		return bs_error(err, "%s: reply cut short: %s", sock,
-				strerror(-err));
 	return rc;
 }

@@ -205,6 +205,7 @@ static const struct bs_cmd fallocate_cmd = {
 	.usage = "fallocate [-k] [-z|-p|-w] [--force] [-o OFFSET] [-l LENGTH] DEV",
 	.summary = "zero, punch or write-zeroes a range as fallocate(2) would",
 	.run = fallocate_run,
+	.threaded = true,
 	.help =
 	"DESCRIPTION\n"
 	"  Applies fallocate(2) with the given mode to DEV as Linux does on a\n"

@@ -356,6 +356,60 @@ static int sub_stat(struct fs_ctx *c, int argc, char **argv)
 
 /* ---- put / cat ----------------------------------------------------------- */
 
+static const char *file_kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : S_ISDIR(m) ? "a directory" :
+	       S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/*
+ * Open the host file that put reads: a descriptor, or -errno with
+ * bs_error() set. The open never blocks (O_NONBLOCK: a FIFO without a
+ * writer would wait forever). Inside blkstackd only a regular file is
+ * read; the CLI also reads a pipe or a character device (`fs put DEV
+ * /dev/stdin /f`), blocking as cat(1) would, in its own process.
+ */
+static int open_host(struct fs_ctx *c, const char *host, struct stat *st)
+{
+	int fd, err, fl;
+
+	fd = open(host, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 || fstat(fd, st)) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		return bs_error(err, "cannot read host file %s", host);
+	}
+	if (!S_ISREG(st->st_mode) &&
+	    (c->env->in_daemon ||
+	     !(S_ISFIFO(st->st_mode) || S_ISCHR(st->st_mode)))) {
+		close(fd);
+		return bs_error(-EINVAL, "host file %s is %s: %s", host,
+				file_kind(st->st_mode), c->env->in_daemon ?
+				"blkstackd reads only regular files" :
+				"give a regular file, a pipe or a character "
+				"device");
+	}
+	if (S_ISFIFO(st->st_mode)) {
+		/* the CLI's own pipe: reopen blocking, to wait for a writer
+		 * the way cat(1) does (O_NONBLOCK would read an early EOF) */
+		close(fd);
+		fd = open(host, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return bs_error(-errno, "cannot read host file %s",
+					host);
+		return fd;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		err = -errno;
+		close(fd);
+		return bs_error(err, "cannot read host file %s", host);
+	}
+	return fd;
+}
+
 static int sub_put(struct fs_ctx *c, int argc, char **argv)
 {
 	const char *host, *path;
@@ -373,20 +427,9 @@ static int sub_put(struct fs_ctx *c, int argc, char **argv)
 	host = argv[optind + 1];
 	path = argv[optind + 2];
 	set_op(c, path);
-	fd = open(host, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &hst)) {
-		err = -errno;
-		bs_error(err, "cannot read host file %s", host);
-		if (fd >= 0)
-			close(fd);
-		return bs_cmd_fail(c->env, NULL, c->op, err);
-	}
-	if (!S_ISREG(hst.st_mode) && !S_ISFIFO(hst.st_mode) &&
-	    !S_ISCHR(hst.st_mode)) {
-		close(fd);
-		bs_error(-EINVAL, "host file %s is not a regular file", host);
-		return bs_cmd_fail(c->env, NULL, c->op, -EINVAL);
-	}
+	fd = open_host(c, host, &hst);
+	if (fd < 0)
+		return bs_cmd_fail(c->env, NULL, c->op, fd);
 	if (S_ISREG(hst.st_mode))
 		mode = hst.st_mode & 0777;
 	buf = malloc(IO_CHUNK);
@@ -707,6 +750,7 @@ static const struct bs_cmd fs_cmd = {
 	.usage = "fs SUBCOMMAND [OPTIONS] DEV [/PATH...]",
 	.summary = "ext4 on a device: mkfs, ls, put, cat, fallocate -w, map",
 	.run = fs_run,
+	.threaded = true,
 	.help =
 	"DESCRIPTION\n"
 	"  Makes and works on a real ext4 filesystem on DEV, through\n"

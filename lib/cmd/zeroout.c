@@ -116,6 +116,7 @@ static const struct bs_cmd zeroout_cmd = {
 	.usage = "zeroout [--no-unmap] [--no-fallback] [--force] [-o OFFSET] [-l LENGTH] DEV",
 	.summary = "make a range read back as zeroes, by any means allowed",
 	.run = zeroout_run,
+	.threaded = true,
 	.help =
 	"DESCRIPTION\n"
 	"  Makes [OFFSET, OFFSET+LENGTH) of DEV read back as zeroes, the way\n"

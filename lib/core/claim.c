@@ -2,13 +2,16 @@
 /*
  * Claims: who uses a device, and in which mode (shared read, shared write,
  * exclusive). The rule is the table in bdev.h; a conflict names the first
- * holder in its way. Everything here runs on the loop thread.
+ * holder in its way. The claim lists belong to the loop's thread: called
+ * from another thread (a command on blkstackd's control thread), claim,
+ * check and release run there, the caller waiting (bs_sync_run()).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/loop.h>
 
 #include "core/internal.h"
 
@@ -38,7 +41,7 @@ const char *bs_claim_mode_name(enum bs_claim_mode mode)
 	return "?";
 }
 
-int bs_dev_claim_check(const struct bs_dev *dev, enum bs_claim_mode mode)
+static int claim_check(const struct bs_dev *dev, enum bs_claim_mode mode)
 {
 	const struct bs_claim *c;
 
@@ -56,14 +59,14 @@ int bs_dev_claim_check(const struct bs_dev *dev, enum bs_claim_mode mode)
 	return 0;
 }
 
-int bs_dev_claim(struct bs_dev *dev, enum bs_claim_mode mode,
+static int claim(struct bs_dev *dev, enum bs_claim_mode mode,
 		 const char *holder, struct bs_claim **out)
 {
 	struct bs_claim *c, **pp;
 	int err;
 
 	*out = NULL;
-	err = bs_dev_claim_check(dev, mode);
+	err = claim_check(dev, mode);
 	if (err)
 		return err;
 	c = calloc(1, sizeof(*c));
@@ -80,12 +83,10 @@ int bs_dev_claim(struct bs_dev *dev, enum bs_claim_mode mode,
 	return 0;
 }
 
-void bs_claim_release(struct bs_claim *claim)
+static void release(struct bs_claim *claim)
 {
 	struct bs_claim **pp;
 
-	if (!claim)
-		return;
 	for (pp = &claim->dev->claims; *pp; pp = &(*pp)->next) {
 		if (*pp == claim) {
 			*pp = claim->next;
@@ -95,6 +96,88 @@ void bs_claim_release(struct bs_claim *claim)
 	free(claim);
 }
 
+/* ---- from any thread ---------------------------------------------------- */
+
+enum claim_op { OP_CHECK, OP_CLAIM, OP_RELEASE };
+
+struct claim_call {
+	struct bs_sync sync;
+	enum claim_op op;
+	struct bs_dev *dev;
+	enum bs_claim_mode mode;
+	const char *holder;
+	struct bs_claim **out;
+	struct bs_claim *claim;
+	int result;
+};
+
+/* On the loop's thread: do it now, and say done. */
+static int call_start(struct bs_sync *s, void *arg)
+{
+	struct claim_call *c = arg;
+
+	switch (c->op) {
+	case OP_CHECK:
+		c->result = claim_check(c->dev, c->mode);
+		break;
+	case OP_CLAIM:
+		c->result = claim(c->dev, c->mode, c->holder, c->out);
+		break;
+	case OP_RELEASE:
+		release(c->claim);
+		break;
+	}
+	s->failed = c->result < 0;
+	bs_sync_done(s);
+	return 0;
+}
+
+static bool on_loop(const struct bs_dev *dev)
+{
+	return bs_loop_is_current(bs_ctx_loop(dev->ctx));
+}
+
+static int call(struct claim_call *c)
+{
+	int err = bs_sync_run(c->dev->ctx, &c->sync, call_start, c);
+
+	return err ? err : c->result;
+}
+
+int bs_dev_claim_check(const struct bs_dev *dev, enum bs_claim_mode mode)
+{
+	struct claim_call c = { .op = OP_CHECK, .dev = (struct bs_dev *)dev,
+				.mode = mode };
+
+	return on_loop(dev) ? claim_check(dev, mode) : call(&c);
+}
+
+int bs_dev_claim(struct bs_dev *dev, enum bs_claim_mode mode,
+		 const char *holder, struct bs_claim **out)
+{
+	struct claim_call c = { .op = OP_CLAIM, .dev = dev, .mode = mode,
+				.holder = holder, .out = out };
+
+	*out = NULL;
+	return on_loop(dev) ? claim(dev, mode, holder, out) : call(&c);
+}
+
+void bs_claim_release(struct bs_claim *claim)
+{
+	struct claim_call c = { .op = OP_RELEASE };
+
+	if (!claim)
+		return;
+	if (on_loop(claim->dev)) {
+		release(claim);
+		return;
+	}
+	c.dev = claim->dev;
+	c.claim = claim;
+	call(&c);
+}
+
+/* Reading the list: on the loop's thread only (info, explain). */
 const struct bs_claim *bs_dev_claim_next(const struct bs_dev *dev,
 					 const struct bs_claim *prev)
 {
@@ -114,5 +197,5 @@ enum bs_claim_mode bs_claim_mode_of(const struct bs_claim *claim)
 void bs_dev_claims_drop(struct bs_dev *dev)
 {
 	while (dev->claims)
-		bs_claim_release(dev->claims);
+		release(dev->claims);
 }

@@ -103,6 +103,10 @@ int bs_ctx_wait(struct bs_ctx *ctx, const bool *flag)
 {
 	int err = 0;
 
+	/* another thread never runs this loop (see bs_sync_run()) */
+	if (!bs_loop_is_current(ctx->loop))
+		return bs_error(-EDEADLK, "waiting on the loop from another "
+				"thread");
 	while (!*flag && !err)
 		err = bs_loop_run_once(ctx->loop, -1);
 	return err;

@@ -9,6 +9,8 @@
 #include <blkstack/caps.h>
 #include <blkstack/zero.h>
 
+#include "core/internal.h"
+
 int bs_falloc_check(int mode, int64_t offset, int64_t len, int64_t maxbytes)
 {
 	if (offset < 0 || len <= 0)
@@ -107,7 +109,10 @@ int bs_fallocate(struct bs_dev *dev, int mode, int64_t offset, int64_t len,
 }
 
 struct fsync_wait {
-	bool done;
+	struct bs_sync sync;
+	struct bs_dev *dev;
+	int mode;
+	int64_t offset, len;
 	int result;
 	bs_zero_progress_fn progress;
 	void *arg;
@@ -127,19 +132,29 @@ static void fsync_done(void *arg, int result)
 	struct fsync_wait *w = arg;
 
 	w->result = result;
-	w->done = true;
+	w->sync.failed = result < 0;
+	bs_sync_done(&w->sync);
 }
 
+static int fsync_start(struct bs_sync *s, void *arg)
+{
+	struct fsync_wait *w = arg;
+
+	(void)s;
+	return bs_fallocate(w->dev, w->mode, w->offset, w->len,
+			    fsync_progress, fsync_done, w);
+}
+
+/* As bs_zeroout_sync(): from any thread, no progress off the loop. */
 int bs_fallocate_sync(struct bs_dev *dev, int mode, int64_t offset,
 		      int64_t len, bs_zero_progress_fn progress, void *arg)
 {
-	struct fsync_wait w = { false, 0, progress, arg };
+	struct fsync_wait w = { .dev = dev, .mode = mode, .offset = offset,
+				.len = len, .progress = progress, .arg = arg };
 	int err;
 
-	err = bs_fallocate(dev, mode, offset, len, fsync_progress, fsync_done,
-			   &w);
-	if (err)
-		return err;
-	err = bs_ctx_wait(dev->ctx, &w.done);
+	if (!bs_loop_is_current(bs_ctx_loop(dev->ctx)))
+		w.progress = NULL;
+	err = bs_sync_run(dev->ctx, &w.sync, fsync_start, &w);
 	return err ? err : w.result;
 }

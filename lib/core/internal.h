@@ -3,6 +3,8 @@
 #ifndef BLKSTACK_CORE_INTERNAL_H
 #define BLKSTACK_CORE_INTERNAL_H
 
+#include <pthread.h>
+
 #include <blkstack/bdev.h>
 
 struct bs_ctx {
@@ -12,6 +14,37 @@ struct bs_ctx {
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
 	struct bs_budget *budget;	/* bs_ctx_budget(), lazy */
 };
+
+/*
+ * Waiting for an asynchronous operation, from either side of the loop
+ * (sync.c). bs_sync_run(ctx, s, start, arg) calls start(s, arg) on the
+ * loop's thread, which begins the operation; the operation's completion
+ * (on the loop) calls bs_sync_done(s). On the loop's thread itself the
+ * caller runs the loop meanwhile (the CLI's way); on any other thread (a
+ * command thread of blkstackd) start() is posted to the loop and the
+ * caller sleeps on a condition variable, never touching device state and
+ * never running a nested loop. Returns start()'s error, or 0 once done;
+ * the operation's result is whatever the completion stored. In the
+ * threaded case the loop's last error message (bs_last_error()) at
+ * completion is copied to the caller's thread when start() fails or the
+ * completion sets s->failed.
+ */
+struct bs_sync {
+	bool done;
+	bool remote;
+	bool failed;		/* set by the completion with its result */
+	int start_err;
+	int (*start)(struct bs_sync *s, void *arg);
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char msg[512];
+};
+
+int bs_sync_run(struct bs_ctx *ctx, struct bs_sync *s,
+		int (*start)(struct bs_sync *s, void *arg), void *arg);
+/* On the loop's thread, once: the operation has completed. */
+void bs_sync_done(struct bs_sync *s);
 
 /*
  * Opening (dev.c, open.c). components_ready: 0 when every component is

@@ -52,6 +52,7 @@ struct bs_loop {
 	int depth;			/* nesting of bs_loop_run_once() */
 	pthread_mutex_t post_lock;
 	struct posted *posted;
+	pthread_t owner;		/* the thread that runs it */
 };
 
 static void free_dead(struct bs_loop *loop);
@@ -85,6 +86,7 @@ int bs_loop_new(struct bs_loop **out)
 	}
 	pthread_mutex_init(&loop->post_lock, NULL);
 	loop->next_timer_id = 1;
+	loop->owner = pthread_self();
 	*out = loop;
 	return 0;
 fail:
@@ -419,6 +421,11 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 		free_dead(loop);
 	run_timers(loop);
 	return 0;
+}
+
+bool bs_loop_is_current(const struct bs_loop *loop)
+{
+	return pthread_equal(loop->owner, pthread_self());
 }
 
 int bs_loop_run(struct bs_loop *loop)

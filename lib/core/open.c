@@ -143,6 +143,9 @@ int bs_dev_wait_live(struct bs_dev *dev, unsigned timeout_ms)
 	struct bs_loop *loop = bs_ctx_loop(dev->ctx);
 	uint64_t end = bs_now_ns() + (uint64_t)timeout_ms * 1000000;
 
+	/* another thread never runs the loop (docs/daemon.md "Threads") */
+	if (!bs_loop_is_current(loop))
+		return bs_dev_check_live(dev);
 	while (dev->state == BS_DEV_OPENING) {
 		uint64_t now = bs_now_ns();
 		int err;

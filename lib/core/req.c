@@ -495,28 +495,39 @@ void bs_req_finish(struct bs_dev *dev, struct bs_req *req, int result)
 
 /* ---- synchronous wrappers ---------------------------------------------- */
 
-struct sync_wait {
-	bool done;
+struct io_sync {
+	struct bs_sync sync;
+	struct bs_dev *dev;
+	struct bs_req req;
 };
 
-static void sync_done(struct bs_req *req)
+static void io_sync_done(struct bs_req *req)
 {
-	struct sync_wait *w = req->priv;
+	struct io_sync *w = req->priv;
 
-	w->done = true;
+	w->sync.failed = req->result < 0;
+	bs_sync_done(&w->sync);
 }
 
+static int io_sync_start(struct bs_sync *s, void *arg)
+{
+	struct io_sync *w = arg;
+
+	(void)s;
+	bs_submit(w->dev, &w->req);
+	return 0;
+}
+
+/* From the loop's thread or any other (bs_sync_run()). */
 int bs_io_sync(struct bs_dev *dev, enum bs_op op, uint32_t flags,
 	       uint64_t offset, uint64_t len, void *buf)
 {
-	struct sync_wait w = { false };
-	struct bs_req req;
+	struct io_sync w = { .dev = dev };
 	int err;
 
-	bs_req_init(&req, op, flags, offset, len, buf, sync_done, &w);
-	bs_submit(dev, &req);
-	err = bs_ctx_wait(dev->ctx, &w.done);
-	return err ? err : req.result;
+	bs_req_init(&w.req, op, flags, offset, len, buf, io_sync_done, &w);
+	err = bs_sync_run(dev->ctx, &w.sync, io_sync_start, &w);
+	return err ? err : w.req.result;
 }
 
 int bs_read_sync(struct bs_dev *dev, void *buf, uint64_t len, uint64_t off)

@@ -214,7 +214,10 @@ int bs_zeroout(struct bs_dev *dev, uint64_t offset, uint64_t len,
 }
 
 struct zsync {
-	bool done;
+	struct bs_sync sync;
+	struct bs_dev *dev;
+	uint64_t offset, len;
+	unsigned flags;
 	int result;
 	bs_zero_progress_fn progress;
 	void *arg;
@@ -225,7 +228,8 @@ static void zsync_done(void *arg, int result)
 	struct zsync *w = arg;
 
 	w->result = result;
-	w->done = true;
+	w->sync.failed = result < 0;
+	bs_sync_done(&w->sync);
 }
 
 static void zsync_progress(void *arg, uint64_t done, uint64_t total,
@@ -237,16 +241,27 @@ static void zsync_progress(void *arg, uint64_t done, uint64_t total,
 		w->progress(w->arg, done, total, fallback);
 }
 
+static int zsync_start(struct bs_sync *s, void *arg)
+{
+	struct zsync *w = arg;
+
+	return bs_zeroout(w->dev, w->offset, w->len, w->flags, zsync_progress,
+			  zsync_done, w);
+}
+
+/*
+ * From the loop's thread or any other (bs_sync_run()); from another
+ * thread @progress is not called (it would run on the loop's thread).
+ */
 int bs_zeroout_sync(struct bs_dev *dev, uint64_t offset, uint64_t len,
 		    unsigned flags, bs_zero_progress_fn progress, void *arg)
 {
-	struct zsync w = { false, 0, progress, arg };
+	struct zsync w = { .dev = dev, .offset = offset, .len = len,
+			   .flags = flags, .progress = progress, .arg = arg };
 	int err;
 
-	err = bs_zeroout(dev, offset, len, flags, zsync_progress, zsync_done,
-			 &w);
-	if (err)
-		return err;
-	err = bs_ctx_wait(dev->ctx, &w.done);
+	if (!bs_loop_is_current(bs_ctx_loop(dev->ctx)))
+		w.progress = NULL;
+	err = bs_sync_run(dev->ctx, &w.sync, zsync_start, &w);
 	return err ? err : w.result;
 }

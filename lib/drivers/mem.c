@@ -9,7 +9,16 @@
 #include <string.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/loop.h>
 #include <blkstack/opts.h>
+
+/*
+ * Zeroing and discard touch at most this much per turn of the loop: a
+ * write-zeroes of a gigabyte that must stay allocated (NOUNMAP, or
+ * zeroes = write) is a gigabyte of memset, done in slices so that the
+ * loop serves every other client between them.
+ */
+#define MEM_SLICE (4u << 20)
 
 enum zeroes_mode { Z_UNMAP, Z_WRITE, Z_NONE };
 static const char *const zeroes_modes[] = { "unmap", "write", "none", NULL };
@@ -23,6 +32,14 @@ struct mem {
 	bool detect_zeroes;
 	bool broken_wz;		/* claims write-zeroes, answers EOPNOTSUPP */
 	int zeroes;
+};
+
+/* A zeroing or discard in progress (bs_req_drv()). */
+struct mem_req {
+	struct bs_work work;
+	struct bs_dev *dev;
+	uint64_t done;		/* bytes of the range finished */
+	bool keep;		/* blocks stay allocated */
 };
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -235,6 +252,37 @@ static int do_zero(struct mem *m, uint64_t off, uint64_t len, bool keep)
 	return 0;
 }
 
+/* One slice of a zeroing or discard, then the rest on a later turn. */
+static void zero_slice(void *arg)
+{
+	struct bs_req *req = arg;
+	struct mem_req *mr = bs_req_drv(req);
+	struct mem *m = mr->dev->priv;
+	uint64_t n = req->len - mr->done;
+	int err;
+
+	if (n > MEM_SLICE)
+		n = MEM_SLICE;
+	err = do_zero(m, req->offset + mr->done, n, mr->keep);
+	mr->done += n;
+	if (err || mr->done == req->len) {
+		bs_req_complete(req, err);
+		return;
+	}
+	bs_loop_defer(bs_ctx_loop(mr->dev->ctx), &mr->work);
+}
+
+static void zero_start(struct bs_dev *dev, struct bs_req *req, bool keep)
+{
+	struct mem_req *mr = bs_req_drv(req);
+
+	mr->dev = dev;
+	mr->keep = keep;
+	mr->work.fn = zero_slice;
+	mr->work.arg = req;
+	zero_slice(req);
+}
+
 static void mem_submit(struct bs_dev *dev, struct bs_req *req)
 {
 	struct mem *m = dev->priv;
@@ -250,16 +298,16 @@ static void mem_submit(struct bs_dev *dev, struct bs_req *req)
 	case BS_OP_FLUSH:
 		break;
 	case BS_OP_DISCARD:
-		err = do_zero(m, req->offset, req->len, false);
-		break;
+		zero_start(dev, req, false);
+		return;
 	case BS_OP_WRITE_ZEROES:
-		if (m->broken_wz)
+		if (m->broken_wz) {
 			err = -EOPNOTSUPP;
-		else
-			err = do_zero(m, req->offset, req->len,
-				      (req->flags & BS_REQ_NOUNMAP) ||
-					      m->zeroes == Z_WRITE);
-		break;
+			break;
+		}
+		zero_start(dev, req, (req->flags & BS_REQ_NOUNMAP) ||
+				     m->zeroes == Z_WRITE);
+		return;
 	default:
 		err = -EINVAL;
 	}
@@ -310,6 +358,7 @@ static const struct bs_dev_type mem_type = {
 	.name = "mem",
 	.spec_key = "size",
 	.summary = "thin RAM disk, chunks allocated on first write",
+	.req_ctx_size = sizeof(struct mem_req),
 	.options =
 		"size=SIZE            capacity (required; mem:SIZE)\n"
 		"chunk=SIZE           allocation unit (64K)\n"
