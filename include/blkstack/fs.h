@@ -56,7 +56,9 @@ int bs_fs_mkfs(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts);
  * bitmap; the root a directory) and refuses a damaged one with -EUCLEAN,
  * "DEV: filesystem needs checking (run e2fsck): REASON", having written
  * nothing. A read-only open never writes; it records the reason in
- * bs_fs_info().damage and goes on.
+ * bs_fs_info().damage and goes on, unless the superblock's block count
+ * does not fit the device or its geometry cannot be read safely (then
+ * -EUCLEAN with the same line, as the kernel refuses to mount it).
  */
 int bs_fs_open(struct bs_dev *dev, unsigned flags, struct bs_fs **out);
 /*
