@@ -77,7 +77,7 @@ struct bs_fs_info {
 	uint32_t inodes, free_inodes;
 	uint32_t journal_blocks;	/* 0: no journal */
 	bool clean;			/* as found at open */
-	char damage[160];		/* why e2fsck is needed; "" = it is not */
+	char damage[160];		/* why e2fsck is needed; "" if not */
 	char label[17];
 	char uuid[37];
 };
