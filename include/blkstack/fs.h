@@ -69,7 +69,9 @@ int bs_fs_probe(struct bs_dev *dev, char *what, size_t len);
  * bitmap; the root a directory) and refuses a damaged one with -EUCLEAN,
  * "DEV: filesystem needs checking (run e2fsck): REASON", having written
  * nothing. A read-only open never writes; it records the reason in
- * bs_fs_info().damage and goes on.
+ * bs_fs_info().damage and goes on, unless the superblock's block count
+ * does not fit the device or its geometry cannot be read safely (then
+ * -EUCLEAN with the same line, as the kernel refuses to mount it).
  * Claims @dev until bs_fs_close(): exclusively when read-write ("fs ext4
  * (read-write)"), shared read when read-only; -EBUSY naming the holder.
  */
@@ -90,7 +92,7 @@ struct bs_fs_info {
 	uint32_t inodes, free_inodes;
 	uint32_t journal_blocks;	/* 0: no journal */
 	bool clean;			/* as found at open */
-	char damage[160];		/* why e2fsck is needed; "" = it is not */
+	char damage[160];		/* why e2fsck is needed; "" if not */
 	char label[17];
 	char uuid[37];
 };

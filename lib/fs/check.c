@@ -88,7 +88,8 @@ int fs_check_super(struct bs_fs *fs, struct fs_check *c)
 		return bad(c, "%u reserved descriptor blocks (at most %u)",
 			   sb->s_reserved_gdt_blocks, bs / 4);
 	if (ext2fs_has_feature_flex_bg(sb) && sb->s_log_groups_per_flex > 31)
-		return bad(c, "flex_bg of 2^%u groups", sb->s_log_groups_per_flex);
+		return bad(c, "flex_bg of 2^%u groups",
+			   sb->s_log_groups_per_flex);
 	if (ext2fs_has_feature_meta_bg(sb) &&
 	    sb->s_first_meta_bg > e2->desc_blocks)
 		return bad(c, "first meta_bg %u is past the %lu descriptor "
@@ -161,7 +162,8 @@ int fs_check_desc(struct bs_fs *fs, struct fs_check *c)
 	if (!c->meta) {
 		ret = ext2fs_allocate_block_bitmap(e2, "metadata", &c->meta);
 		if (ret)
-			return fs_fail(fs, ret, "checking the group descriptors");
+			return fs_fail(fs, ret, "checking the group "
+				       "descriptors");
 	}
 	ext2fs_clear_block_bitmap(c->meta);
 	for (g = 0; g < e2->group_desc_count; g++)
@@ -171,7 +173,8 @@ int fs_check_desc(struct bs_fs *fs, struct fs_check *c)
 
 		if (ext2fs_has_group_desc_csum(e2) &&
 		    !ext2fs_group_desc_csum_verify(e2, g))
-			return bad(c, "group %u: descriptor checksum mismatch", g);
+			return bad(c, "group %u: descriptor checksum mismatch",
+				   g);
 		/* without flex_bg a group's metadata lives in the group */
 		if (!flex) {
 			lo = ext2fs_group_first_block2(e2, g);
@@ -220,7 +223,8 @@ int fs_check_bitmaps(struct bs_fs *fs, struct fs_check *c)
 		blk64_t end = last, fr;
 
 		/* one run of metadata blocks: [b, end] */
-		if (!ext2fs_find_first_zero_block_bitmap2(c->meta, b, last, &end))
+		if (!ext2fs_find_first_zero_block_bitmap2(c->meta, b, last,
+							  &end))
 			end--;
 		if (!ext2fs_find_first_zero_block_bitmap2(e2->block_map, b, end,
 							  &fr))

@@ -42,7 +42,7 @@ struct bs_fs {
 
 /* fs/check.c: is the image safe to write? */
 struct fs_check {
-	ext2fs_block_bitmap meta; /* superblocks, descriptors, bitmaps, tables */
+	ext2fs_block_bitmap meta; /* sbs, descriptors, bitmaps, tables */
 	char why[144];		/* the reason, when a check returns 1 */
 };
 /*

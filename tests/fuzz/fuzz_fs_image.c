@@ -3,9 +3,9 @@
  * libFuzzer target: the ext4 layer (lib/fs/) on a hostile image. The
  * input is an image held in a mem device; it is opened read-only (info,
  * a bounded walk of the tree with stat, map and the first bytes of every
- * file) and then read-write (put, mkdir, rename, truncate, fallocate,
- * rm); either open may refuse. Nothing may crash, hang or leak, whatever
- * the image says.
+ * file) and then read-write (put, mkdir, rename, truncate, fallocate of
+ * every mode, rm); either open may refuse. Nothing may crash, hang or
+ * leak, whatever the image says.
  *
  * Input layout:
  *   byte 0   configuration: bit 0 a 8 MiB device (else 2 MiB: 1 KiB
@@ -209,11 +209,17 @@ static void pass_rw(struct bs_dev *dev, unsigned pick)
 		(void)bs_fs_fallocate(fs, ino, 0, 8192, 8192);
 		(void)bs_fs_fallocate(fs, ino, BS_FALLOC_PUNCH_HOLE |
 				      BS_FALLOC_KEEP_SIZE, 1024, 2048);
+		(void)bs_fs_fallocate(fs, ino, BS_FALLOC_ZERO_RANGE, 100, 9000);
 		(void)bs_fs_truncate(fs, ino, 1500);
 	}
 	if (!bs_fs_mkdir(fs, "/nd", 0755, &dir) &&
-	    !bs_fs_create(fs, "/nd/x", 0644, &ino))
+	    !bs_fs_create(fs, "/nd/x", 0644, &ino)) {
 		(void)bs_fs_write(fs, ino, iobuf, 100, 0);
+		/* the mem device zeroes by unmapping: written extents */
+		(void)bs_fs_fallocate(fs, ino, BS_FALLOC_WRITE_ZEROES, 4096,
+				      3 * 4096 + 5);
+		(void)bs_fs_truncate(fs, ino, 20000);
+	}
 	(void)bs_fs_rename(fs, "/new", "/nd/y");
 	/* the image's own entries, as found: write, move, remove */
 	for (i = 0; i < nm.n && i < 3; i++) {
@@ -233,7 +239,7 @@ static void pass_rw(struct bs_dev *dev, unsigned pick)
 	(void)bs_fs_close(fs);
 }
 
-/* ---- the input ------------------------------------------------------------- */
+/* ---- the input ---------------------------------------------------------- */
 
 static int load(struct bs_dev *dev, const uint8_t *data, size_t size)
 {
@@ -318,7 +324,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 
-/* ---- seeds -------------------------------------------------------------------- */
+/* ---- seeds ------------------------------------------------------------ */
 
 /* The non-zero sectors of @dev as one input, in @dir/@name. */
 static int write_seed(struct bs_dev *dev, unsigned cfg, const char *dir,
@@ -402,12 +408,14 @@ static int make_seed(const char *dir, const char *name, uint64_t bytes,
 				    8 * bs))
 			goto close;
 		for (i = 0; i < 40; i++) {
-			snprintf(p, sizeof(p), "/d/entry-with-a-long-name-%02d", i);
+			snprintf(p, sizeof(p), "/d/entry-with-a-long-name-%02d",
+				 i);
 			if (put(fs, p, (uint64_t)i * 37, 'A' + i % 26))
 				goto close;
 		}
 		for (i = 0; i < 30; i += 3) {
-			snprintf(p, sizeof(p), "/d/entry-with-a-long-name-%02d", i);
+			snprintf(p, sizeof(p), "/d/entry-with-a-long-name-%02d",
+				 i);
 			if (bs_fs_unlink(fs, p))
 				goto close;
 		}

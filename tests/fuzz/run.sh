@@ -6,9 +6,9 @@
 # written. A fuzzer whose source reads BLKSTACK_FUZZ_WRITE_SEEDS makes its
 # own seeds instead (fuzz_fs_image: ext4 images made by bs_fs_mkfs, which
 # are better generated than kept as blobs): run with that variable set to
-# a directory, it writes them there and exits. Exit 0 when no fuzzer found a crash, leak or timeout; 1 if one
-# did (the reproducer is kept in $FUZZ_BUILD/artifacts/); 77 when no
-# fuzzer is built.
+# a directory, it writes them there and exits. Exit 0 when no fuzzer
+# found a crash, leak or timeout; 1 if one did (the reproducer is kept in
+# $FUZZ_BUILD/artifacts/); 77 when no fuzzer is built.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
