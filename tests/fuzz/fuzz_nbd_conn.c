@@ -21,20 +21,23 @@
  *            requests in flight (else the client hangs up, the server
  *            must close, then the listener drains); bit 6 max_connections 1 and a second client
  *            (refused); bit 7 handshake and idle timeouts of 1 ms
- *   byte 1   bits 0-3: schedule length - 1; bits 4-7: the error device's
- *            requests that pass before it fails
+ *   byte 1   bits 0-3: schedule length - 1; bits 4-6: the error device's
+ *            requests that pass before it fails; bit 7 a 2 MiB client
+ *            send buffer (the server's 256 KiB input buffer can fill up
+ *            in one read, then be compacted)
  *   schedule one byte per step, used in turn and cyclically: bits 0-4 a
  *            chunk size code (1..8, 16 B..512 KiB, or an odd size), bits
  *            5-7 what the client does with the chunk:
  *              0 send it, read every reply there is
  *              1 send it, read at most 100 bytes of replies
  *              2 send it, read nothing (replies pile up)
- *              3 send it, let the server run a while, read everything
+ *              3 send it, let the server run a while (with bit 7 of
+ *                byte 0, long enough for the timers), read everything
  *              4 send that many zero bytes (cheap big payloads), read
  *                nothing; the stream does not advance
  *              5 send it, then half-close (no more sending)
- *              6 send it, then close the socket (mid-request, unread
- *                replies)
+ *              6 send it, then close the socket at once (mid-request,
+ *                unread replies, before the server saw the last bytes)
  *              7 send it, then drain the listener (graceful stop)
  *   rest     the client's byte stream, from the client flags on
  *
@@ -267,7 +270,8 @@ static void client_send(struct client *cl, const uint8_t *p, size_t len,
 			p += n;
 			len -= (size_t)n;
 			stuck = 0;
-			turn(cl, 1);
+			if (len)
+				turn(cl, 1);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -291,13 +295,16 @@ static void client_close(struct client *cl)
 	cl->wr_shut = true;
 }
 
-static int client_connect(void)
+static int client_connect(bool big_sndbuf)
 {
+	int sndbuf = 2 << 20;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
+	if (big_sndbuf)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path);
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
 		close(fd);
@@ -353,7 +360,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (bs_ctx_new(&ctx))
 		return 0;
-	if (make_devs(ctx, (c0 >> 1) & 3, c1 >> 4) ||
+	if (make_devs(ctx, (c0 >> 1) & 3, (c1 >> 4) & 7) ||
 	    bs_exports_new(ctx, &set) || make_export(set, "vol0", c0 & 1) ||
 	    make_export(set, "other", false))
 		goto out;
@@ -383,13 +390,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cl.loop = srv.loop;
 	cl.nl = nl.nl;
 	cl.timeouts = c0 & 128;
-	cl.fd = client_connect();
+	cl.fd = client_connect(c1 & 128);
 	if (cl.fd < 0)
 		goto out;
 	turn(&cl, 2);
 	if (c0 & 64) {
 		/* over max_connections: accepted and closed at once */
-		fd2 = client_connect();
+		fd2 = client_connect(false);
 		turn(&cl, 2);
 	}
 
@@ -414,7 +421,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			n = slen - pos;
 		client_send(&cl, stream + pos, n, action == 0 || action == 3);
 		pos += n;
+		if (action == 6) {
+			client_close(&cl);
+			break;
+		}
 		turn(&cl, action == 3 ? 16 : 2);
+		/* settling with 1 ms timeouts: let them fire */
+		for (i = 0; action == 3 && cl.timeouts && i < 3; i++)
+			bs_loop_run_once(cl.loop, 1);
 		switch (action) {
 		case 0:
 		case 3:
@@ -426,9 +440,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 5:
 			shutdown(cl.fd, SHUT_WR);
 			cl.wr_shut = true;
-			break;
-		case 6:
-			client_close(&cl);
 			break;
 		case 7:
 			bs_net_listener_drain(nl.nl);

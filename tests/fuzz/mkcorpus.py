@@ -175,7 +175,7 @@ def steps(action, length):
     return out
 
 
-def conn_seed(name, cfg, segments, after=0):
+def conn_seed(name, cfg, segments, after=0, big_sndbuf=False):
     """@segments: (action, bytes) sends the bytes in chunks; (ZEROES, n)
     sends n zero bytes that are not part of the stream."""
     sched, body = [], b""
@@ -188,7 +188,8 @@ def conn_seed(name, cfg, segments, after=0):
     assert 1 <= len(sched) <= 16, (name, len(sched))
     assert sched[0] >> 5 != ZEROES, name
     with open(os.path.join(OUT_CONN, name), "wb") as f:
-        f.write(bytes([cfg, (after << 4) | (len(sched) - 1)]) +
+        f.write(bytes([cfg, (big_sndbuf << 7) | (after << 4) |
+                       (len(sched) - 1)]) +
                 bytes(sched) + body)
 
 
@@ -265,6 +266,15 @@ def conn_main():
                (SETTLE, opt(OPT["LIST"])),
                (READ_ALL, opt(OPT["GO"], info("other")) +
                 req("READ", 0, 4096))])
+    # the session at its request cap while a big client send buffer fills
+    # the server's input buffer: it is compacted when the session resumes
+    conn_seed("input_buffer_full", 0,
+              [(NO_READ, go() + b"".join(
+                  req("READ", (i % 1024) * 4 * K, 4 * K, cookie=i)
+                  for i in range(300)) +
+                req("WRITE", 0, 1024 * K, cookie=999, payload=b"")),
+               (ZEROES, 1024 * K),
+               (READ_ALL, req("DISC"))], big_sndbuf=True)
     # options: list, info, a too-big option, abort
     conn_seed("options_abort", 2 << 1,
               [(READ_ALL, struct.pack(">I", 3) + opt(OPT["LIST"]) +
