@@ -13,9 +13,10 @@
  *
  * Input layout:
  *   byte 0   configuration: bit 0 read-only export; bits 1-2 device
- *            (0 mem, 1 mem with 4K blocks and a write cache, 2 mem with
- *            zeroes=none, 3 `error` over mem failing every op after
- *            byte 1's count); bits 3-4 the listener's out_max (4 KiB,
+ *            (0 mem, 1 mem with 4K blocks and a write cache, 2 a `file`
+ *            in the temporary directory: io_uring, so requests really are
+ *            in flight when the client goes, 3 `error` over mem failing
+ *            every op after byte 1's count); bits 3-4 the listener's out_max (4 KiB,
  *            64 KiB, 1 MiB, the default 16 MiB); bit 5 abrupt end: free
  *            the listener with the client still connected and its
  *            requests in flight (else the client hangs up, the server
@@ -101,10 +102,12 @@ BS_EXPORT_TYPE(fuzz_export_type)
 
 static char sock_dir[64];
 static char sock_path[128];
+static char img_path[128];
 
 static void remove_dir(void)
 {
 	unlink(sock_path);
+	unlink(img_path);
 	rmdir(sock_dir);
 }
 
@@ -118,6 +121,7 @@ static int init_paths(void)
 	if (!mkdtemp(sock_dir))
 		return -1;
 	snprintf(sock_path, sizeof(sock_path), "%s/nbd.sock", sock_dir);
+	snprintf(img_path, sizeof(img_path), "%s/img", sock_dir);
 	atexit(remove_dir);
 	return 0;
 }
@@ -163,8 +167,11 @@ static int make_devs(struct bs_ctx *ctx, unsigned which, unsigned after)
 		return make_dev(ctx, "d", "mem",
 				"size=4M;logical_block_size=4096;write_cache=1");
 	case 2:
-		return make_dev(ctx, "d", "mem",
-				"size=4M;zeroes=none;max_discard=0");
+		/* a fresh image each input: inputs replay the same */
+		unlink(img_path);
+		snprintf(spec, sizeof(spec), "path=%s;size=4M;queue_depth=8",
+			 img_path);
+		return make_dev(ctx, "d", "file", spec);
 	default:
 		if (make_dev(ctx, "m", "mem", "size=4M;chunk=64K"))
 			return -1;
@@ -211,6 +218,7 @@ struct client {
 	bool wr_shut;		/* half-closed: sends no more */
 	bool srv_gone;		/* EOF or reset from the server */
 	bool timeouts;		/* the 1 ms timers may fire */
+	int wait_ms;		/* loop timeout while waiting: 1 for io_uring */
 	uint8_t head[8];	/* first bytes of the server's stream */
 	size_t got;
 };
@@ -390,6 +398,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cl.loop = srv.loop;
 	cl.nl = nl.nl;
 	cl.timeouts = c0 & 128;
+	cl.wait_ms = (cl.timeouts || ((c0 >> 1) & 3) == 2) ? 1 : 0;
 	cl.fd = client_connect(c1 & 128);
 	if (cl.fd < 0)
 		goto out;
@@ -426,8 +435,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		turn(&cl, action == 3 ? 16 : 2);
-		/* settling with 1 ms timeouts: let them fire */
-		for (i = 0; action == 3 && cl.timeouts && i < 3; i++)
+		/* settling with 1 ms timeouts or io_uring: let them happen */
+		for (i = 0; action == 3 && cl.wait_ms && i < 3; i++)
 			bs_loop_run_once(cl.loop, 1);
 		switch (action) {
 		case 0:
@@ -455,7 +464,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!cl.wr_shut)
 			shutdown(cl.fd, SHUT_WR);
 		for (i = 0; i < END_TURNS && !cl.srv_gone; i++) {
-			bs_loop_run_once(cl.loop, cl.timeouts ? 1 : 0);
+			bs_loop_run_once(cl.loop, cl.wait_ms);
 			client_read(&cl, SIZE_MAX);
 		}
 		/* every request ends and the connection closes */
@@ -468,7 +477,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* the server notices a client that is gone */
 	for (i = 0; i < END_TURNS && bs_net_listener_conns(nl.nl); i++)
-		bs_loop_run_once(cl.loop, cl.timeouts ? 1 : 0);
+		bs_loop_run_once(cl.loop, cl.wait_ms);
 	if (bs_net_listener_conns(nl.nl)) {
 		fprintf(stderr, "fuzz_nbd_conn: %u connections left after their "
 			"clients closed\n", bs_net_listener_conns(nl.nl));

@@ -275,6 +275,25 @@ def conn_main():
                 req("WRITE", 0, 1024 * K, cookie=999, payload=b"")),
                (ZEROES, 1024 * K),
                (READ_ALL, req("DISC"))], big_sndbuf=True)
+    # a file device (io_uring): the client goes with requests in the kernel
+    conn_seed("file_close_inflight", 2 << 1 | 2 << 3,
+              [(NO_READ, go() + b"".join(
+                  req("READ", i * 1024 * K, 1024 * K, cookie=i)
+                  for i in range(4)) + req("WRITE", 0, 4096, cookie=5) +
+                req("FLUSH", cookie=6)),
+               (CLOSE, req("WRITE", 8192, 512, FUA, cookie=7))])
+    # ... and the listener is freed with them there
+    conn_seed("file_abrupt_end", 32 | 2 << 1,
+              [(NO_READ, go() + b"".join(
+                  req("WRITE", i * 64 * K, 4096, FUA, cookie=i) +
+                  req("READ", i * 64 * K, 64 * K, cookie=100 + i)
+                  for i in range(8)) + req("FLUSH", cookie=99))])
+    # ... and a client that hangs up with everything still in flight
+    conn_seed("file_half_close", 2 << 1 | 1 << 3,
+              [(HALF_CLOSE, go() + b"".join(
+                  req("WRITE_ZEROES", i * 256 * K, 256 * K, cookie=i) +
+                  req("READ", i * 256 * K, 256 * K, cookie=100 + i)
+                  for i in range(8)))])
     # options: list, info, a too-big option, abort
     conn_seed("options_abort", 2 << 1,
               [(READ_ALL, struct.pack(">I", 3) + opt(OPT["LIST"]) +
