@@ -12,16 +12,22 @@
  * closed with requests in flight are all exercised.
  *
  * Input layout:
- *   byte 0   configuration: bit 0 read-only export; bits 1-2 device
- *            (0 mem, 1 mem with 4K blocks and a write cache, 2 a `file`
+ *   byte 0   configuration: bit 0 read-only export; bits 1-2 the 64 MiB
+ *            device (0 mem, 1 mem with 4K blocks and a write cache, 2 a
+ *            `file`
  *            in the temporary directory: io_uring, so requests really are
  *            in flight when the client goes, 3 `error` over mem failing
  *            every op after byte 1's count); bits 3-4 the listener's out_max (4 KiB,
  *            64 KiB, 1 MiB, the default 16 MiB); bit 5 abrupt end: free
  *            the listener with the client still connected and its
  *            requests in flight (else the client hangs up, the server
- *            must close, then the listener drains); bit 6 max_connections 1 and a second client
- *            (refused); bit 7 handshake and idle timeouts of 1 ms
+ *            must close, then the listener drains); bit 6 a crowd: a bystander client that
+ *            writes 32 MiB to export "other" a slice per step, reading
+ *            its replies, with the server-wide payload budget at its
+ *            minimum (64 MiB) and a stall timeout of 1 ms, so stalled
+ *            sessions are evicted; max_connections 2 and a third client
+ *            (refused); at the end, before the hang-up, the bystander
+ *            sends the rest while the client neither sends nor reads; bit 7 handshake and idle timeouts of 1 ms
  *   byte 1   bits 0-3: schedule length - 1; bits 4-6: the error device's
  *            requests that pass before it fails; bit 7 a 2 MiB client
  *            send buffer (the server's 256 KiB input buffer can fill up
@@ -61,6 +67,7 @@
 #include <unistd.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/export.h>
 #include <blkstack/loop.h>
 #include <blkstack/net.h>
@@ -162,18 +169,18 @@ static int make_devs(struct bs_ctx *ctx, unsigned which, unsigned after)
 
 	switch (which & 3) {
 	case 0:
-		return make_dev(ctx, "d", "mem", "size=4M;chunk=4K");
+		return make_dev(ctx, "d", "mem", "size=64M;chunk=4K");
 	case 1:
 		return make_dev(ctx, "d", "mem",
-				"size=4M;logical_block_size=4096;write_cache=1");
+				"size=64M;logical_block_size=4096;write_cache=1");
 	case 2:
 		/* a fresh image each input: inputs replay the same */
 		unlink(img_path);
-		snprintf(spec, sizeof(spec), "path=%s;size=4M;queue_depth=8",
+		snprintf(spec, sizeof(spec), "path=%s;size=64M;queue_depth=8",
 			 img_path);
 		return make_dev(ctx, "d", "file", spec);
 	default:
-		if (make_dev(ctx, "m", "mem", "size=4M;chunk=64K"))
+		if (make_dev(ctx, "m", "mem", "size=64M;chunk=64K"))
 			return -1;
 		snprintf(spec, sizeof(spec), "devices=m;ops=all;errno=EIO;"
 			 "after=%u", after);
@@ -334,6 +341,108 @@ static size_t chunk_size(unsigned code)
 	return odd[code - 24];
 }
 
+/*
+ * The bystander's stream: the oldest handshake to "other", a 32 MiB write
+ * (zero payload), a read, NBD_CMD_DISC; sent a slice per step.
+ */
+#define BY_WRITE (32u << 20)
+
+static size_t be(uint8_t *p, uint64_t v, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+	return n;
+}
+
+static size_t nbd_req(uint8_t *p, uint16_t cmd, uint64_t off, uint32_t len)
+{
+	size_t n = be(p, 0x25609513, 4);
+
+	n += be(p + n, 0, 2);
+	n += be(p + n, cmd, 2);
+	n += be(p + n, 0xb1, 8);
+	n += be(p + n, off, 8);
+	n += be(p + n, len, 4);
+	return n;
+}
+
+struct bystander {
+	struct client cl;
+	uint8_t head[64], tail[64];
+	size_t nhead, ntail, pos;
+};
+
+static void by_init(struct bystander *b)
+{
+	uint8_t *p = b->head;
+
+	p += be(p, 1, 4);			/* NBD_FLAG_C_FIXED_NEWSTYLE */
+	p += be(p, 0x49484156454F5054ull, 8);	/* IHAVEOPT */
+	p += be(p, 1, 4);			/* NBD_OPT_EXPORT_NAME */
+	p += be(p, 5, 4);
+	memcpy(p, "other", 5);
+	p += 5;
+	p += nbd_req(p, 1, 0, BY_WRITE);	/* NBD_CMD_WRITE */
+	b->nhead = (size_t)(p - b->head);
+	b->ntail = nbd_req(b->tail, 0, 0, 4096);	/* NBD_CMD_READ */
+	b->ntail += nbd_req(b->tail + b->ntail, 2, 0, 0); /* NBD_CMD_DISC */
+}
+
+/* Send the next @max bytes of the bystander's stream, read its replies. */
+static void by_step(struct bystander *b, size_t max, const uint8_t *zeroes,
+		    size_t zlen)
+{
+	size_t total = b->nhead + BY_WRITE + b->ntail;
+
+	while (max && b->pos < total && b->cl.fd >= 0 && !b->cl.wr_shut) {
+		const uint8_t *src;
+		size_t n;
+
+		if (b->pos < b->nhead) {
+			src = b->head + b->pos;
+			n = b->nhead - b->pos;
+		} else if (b->pos < b->nhead + BY_WRITE) {
+			src = zeroes;
+			n = b->nhead + BY_WRITE - b->pos;
+			if (n > zlen)
+				n = zlen;
+		} else {
+			src = b->tail + (b->pos - b->nhead - BY_WRITE);
+			n = total - b->pos;
+		}
+		if (n > max)
+			n = max;
+		client_send(&b->cl, src, n, true);
+		b->pos += n;
+		max -= n;
+	}
+	client_read(&b->cl, SIZE_MAX);
+}
+
+/* A client hangs up and reads until the server closes; abort if not. */
+static void hang_up(struct client *cl, const char *who)
+{
+	unsigned i;
+
+	if (cl->fd < 0)
+		return;
+	if (!cl->wr_shut)
+		shutdown(cl->fd, SHUT_WR);
+	for (i = 0; i < END_TURNS && !cl->srv_gone; i++) {
+		bs_loop_run_once(cl->loop, cl->wait_ms);
+		client_read(cl, SIZE_MAX);
+	}
+	/* every request ends and the connection closes */
+	if (!cl->srv_gone) {
+		fprintf(stderr, "fuzz_nbd_conn: the server did not close "
+			"the %s's connection after it hung up\n", who);
+		abort();
+	}
+	client_close(cl);
+}
+
 /* ---- one input ----------------------------------------------------------- */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -348,6 +457,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct bs_export *exps[2];
 	struct bs_net_listen_cfg cfg = { 0 };
 	struct client cl = { .fd = -1 };
+	struct bystander by = { .cl = { .fd = -1 } };
+	bool crowd;
 	const uint8_t *sched, *stream;
 	size_t nsched, slen, pos = 0, zero_sent = 0;
 	unsigned step, i;
@@ -366,8 +477,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stream = sched + nsched;
 	slen = size - 2 - nsched;
 
+	crowd = c0 & 64;
 	if (bs_ctx_new(&ctx))
 		return 0;
+	if (crowd && bs_budget_configure(bs_ctx_budget(ctx), BS_BUDGET_MIN, 1))
+		goto out;
 	if (make_devs(ctx, (c0 >> 1) & 3, (c1 >> 4) & 7) ||
 	    bs_exports_new(ctx, &set) || make_export(set, "vol0", c0 & 1) ||
 	    make_export(set, "other", false))
@@ -385,8 +499,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.is_unix = true;
 	bs_net_limits_default(&cfg.limits);
 	cfg.limits.out_max = out_max[(c0 >> 3) & 3];
-	if (c0 & 64)
-		cfg.limits.max_conns = cfg.limits.max_per_peer = 1;
+	if (crowd)
+		cfg.limits.max_conns = cfg.limits.max_per_peer = 2;
 	cfg.limits.handshake_ms = (c0 & 128) ? 1 : 0;
 	cfg.limits.idle_ms = (c0 & 128) ? 1 : 0;
 	cfg.proto = &nbd_net_proto;
@@ -398,12 +512,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cl.loop = srv.loop;
 	cl.nl = nl.nl;
 	cl.timeouts = c0 & 128;
-	cl.wait_ms = (cl.timeouts || ((c0 >> 1) & 3) == 2) ? 1 : 0;
+	cl.wait_ms = (cl.timeouts || crowd || ((c0 >> 1) & 3) == 2) ? 1 : 0;
 	cl.fd = client_connect(c1 & 128);
 	if (cl.fd < 0)
 		goto out;
 	turn(&cl, 2);
-	if (c0 & 64) {
+	if (crowd) {
+		by.cl = cl;
+		by.cl.fd = client_connect(false);
+		by_init(&by);
+		turn(&cl, 2);
 		/* over max_connections: accepted and closed at once */
 		fd2 = client_connect(false);
 		turn(&cl, 2);
@@ -455,26 +573,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		turn(&cl, 1);
+		if (crowd)
+			by_step(&by, 256 << 10, zeroes, sizeof(zeroes));
 	}
 
 	if (c0 & 32)
 		goto out;	/* the listener goes with the client there */
-	/* the client hangs up and reads until the server closes */
-	if (cl.fd >= 0) {
-		if (!cl.wr_shut)
-			shutdown(cl.fd, SHUT_WR);
-		for (i = 0; i < END_TURNS && !cl.srv_gone; i++) {
-			bs_loop_run_once(cl.loop, cl.wait_ms);
-			client_read(&cl, SIZE_MAX);
-		}
-		/* every request ends and the connection closes */
-		if (!cl.srv_gone) {
-			fprintf(stderr, "fuzz_nbd_conn: the server did not close "
-				"a connection whose client hung up\n");
-			abort();
-		}
-		client_close(&cl);
+	/*
+	 * The crowd: the bystander sends the rest of its stream while the
+	 * client sits there, neither sending nor reading. If the client holds
+	 * budget the bystander needs, it is evicted after 1 ms of no progress.
+	 */
+	for (i = 0; crowd && i < 256 && !by.cl.wr_shut &&
+	     by.pos < by.nhead + BY_WRITE + by.ntail; i++) {
+		by_step(&by, 512 << 10, zeroes, sizeof(zeroes));
+		bs_loop_run_once(cl.loop, cl.wait_ms);
 	}
+	/* the clients hang up; the server must close both */
+	hang_up(&cl, "client");
+	hang_up(&by.cl, "bystander");
 	/* the server notices a client that is gone */
 	for (i = 0; i < END_TURNS && bs_net_listener_conns(nl.nl); i++)
 		bs_loop_run_once(cl.loop, cl.wait_ms);
@@ -491,7 +608,11 @@ out:
 			"bytes offered, %zu bytes received, server %s\n", pos,
 			slen, zero_sent, cl.got, cl.srv_gone ? "closed" :
 			"did not close");
+	if (verbose && crowd)
+		fprintf(stderr, "bystander: %zu bytes sent, %zu received\n",
+			by.pos, by.cl.got);
 	client_close(&cl);
+	client_close(&by.cl);
 	if (fd2 >= 0)
 		close(fd2);
 	if (nl.nl)

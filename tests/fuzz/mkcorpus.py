@@ -294,6 +294,14 @@ def conn_main():
                   req("WRITE_ZEROES", i * 256 * K, 256 * K, cookie=i) +
                   req("READ", i * 256 * K, 256 * K, cookie=100 + i)
                   for i in range(8)))])
+    # a crowd: the client holds budget (unread 4 MiB reads, half a 32 MiB
+    # write) and stalls while a bystander writes 32 MiB: it is evicted
+    conn_seed("crowd_evict", 64,
+              [(NO_READ, go() + b"".join(
+                  req("READ", i * 4096 * K, 4096 * K, cookie=i)
+                  for i in range(3)) +
+                req("WRITE", 0, 32768 * K, cookie=9, payload=b"")),
+               (ZEROES, 64 * K)])
     # options: list, info, a too-big option, abort
     conn_seed("options_abort", 2 << 1,
               [(READ_ALL, struct.pack(">I", 3) + opt(OPT["LIST"]) +
