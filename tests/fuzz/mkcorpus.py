@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
-"""Write the seed corpus of fuzz_nbd_session: valid client streams (and a
-few invalid ones) in the target's input layout: config byte, feed
-granularity byte, then the client's bytes. Run from the repository root:
+"""Write the seed corpora of the NBD fuzzers, valid client streams (and a
+few invalid ones) in each target's input layout:
+  fuzz_nbd_session (corpus/nbd_session): config byte, feed granularity
+    byte, then the client's bytes;
+  fuzz_nbd_conn (corpus/nbd_conn): config byte, schedule length and error
+    count byte, the schedule (chunk size code and client action per step),
+    then the client's bytes (see the comment at the top of
+    tests/fuzz/fuzz_nbd_conn.c).
+Run from the repository root:
     python3 tests/fuzz/mkcorpus.py
 """
 import os
 import struct
 
 OUT = os.path.join(os.path.dirname(__file__), "corpus", "nbd_session")
+OUT_CONN = os.path.join(os.path.dirname(__file__), "corpus", "nbd_conn")
 
 IHAVEOPT = 0x49484156454F5054
 REQ_MAGIC = 0x25609513
@@ -142,5 +149,166 @@ def main():
          req("WRITE", 0, 8192)[:28 + 5000])
 
 
+# ---- fuzz_nbd_conn --------------------------------------------------------
+
+# client actions of a schedule step (fuzz_nbd_conn.c)
+READ_ALL, READ_100, NO_READ, SETTLE, ZEROES, HALF_CLOSE, CLOSE, DRAIN = \
+    range(8)
+# chunk sizes by code, as chunk_size() in fuzz_nbd_conn.c
+SIZES = ([c + 1 for c in range(8)] + [1 << (c - 4) for c in range(8, 24)] +
+         [13, 27, 100, 511, 1000, 4095, 4097, 65537])
+
+
+def steps(action, length):
+    """Schedule bytes sending exactly @length bytes with @action: the
+    action applies after every chunk, so all but the last chunk read
+    everything (or, for ZEROES, send zeroes too)."""
+    out = []
+    while length > 0:
+        code = max((c for c, n in enumerate(SIZES) if n <= length),
+                   key=lambda c: SIZES[c])
+        length -= SIZES[code]
+        last = length == 0
+        a = action if last or action in (ZEROES, NO_READ, READ_100) \
+            else READ_ALL
+        out.append(a << 5 | code)
+    return out
+
+
+def conn_seed(name, cfg, segments, after=0, big_sndbuf=False):
+    """@segments: (action, bytes) sends the bytes in chunks; (ZEROES, n)
+    sends n zero bytes that are not part of the stream."""
+    sched, body = [], b""
+    for action, data in segments:
+        if action == ZEROES:
+            sched += steps(ZEROES, data)
+        else:
+            sched += steps(action, len(data))
+            body += data
+    assert 1 <= len(sched) <= 16, (name, len(sched))
+    assert sched[0] >> 5 != ZEROES, name
+    with open(os.path.join(OUT_CONN, name), "wb") as f:
+        f.write(bytes([cfg, (big_sndbuf << 7) | (after << 4) |
+                       (len(sched) - 1)]) +
+                bytes(sched) + body)
+
+
+def conn_main():
+    os.makedirs(OUT_CONN, exist_ok=True)
+    K = 1024
+    ex = (struct.pack(">I", 1) + opt(OPT["EXPORT_NAME"], b"vol0"))
+    cmds = (req("WRITE", 0, 4096, cookie=1) + req("READ", 0, 4096, cookie=2) +
+            req("WRITE", 8192, 4096, FUA, cookie=3) + req("FLUSH", cookie=4) +
+            req("TRIM", 0, 64 * K, cookie=5) +
+            req("WRITE_ZEROES", 4096, 4096, cookie=6) +
+            req("CACHE", 0, 4096, cookie=7) +
+            req("BLOCK_STATUS", 0, 4096, cookie=8))
+    # everything in one go, read as it comes
+    conn_seed("all_commands", 0, [(READ_ALL, go() + cmds + req("DISC"))])
+    # the oldest handshake, one byte at a time (schedule: one step)
+    with open(os.path.join(OUT_CONN, "byte_at_a_time"), "wb") as f:
+        f.write(bytes([1 << 3, 0, READ_ALL << 5 | 0]) + ex +
+                req("WRITE", 0, 512) + req("READ", 0, 512) + req("DISC"))
+    # a big write received in place (zero copy), then read back
+    conn_seed("zero_copy_write", 2 << 3,
+              [(READ_ALL, go() + req("WRITE", 0, 768 * K, payload=b"")),
+               (ZEROES, 768 * K),
+               (SETTLE, req("READ", 0, 768 * K, cookie=2) +
+                req("DISC", cookie=3))])
+    # replies left unread: the output bound (4 KiB) stops input
+    conn_seed("unread_output_bound", 0 << 3,
+              [(NO_READ, go() + b"".join(
+                  req("READ", (i % 64) * 64 * K, 64 * K, cookie=i)
+                  for i in range(64))),
+               (READ_ALL, req("DISC", cookie=99))])
+    # replies read 100 bytes at a time
+    conn_seed("partial_reads", 1 << 3,
+              [(READ_100, go() + b"".join(
+                  req("READ", i * 4 * K, 4 * K, cookie=i)
+                  for i in range(16)) + req("DISC"))])
+    # writes and reads in flight, then the client half-closes
+    conn_seed("half_close_inflight", 2 << 3,
+              [(NO_READ, go() + b"".join(
+                  req("WRITE", i * 32 * K, 4 * K, cookie=i) +
+                  req("READ", i * 32 * K, 32 * K, cookie=100 + i)
+                  for i in range(8))),
+               (HALF_CLOSE, req("READ", 0, 1024 * K, cookie=999))])
+    # the client goes in the middle of a write payload, replies unread
+    conn_seed("close_mid_write", 0,
+              [(NO_READ, go() + req("READ", 0, 256 * K, cookie=1) +
+                req("WRITE", 0, 128 * K, payload=b"")),
+               (ZEROES, 64 * K),
+               (CLOSE, bytes(1000))])
+    # a graceful drain with requests in flight, then more requests
+    conn_seed("drain_inflight", 3 << 3,
+              [(DRAIN, go() + b"".join(
+                  req("READ", i * 64 * K, 64 * K, cookie=i)
+                  for i in range(32))),
+               (READ_ALL, req("READ", 0, 4096, cookie=77) + req("DISC"))])
+    # the error device: the first two requests pass, then EIO
+    conn_seed("error_device", 3 << 1 | 1 << 3,
+              [(READ_ALL, go() + cmds + req("WRITE", 0, 32 * K, cookie=9) +
+                req("READ", 0, 32 * K, cookie=10) + req("DISC"))], after=2)
+    # the listener goes with requests in flight and the client connected
+    conn_seed("abrupt_end", 32 | 2 << 3,
+              [(NO_READ, go())] + [
+                  seg for i in range(2) for seg in (
+                      (NO_READ, req("WRITE", i * 128 * K, 128 * K, cookie=i,
+                                    payload=b"")),
+                      (ZEROES, 128 * K))] +
+              [(NO_READ, req("READ", 0, 4 * 1024 * K, cookie=9))])
+    # max_connections 1: a second client is refused; 4K blocks, read-only
+    conn_seed("refused_readonly_4k", 64 | 1 | 1 << 1 | 1 << 3,
+              [(READ_ALL, go() + cmds + req("DISC"))])
+    # 1 ms handshake and idle timeouts with a slow client
+    conn_seed("timeouts", 128 | 1 << 3,
+              [(SETTLE, struct.pack(">I", 3)),
+               (SETTLE, opt(OPT["LIST"])),
+               (READ_ALL, opt(OPT["GO"], info("other")) +
+                req("READ", 0, 4096))])
+    # the session at its request cap while a big client send buffer fills
+    # the server's input buffer: it is compacted when the session resumes
+    conn_seed("input_buffer_full", 0,
+              [(NO_READ, go() + b"".join(
+                  req("READ", (i % 1024) * 4 * K, 4 * K, cookie=i)
+                  for i in range(300)) +
+                req("WRITE", 0, 1024 * K, cookie=999, payload=b"")),
+               (ZEROES, 1024 * K),
+               (READ_ALL, req("DISC"))], big_sndbuf=True)
+    # a file device (io_uring): the client goes with requests in the kernel
+    conn_seed("file_close_inflight", 2 << 1 | 2 << 3,
+              [(NO_READ, go() + b"".join(
+                  req("READ", i * 1024 * K, 1024 * K, cookie=i)
+                  for i in range(4)) + req("WRITE", 0, 4096, cookie=5) +
+                req("FLUSH", cookie=6)),
+               (CLOSE, req("WRITE", 8192, 512, FUA, cookie=7))])
+    # ... and the listener is freed with them there
+    conn_seed("file_abrupt_end", 32 | 2 << 1,
+              [(NO_READ, go() + b"".join(
+                  req("WRITE", i * 64 * K, 4096, FUA, cookie=i) +
+                  req("READ", i * 64 * K, 64 * K, cookie=100 + i)
+                  for i in range(8)) + req("FLUSH", cookie=99))])
+    # ... and a client that hangs up with everything still in flight
+    conn_seed("file_half_close", 2 << 1 | 1 << 3,
+              [(HALF_CLOSE, go() + b"".join(
+                  req("WRITE_ZEROES", i * 256 * K, 256 * K, cookie=i) +
+                  req("READ", i * 256 * K, 256 * K, cookie=100 + i)
+                  for i in range(8)))])
+    # a crowd: the client holds budget (unread 4 MiB reads, half a 32 MiB
+    # write) and stalls while a bystander writes 32 MiB: it is evicted
+    conn_seed("crowd_evict", 64,
+              [(NO_READ, go() + b"".join(
+                  req("READ", i * 4096 * K, 4096 * K, cookie=i)
+                  for i in range(3)) +
+                req("WRITE", 0, 32768 * K, cookie=9, payload=b"")),
+               (ZEROES, 64 * K)])
+    # options: list, info, a too-big option, abort
+    conn_seed("options_abort", 2 << 1,
+              [(READ_ALL, struct.pack(">I", 3) + opt(OPT["LIST"]) +
+                opt(OPT["INFO"], info("", (INFO_NAME, INFO_DESC))) +
+                opt(OPT["GO"], bytes(65 * K)) + opt(OPT["ABORT"]))])
+
+
 if __name__ == "__main__":
     main()
+    conn_main()
