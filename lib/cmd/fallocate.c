@@ -247,7 +247,7 @@ static const struct bs_cmd fallocate_cmd = {
 	"  -c, --collapse-range    FALLOC_FL_COLLAPSE_RANGE (refused on a block\n"
 	"                          device, as by Linux)\n"
 	"  -i, --insert-range      FALLOC_FL_INSERT_RANGE (likewise)\n"
-	"  -o, --offset=OFFSET     start, bytes; K, M, G, T suffixes (1024-based)\n"
+	"  -o, --offset=OFFSET     start, bytes; K M G T P E suffixes (1024-based)\n"
 	"  -l, --length=LENGTH     length, bytes; suffixes as for -o\n"
 	"  -v, --verbose           say what was done\n"
 	"  --force                 run beside an export (shared, not exclusive)\n"

@@ -826,7 +826,7 @@ static const struct bs_cmd fs_cmd = {
 	"                   write_zeroes_unmap (see `blkstack info DEV`), and\n"
 	"                   with -k (as the kernel does).\n"
 	"      -k, -n  keep the size; -o OFFSET (default 0); -l LENGTH\n"
-	"      (required). Sizes take K, M, G, T suffixes (1024-based).\n"
+	"      (required). Sizes take K M G T P E suffixes (1024-based).\n"
 	"  map DEV /PATH\n"
 	"      The file's extents: logical block, physical block, length in\n"
 	"      blocks, and written / unwritten (allocated, reads zeroes).\n"

@@ -61,8 +61,9 @@ static void overview(FILE *f)
 		"    mem:SIZE                a thin RAM disk\n"
 		"    zero:SIZE               reads zeroes, drops writes (dm-zero)\n"
 		"    error:SIZE[,errno=E]    fails requests (fault tests)\n"
-		"  Sizes take K, M, G, T suffixes (powers of 1024). Options of every\n"
-		"  type: readonly=0|1, write_zeroes_unmap=0|1 (the knob at start).\n"
+		"  Sizes are decimal with K, M, G, T, P, E (or KiB..EiB) suffixes,\n"
+		"  powers of 1024. Options of every type: readonly=0|1,\n"
+		"  write_zeroes_unmap=0|1 (the knob at start).\n"
 		"\n"
 		"DEVICE TYPES\n");
 	for (t = bs_dev_type_next(NULL); t; t = bs_dev_type_next(t)) {

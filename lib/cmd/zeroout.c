@@ -143,7 +143,7 @@ static const struct bs_cmd zeroout_cmd = {
 	"  --no-unmap          the blocks must stay allocated (NOUNMAP)\n"
 	"  --no-fallback       fail with EOPNOTSUPP instead of writing zero\n"
 	"                      buffers (NOFALLBACK)\n"
-	"  -o, --offset=OFFSET start, bytes; K, M, G, T suffixes (1024-based)\n"
+	"  -o, --offset=OFFSET start, bytes; K M G T P E suffixes (1024-based)\n"
 	"  -l, --length=LENGTH length, bytes; suffixes as for -o\n"
 	"  -v, --verbose       say what was done\n"
 	"  --force             run beside an export (shared, not exclusive)\n"

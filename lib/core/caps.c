@@ -23,7 +23,7 @@ struct bs_caps_sub {
 	struct bs_caps_sub *next;
 };
 
-/* Per-device event state, allocated on the first subscription. */
+/* Per-device event state, made when the device is (bs_caps_dev_init). */
 struct bs_caps_state {
 	struct bs_dev *dev;
 	uint64_t generation;
