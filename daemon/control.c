@@ -501,6 +501,22 @@ static int job_run(struct bs_job *job)
 	return 0;
 }
 
+/* A command returned c->rc (< 0: it could not run): log it and answer. */
+static void command_ended(struct ctl_conn *c)
+{
+	if (c->rc < 0) {
+		static const char msg[] = "blkstackd: out of memory\n";
+
+		c->rc = 1;
+		snprintf(c->first_err, sizeof(c->first_err), "%s", msg);
+		log_done(c);
+		reply_error(c, 1, msg, sizeof(msg) - 1);
+		return;
+	}
+	log_done(c);
+	finish(c, c->rc);	/* nobody to tell when gone: it ran */
+}
+
 /* Back on the loop: the threaded command ended. */
 static void job_done(struct bs_job *job)
 {
@@ -510,17 +526,7 @@ static void job_done(struct bs_job *job)
 
 	c->running = false;
 	ctl->busy = false;
-	if (c->rc < 0) {
-		static const char msg[] = "blkstackd: out of memory\n";
-
-		c->rc = 1;
-		snprintf(c->first_err, sizeof(c->first_err), "%s", msg);
-		log_done(c);
-		reply_error(c, 1, msg, sizeof(msg) - 1);
-	} else {
-		log_done(c);
-		finish(c, c->rc);	/* nobody to tell when gone: it ran */
-	}
+	command_ended(c);
 	run_pending(ctl);
 }
 
@@ -554,17 +560,7 @@ static void start_one(struct ctl_conn *c)
 	c->rc = run_cmd(c);
 	ctl->busy = false;
 	c->running = false;
-	if (c->rc < 0) {
-		static const char msg[] = "blkstackd: out of memory\n";
-
-		c->rc = 1;
-		snprintf(c->first_err, sizeof(c->first_err), "%s", msg);
-		log_done(c);
-		reply_error(c, 1, msg, sizeof(msg) - 1);
-		return;
-	}
-	log_done(c);
-	finish(c, c->rc);
+	command_ended(c);
 }
 
 /* Start queued commands, one at a time, in arrival order. */

@@ -342,8 +342,7 @@ static void log_budget(struct bsd *d)
 {
 	struct bs_budget *b = bs_ctx_budget(d->ctx);
 	uint64_t max = bs_budget_limit(b);
-	unsigned s = d->stall_set ? d->stall_timeout
-				  : BS_BUDGET_STALL_MS_DEFAULT / 1000;
+	unsigned s = bs_budget_stall_ms(b) / 1000;
 
 	if (s)
 		bsd_log("in-flight payload budget %llu MiB; clients stalled "

@@ -59,6 +59,7 @@ int bs_budget_configure(struct bs_budget *b, uint64_t limit,
 /* Override the age limit (0: the default rule); for tests and tuning. */
 void bs_budget_set_age(struct bs_budget *b, uint32_t ms);
 uint64_t bs_budget_limit(const struct bs_budget *b);
+uint32_t bs_budget_stall_ms(const struct bs_budget *b);
 uint64_t bs_budget_used(const struct bs_budget *b);
 /* Largest use seen since start, and requests that had to wait. */
 uint64_t bs_budget_peak(const struct bs_budget *b);

@@ -84,6 +84,7 @@ void bs_budget_set_age(struct bs_budget *b, uint32_t ms)
 }
 
 uint64_t bs_budget_limit(const struct bs_budget *b) { return b->limit; }
+uint32_t bs_budget_stall_ms(const struct bs_budget *b) { return b->stall_ms; }
 uint64_t bs_budget_used(const struct bs_budget *b) { return b->used; }
 uint64_t bs_budget_peak(const struct bs_budget *b) { return b->peak; }
 uint64_t bs_budget_waits(const struct bs_budget *b) { return b->waits; }
