@@ -97,3 +97,17 @@ daemon_setup() {
 	printf '[daemon]\nstate_dir = %s\ncontrol = %s\n\n' "$T/state" "$CTL" \
 		>"$T/d.ini"
 }
+
+# daemon_threads N: after daemon_setup, ask for N I/O threads in $T/d.ini
+# when this blkstackd knows the [daemon] key `threads` (its --help names
+# it); a daemon without it runs one loop thread and the line is left out.
+# Sets $THREADS to what was asked (0: the key is not there).
+daemon_threads() {
+	local h
+	THREADS=0
+	h=$("$BSD" --help 2>&1) || true
+	if grep -Eq '(^|[^_a-z])threads( |$|=)' <<<"$h"; then
+		printf 'threads = %s\n' "$1" >>"$T/d.ini"
+		THREADS=$1
+	fi
+}
