@@ -2,7 +2,9 @@
 #
 #   make            build the library, `blkstack`, `blkstackd` and the tests
 #   make check      install missing packages, build normal + ASan/UBSan,
-#                   run unit, integration and fuzz tests
+#                   run unit, integration and fuzz tests, then `make tsan`
+#   make tsan       ThreadSanitizer build (build/tsan), run the tests that
+#                   run threads (scripts/run-tsan.sh)
 #   make run        build, then serve the embedded default (see README)
 #   make bench      benchmarks side by side with the peers (bench/)
 #
@@ -30,6 +32,10 @@ CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 LDFLAGS_SAN := -fsanitize=address,undefined
 endif
+ifeq ($(SAN),thread)
+CFLAGS_BASE += -O1 -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS_SAN := -fsanitize=thread
+endif
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS_EXTRA)
 LDLIBS := $(PKG_LIBS) $(EXTRA_LIBS) -lpthread -lm
 
@@ -52,7 +58,7 @@ endif
 TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
 
-.PHONY: all lib bins tests check asan run bench clean deps fuzz
+.PHONY: all lib bins tests check asan tsan run bench clean deps fuzz
 # Objects made through the pattern rules (tests, tools) are kept: as
 # intermediates make would delete them and relink everything next time.
 .SECONDARY:
@@ -88,6 +94,11 @@ $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
 asan:
 	$(MAKE) BUILD=build/asan SAN=1 all
 
+# ThreadSanitizer build in build/tsan, then the tests that run threads
+tsan:
+	$(MAKE) BUILD=build/tsan SAN=thread all
+	scripts/run-tsan.sh
+
 deps:
 	scripts/deps.sh
 
@@ -95,7 +106,7 @@ check: deps
 	$(MAKE) all
 	$(MAKE) asan
 	$(MAKE) fuzz
-	scripts/run-tests.sh
+	scripts/run-tests.sh; rc=$$?; $(MAKE) tsan || rc=1; exit $$rc
 
 fuzz:
 	@if [ -n "$(wildcard tests/fuzz/*.c)" ]; then $(MAKE) -f tests/fuzz/fuzz.mk; fi

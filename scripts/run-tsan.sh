@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The ThreadSanitizer stage (`make tsan`; `make check` runs it after the
+# ASan run): the unit tests and integration scripts that run more than one
+# thread, against the build in $TSAN_BUILD (build/tsan, -fsanitize=thread).
+# TSan stops a process at its first report (halt_on_error=1, exit 66), and
+# the integration helpers fail on any "Sanitizer" line in the daemon's log
+# or the CLI's stderr. tests/tsan.supp holds suppressions for third-party
+# libraries only. Output as scripts/run-tests.sh: one line per test, then
+# "N passed, N failed, N skipped"; exit 1 if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+UNIT_TIMEOUT=${UNIT_TIMEOUT:-600}
+INTEG_TIMEOUT=${INTEG_TIMEOUT:-600}
+TSAN_BUILD=${TSAN_BUILD:-build/tsan}
+
+# Unit tests with threads of their own or of the library (the control
+# thread, the worker pool, synchronous waiters off the loop thread);
+# test_mt*: the multi-threaded data path's, whatever their number.
+UNITS=(test_sync test_workers test_control test_budget test_fdpump
+	test_hostbdev)
+# Integration scripts whose daemon runs several threads (control commands
+# on the control thread, many NBD connections: the I/O threads once
+# `threads = N` exists); mt_*.sh: any later multi-thread test. Left out:
+# nbd_budget, which bounds the daemon's RSS (TSan's shadow and allocator
+# add hundreds of MiB).
+SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
+	nbd_mirror nbd_clients nbd_resilience hostbdev_loop)
+
+source scripts/lib/runner.bash
+
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+# 4 GiB of mem would take 8 GiB more of TSan shadow: a quarter of it
+# here (the p99 limit stays the same)
+export LONGZERO_SIZE=${LONGZERO_SIZE:-1G}
+
+if [[ ! -x $TSAN_BUILD/blkstackd ]]; then
+	skip "tsan" "$TSAN_BUILD not built (make tsan)"
+	summary
+	exit
+fi
+
+shopt -s nullglob
+declare -A seen=()
+for t in "${UNITS[@]}" "$TSAN_BUILD"/tests/test_mt*; do
+	t=${t##*/}
+	[[ -n ${seen[$t]:-} ]] && continue
+	seen[$t]=1
+	if [[ -x $TSAN_BUILD/tests/$t ]]; then
+		run "tsan/unit/$t" "$UNIT_TIMEOUT" "$TSAN_BUILD/tests/$t"
+	else
+		skip "tsan/unit/$t" "not in this tree"
+	fi
+done
+for s in "${SCRIPTS[@]}" tests/integration/mt_*.sh; do
+	s=$(basename "$s" .sh)
+	[[ -n ${seen[$s]:-} ]] && continue
+	seen[$s]=1
+	if [[ -f tests/integration/$s.sh ]]; then
+		run "tsan/integration/$s" "$INTEG_TIMEOUT" \
+			env BUILD="$TSAN_BUILD" bash "tests/integration/$s.sh"
+	else
+		skip "tsan/integration/$s" "not in this tree"
+	fi
+done
+
+summary
