@@ -12,6 +12,7 @@
 #ifndef BLKSTACK_LOOP_H
 #define BLKSTACK_LOOP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -88,6 +89,8 @@ bool bs_loop_is_current(const struct bs_loop *loop);
  * no loop (a worker, the control thread).
  */
 struct bs_loop *bs_loop_current(void);
+/* The thread that will run @loop (set before it runs it; threads.c). */
+void bs_loop_set_owner(struct bs_loop *loop, pthread_t thread);
 void bs_loop_set_current(struct bs_loop *loop);
 
 /* A small number naming the loop in its context (0 = the main loop). */

@@ -516,7 +516,17 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 
 bool bs_loop_is_current(const struct bs_loop *loop)
 {
-	return pthread_equal(loop->owner, pthread_self());
+	pthread_t owner;
+
+	if (tls_loop == loop)
+		return true;
+	__atomic_load(&loop->owner, &owner, __ATOMIC_ACQUIRE);
+	return pthread_equal(owner, pthread_self());
+}
+
+void bs_loop_set_owner(struct bs_loop *loop, pthread_t thread)
+{
+	__atomic_store(&loop->owner, &thread, __ATOMIC_RELEASE);
 }
 
 struct bs_loop *bs_loop_current(void)
@@ -551,10 +561,12 @@ bool bs_loop_idle(const struct bs_loop *loop)
 
 int bs_loop_run(struct bs_loop *loop)
 {
+	pthread_t self;
 	int err = 0;
 
 	/* a loop made by one thread may be run by another (I/O threads) */
-	loop->owner = pthread_self();
+	self = pthread_self();
+	__atomic_store(&loop->owner, &self, __ATOMIC_RELEASE);
 	tls_loop = loop;
 	/* a stop asked before the run began counts (a thread starting late) */
 	while (!__atomic_load_n(&loop->stop, __ATOMIC_SEQ_CST) && !err)

@@ -76,6 +76,8 @@ int bs_ctx_start_threads(struct bs_ctx *ctx, unsigned n)
 			ctx->loops[i + 1] = NULL;
 			break;
 		}
+		/* from now on only that thread counts as the loop's own */
+		bs_loop_set_owner(t->loop, t->tid);
 		t->started = true;
 		ctx->nio++;
 	}
