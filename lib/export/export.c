@@ -4,6 +4,7 @@
  * context, creation from [export NAME] config sections.
  */
 #include <errno.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,6 @@ struct bs_exports {
 	bs_log_fn log;
 	void *log_arg;
 	unsigned holds;
-	bool released;			/* for bs_ctx_wait() */
 };
 
 int bs_exports_new(struct bs_ctx *ctx, struct bs_exports **out)
@@ -105,16 +105,19 @@ void **bs_exports_type_slot(struct bs_exports *set,
 	return NULL;
 }
 
+/*
+ * Holds come from sessions on any I/O loop; bs_exports_free() on the main
+ * loop polls the count while it runs its loop (no post that could outlive
+ * the set).
+ */
 void bs_exports_hold(struct bs_exports *set)
 {
-	set->holds++;
-	set->released = false;
+	__atomic_fetch_add(&set->holds, 1, __ATOMIC_ACQ_REL);
 }
 
 void bs_exports_release(struct bs_exports *set)
 {
-	if (set->holds && !--set->holds)
-		set->released = true;
+	__atomic_fetch_sub(&set->holds, 1, __ATOMIC_ACQ_REL);
 }
 
 struct bs_export *bs_export_find(struct bs_exports *set, const char *name)
@@ -544,8 +547,9 @@ void bs_exports_free(struct bs_exports *set)
 		bs_export_destroy(last);
 	}
 	/* requests of vanished clients still run in the devices: wait */
-	if (set->holds)
-		bs_ctx_wait(set->ctx, &set->released);
+	while (__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE))
+		if (bs_loop_run_once(bs_ctx_loop(set->ctx), 10))
+			break;
 	/* closed connections may still have work queued on the loop */
 	bs_loop_run_once(bs_ctx_loop(set->ctx), 0);
 	free(set);
