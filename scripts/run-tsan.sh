@@ -16,9 +16,10 @@ TSAN_BUILD=${TSAN_BUILD:-build/tsan}
 
 # Unit tests with threads of their own or of the library (the control
 # thread, the worker pool, synchronous waiters off the loop thread);
-# test_mt*: the multi-threaded data path's, whatever their number.
-UNITS=(test_sync test_workers test_control test_budget test_fdpump
-	test_hostbdev)
+# test_threads* and test_mt*: the multi-threaded data path's (I/O
+# threads), whatever their number.
+UNITS=(test_threads test_sync test_workers test_control test_budget
+	test_fdpump test_hostbdev)
 # Integration scripts whose daemon runs several threads (control commands
 # on the control thread, many NBD connections: the I/O threads once
 # `threads = N` exists); mt_*.sh: any later multi-thread test. Left out:
@@ -42,7 +43,8 @@ fi
 
 shopt -s nullglob
 declare -A seen=()
-for t in "${UNITS[@]}" "$TSAN_BUILD"/tests/test_mt*; do
+for t in "${UNITS[@]}" "$TSAN_BUILD"/tests/test_threads* \
+	"$TSAN_BUILD"/tests/test_mt*; do
 	t=${t##*/}
 	[[ -n ${seen[$t]:-} ]] && continue
 	seen[$t]=1
