@@ -316,6 +316,7 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 
 	pthread_mutex_lock(&l->lock);
 	unlink_conn(l, c);
+	l->nclosing++;
 	pthread_mutex_unlock(&l->lock);
 	/* nothing sends to it any more: take back what was sent */
 	bs_loop_cancel_work(c->loop, &c->shut_work);
@@ -343,6 +344,10 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 	if (c->sess)
 		l->proto->close(c->sess, why);
 	c->sess = NULL;
+	/* the last touch of l: bs_net_listener_free() may free it now */
+	pthread_mutex_lock(&l->lock);
+	l->nclosing--;
+	pthread_mutex_unlock(&l->lock);
 	free(c->in);
 	c->in = NULL;
 	if (!c->queued)

@@ -37,6 +37,12 @@ struct bs_net_listener {
 	unsigned refuse_quiet;
 	struct bs_net_conn *conns;
 	unsigned nconns;
+	/*
+	 * Connections unlinked from conns that still run their close (which
+	 * reads the listener and calls the protocol's close): the listener
+	 * is not freed until it is back to 0.
+	 */
+	unsigned nclosing;
 };
 
 struct bs_net_conn {

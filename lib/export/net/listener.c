@@ -374,6 +374,9 @@ void bs_net_listener_close_conns(struct bs_net_listener *l,
 			bs_net_conn_send_close(c, why);
 			left = true;
 		}
+		/* gone from the list is not done with l yet */
+		if (l->nclosing)
+			left = true;
 		pthread_mutex_unlock(&l->lock);
 		if (!left)
 			return;
