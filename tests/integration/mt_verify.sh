@@ -18,9 +18,10 @@ has_type mirror || skip "no mirror mapper in this build"
 has_type error || skip "no error mapper in this build"
 daemon_setup
 daemon_threads 4
-FPID=
-# fio runs under timeout(1), which passes our TERM on to it
-trap 'if [[ -n $FPID ]]; then kill "$FPID" 2>/dev/null; wait "$FPID" 2>/dev/null; fi; daemon_cleanup' EXIT
+FPID= ZLPID=
+# fio runs under timeout(1), which passes our TERM on to it; the
+# write-zeroes loop ends by itself within a round once the daemon is gone
+trap 'for p in $FPID $ZLPID; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; daemon_cleanup' EXIT
 
 JOBS=8
 JOBSIZE=24		# MiB per fio job, disjoint ranges
@@ -140,28 +141,38 @@ event() {
 	ctl 0 "$@"
 }
 
-rounds=0
-zeroes_round $((rounds++))
+# the write-zeroes client runs beside fio until told to stop (bounded:
+# 60 rounds, each under its own timeout), so the events keep their times
+ZSTOP=$T/zstop
+zeroes_loop() {
+	local r
+	for ((r = 0; r < 60; r++)); do
+		zeroes_round "$r"
+		echo "$r" >"$T/zrounds"
+		[[ -e $ZSTOP ]] && return 0
+	done
+}
+zeroes_loop &
+ZLPID=$!
+
 event 1500 "leg a: knob off" attr a queue/write_zeroes_unmap 0
 ctl 0 attr m queue/write_zeroes_unmap
 [[ $OUT == 0 ]] || fail "the mirror kept unmap zeroing with leg a's knob off: $OUT"
-zeroes_round $((rounds++))
 event 2500 "leg a: knob on" attr a queue/write_zeroes_unmap 1
-zeroes_round $((rounds++))
 event 3000 "leg b fails every request from now on" attr b error/after 0
-zeroes_round $((rounds++))
 event 4000 "mirror: knob off" attr m queue/write_zeroes_unmap 0
-zeroes_round $((rounds++))
 event 5000 "mirror: knob on" attr m queue/write_zeroes_unmap 1
-# more rounds while fio runs (bounded: 60 rounds, the fio timeout)
-while kill -0 "$FPID" 2>/dev/null && ((rounds < 60)); do
-	zeroes_round $((rounds++))
-done
-note "$rounds write-zeroes rounds"
 
 frc=0
 wait "$FPID" || frc=$?
 FPID=
+touch "$ZSTOP"
+zrc=0
+wait "$ZLPID" || zrc=$?
+ZLPID=
+((zrc == 0)) || fail "the write-zeroes client failed (see above)"
+rounds=$(($(cat "$T/zrounds") + 1))
+note "$rounds write-zeroes rounds"
 if ((frc != 0)); then
 	tail -30 "$T/fio.out"
 	fail "fio exited $frc"
@@ -180,13 +191,13 @@ note "fio: $w bytes written, $r read back and verified, $t trimmed"
 
 ctl 0 info m
 [[ $OUT == *degraded* ]] || fail "info does not say degraded: $OUT"
-[[ $OUT == *"b"* ]] || fail "info does not name the failed leg: $OUT"
+[[ $OUT == *"leg b faulty"* ]] || fail "info does not name the failed leg: $OUT"
 ctl 0 attr b error/failed
 ((OUT > 0)) || fail "leg b failed no request: the failure was not mid-run"
 note "leg b failed $OUT requests; the mirror served on"
 
 note "every zeroed range still reads back right after the run"
-zeroes_round $((rounds++))
+zeroes_round "$rounds"
 # repaired: the stop flushes every device, and a failing leg would fail it
 ctl 0 attr b error/after 1000000000
 stop_daemon
