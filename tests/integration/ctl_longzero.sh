@@ -28,7 +28,8 @@ daemon_threads 2
 ZPID=
 STOP=
 # the zeroout loop runs beside us: stop it (bounded) before the daemon
-trap 'if [[ -n $ZPID ]]; then touch "$STOP"; kill "$ZPID" 2>/dev/null; wait "$ZPID" 2>/dev/null; fi; daemon_cleanup' EXIT
+# (each step || true: under set -e a failing step would end the trap)
+trap 'if [[ -n $ZPID ]]; then touch "$STOP" || true; kill "$ZPID" 2>/dev/null || true; wait "$ZPID" 2>/dev/null || true; fi; daemon_cleanup' EXIT
 STOP=$T/stop
 # big is not exported: zeroout is refused on a served device; v is served
 # from the same loop (today) or from another I/O thread (threads = 2)

@@ -21,7 +21,8 @@ daemon_threads 4
 FPID= ZLPID=
 # fio runs under timeout(1), which passes our TERM on to it; the
 # write-zeroes loop ends by itself within a round once the daemon is gone
-trap 'for p in $FPID $ZLPID; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; daemon_cleanup' EXIT
+# (each step || true: under set -e a failing step would end the trap)
+trap 'for p in $FPID $ZLPID; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; daemon_cleanup' EXIT
 
 JOBS=8
 JOBSIZE=24		# MiB per fio job, disjoint ranges
