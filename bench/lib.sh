@@ -6,8 +6,18 @@ BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$BENCH_ROOT/build}
 BLKSTACK=$BUILD/blkstack
 BLKSTACKD=$BUILD/blkstackd
+# BENCH_QUICK=1: fewer rows, 3 s jobs and small images, to try the
+# scripts out; the numbers of a quick run are not results.
+BENCH_QUICK=${BENCH_QUICK:-0}
+if [ "$BENCH_QUICK" = 1 ]; then
+	JOB_SECONDS=${JOB_SECONDS:-3}
+fi
 JOB_SECONDS=${JOB_SECONDS:-10}	# each fio job; the issue caps it at 30 s
 [ "$JOB_SECONDS" -le 30 ] || JOB_SECONDS=30
+
+pick() {	# QUICK FULL: the value for this run
+	if [ "$BENCH_QUICK" = 1 ]; then echo "$1"; else echo "$2"; fi
+}
 
 declare -a BENCH_PIDS=()
 
@@ -75,10 +85,12 @@ stop_server() {
 		END {printf "%.2f %d\n", u+s, r}' "$SERVER_TIME"
 }
 
+# BD_THREADS=N in the environment adds `threads = N` to [daemon].
 blkstackd_conf() {	# FILE IMG PORT [extra device lines]
 	cat >"$1" <<CONF
 [daemon]
 state_dir = $BENCH_DIR/state
+${BD_THREADS:+threads = $BD_THREADS}
 [device vol0]
 type = file
 path = $2
@@ -101,7 +113,7 @@ start_nbdkit() {	# IMG PORT
 }
 
 start_qemu_nbd() {	# IMG PORT
-	start_server qemu-nbd "$2" qemu-nbd -f raw -x vol0 -b 127.0.0.1 -p "$2" -e 8 -t --aio=io_uring "$1"
+	start_server qemu-nbd "$2" qemu-nbd -f raw -x vol0 -b 127.0.0.1 -p "$2" -e 32 -t --aio=io_uring "$1"
 }
 
 # Seconds (float) that a command takes.
@@ -127,4 +139,163 @@ machine_info() {
 	echo "- filesystem under test: $(df -T "${BENCH_TMP:-/var/tmp}" | awk 'NR==2 {print $2 " on " $1}')"
 	echo "- blkstack: $(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null)"
 	echo "- peers: $(nbdkit --version 2>/dev/null | head -1); $(qemu-nbd --version | head -1); $(fio --version); $(qemu-io --version | head -1)"
+}
+
+# ---- rows that compare blkstackd with its peers ----------------------------
+
+# blkstackd runs twice per row, with `threads = 1` and `threads = 2`, when
+# it knows the [daemon] key (its --help names it); before that, once with
+# its defaults. BENCH_SERVERS overrides the list.
+bench_servers() {
+	if [ -n "${BENCH_SERVERS:-}" ]; then
+		echo "$BENCH_SERVERS"
+	elif "$BLKSTACKD" --help 2>&1 | grep -qw threads; then
+		echo "blkstackd-t1 blkstackd-t2 nbdkit qemu-nbd"
+	else
+		echo "blkstackd nbdkit qemu-nbd"
+	fi
+}
+
+server_label() {	# SERVER -> the name a table shows
+	case $1 in
+	blkstackd-t*) echo "blkstackd t${1#blkstackd-t}" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+start_named() {	# SERVER IMG PORT
+	case $1 in
+	blkstackd) start_blkstackd "$2" "$3" ;;
+	blkstackd-t*) BD_THREADS=${1#blkstackd-t} start_blkstackd "$2" "$3" ;;
+	nbdkit) start_nbdkit "$2" "$3" ;;
+	qemu-nbd) start_qemu_nbd "$2" "$3" ;;
+	*) echo "bench: unknown server $1" >&2; return 1 ;;
+	esac
+}
+
+# fio's nbd engine against 127.0.0.1:PORT/vol0, JSON into OUT; total
+# latency percentiles (submission to completion) are reported.
+fio_nbd() {	# PORT OUT FIO_ARGS...
+	local port=$1 out=$2
+	shift 2
+	fio --output-format=json --output="$out" --name=bench --ioengine=nbd \
+		--uri="nbd://127.0.0.1:$port/vol0" --lat_percentiles=1 \
+		--time_based --runtime="$JOB_SECONDS" --ramp_time=1 \
+		--group_reporting "$@" >/dev/null 2>"$out.err"
+}
+
+# Prints: iops mibs p50_us p99_us gib_moved (reads and writes summed; the
+# percentiles are the worse direction's)
+fio_summary() {	# JSON
+	python3 - "$1" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+iops = bw = moved = 0.0
+p50 = p99 = 0.0
+for d in ("read", "write"):
+    x = j[d]
+    if x["io_bytes"] == 0:
+        continue
+    iops += x["iops"]; bw += x["bw_bytes"]; moved += x["io_bytes"]
+    lat = x.get("lat_ns", {}).get("percentile") or x.get("clat_ns", {}).get("percentile", {})
+    p50 = max(p50, lat.get("50.000000", 0) / 1000.0)
+    p99 = max(p99, lat.get("99.000000", 0) / 1000.0)
+print(f"{iops:.0f} {bw / 2**20:.1f} {p50:.0f} {p99:.0f} {moved / 2**30:.3f}")
+PY
+}
+
+# One row group: the same fio job (FIO_ARGS) against every server of
+# SERVERS (an array the caller sets), a fresh server start per run so that
+# its CPU time and peak RSS belong to that run alone. A different server
+# goes first in each group (ROW counts groups), and the dirty data of the
+# previous run is written back before the next starts: the host's
+# writeback must not favour whoever runs first.
+# Fills R_IOPS R_MIBS R_P50 R_P99 R_CPG (CPU s/GiB) R_RSS (KiB), keyed
+# by server; "FAILED"/"-" where fio failed.
+declare -A R_IOPS=() R_MIBS=() R_P50=() R_P99=() R_CPG=() R_RSS=()
+run_row() {	# ROW IMG FIO_ARGS...
+	local row=$1 img=$2 k s port out iops mibs p50 p99 moved cpu rss
+	shift 2
+	R_IOPS=() R_MIBS=() R_P50=() R_P99=() R_CPG=() R_RSS=()
+	for ((k = 0; k < ${#SERVERS[@]}; k++)); do
+		s=${SERVERS[$(((k + row) % ${#SERVERS[@]}))]}
+		sync
+		sleep 1
+		port=$(free_port)
+		out=$BENCH_DIR/run.$row.$s.json
+		if start_named "$s" "$img" "$port" && fio_nbd "$port" "$out" "$@"; then
+			read -r iops mibs p50 p99 moved <<<"$(fio_summary "$out")"
+		else
+			iops=FAILED mibs=- p50=- p99=- moved=0
+		fi
+		read -r cpu rss <<<"$(stop_server)"
+		R_IOPS[$s]=$iops R_MIBS[$s]=$mibs R_P50[$s]=$p50 R_P99[$s]=$p99
+		R_CPG[$s]=$(awk -v c="$cpu" -v g="$moved" 'BEGIN { if (g > 0) printf "%.2f", c / g; else print "-" }')
+		R_RSS[$s]=$rss
+	done
+}
+
+mib() {	# KIB -> MiB with one decimal
+	awk -v k="$1" 'BEGIN { if (k == "" || k == "-") print "-"; else printf "%.1f", k / 1024 }'
+}
+
+# The three ratio cells of SERVER in the group run_row filled: throughput
+# (IOPS) against the best of nbdkit and qemu-nbd, CPU s/GiB against the
+# lowest of theirs, peak RSS against nbdkit's. Empty cells for a peer.
+# A blkstackd row that misses a target (below 1.0x, above the best peer's
+# CPU per GiB, above 1.5x nbdkit's RSS) is recorded for the Targets
+# summary as "DESC, LABEL: what".
+ratio_cells() {	# SERVER DESC
+	local s=$1 best cpu_best rt rc rr miss=()
+	case $s in
+	blkstackd*) ;;
+	*) echo " | | |"; return ;;
+	esac
+	best=$(printf '%s\n' "${R_IOPS[nbdkit]:-}" "${R_IOPS[qemu-nbd]:-}" | grep -E '^[0-9.]+$' | sort -g | tail -1)
+	cpu_best=$(printf '%s\n' "${R_CPG[nbdkit]:-}" "${R_CPG[qemu-nbd]:-}" | grep -E '^[0-9.]+$' | sort -g | head -1)
+	rt=$(ratio "${R_IOPS[$s]}" "$best")
+	rc=$(ratio "${R_CPG[$s]}" "$cpu_best")
+	rr=$(ratio "${R_RSS[$s]}" "${R_RSS[nbdkit]:-}")
+	if [ "${R_IOPS[$s]}" = FAILED ]; then
+		miss+=("failed")
+	fi
+	awk -v r="$rt" 'BEGIN { exit !(r != "-" && r < 1.0) }' && miss+=("${rt}x best peer's throughput")
+	awk -v r="$rc" 'BEGIN { exit !(r != "-" && r > 1.0) }' && miss+=("CPU ${R_CPG[$s]} s/GiB vs best peer's $cpu_best (${rc}x)")
+	awk -v r="$rr" 'BEGIN { exit !(r != "-" && r > 1.5) }' && miss+=("peak RSS $(mib "${R_RSS[$s]}") MiB = ${rr}x nbdkit's")
+	if [ ${#miss[@]} -gt 0 ]; then
+		target_miss "$2, $(server_label "$s"): $(
+			IFS=';'
+			echo "${miss[*]}" | sed 's/;/; /g'
+		)"
+	fi
+	echo " $rt | $rc | $rr |"
+}
+
+# The Targets summary: every row that missed a target. run.sh sets
+# BENCH_TARGETS to one file for the whole run and prints it at the end;
+# a script run alone prints its own (targets_summary at its end).
+target_miss() {	# LINE
+	echo "- $1" >>"${BENCH_TARGETS:-$BENCH_DIR/targets}"
+}
+
+targets_summary() {	# [FILE]
+	local f=${1:-$BENCH_DIR/targets}
+	echo "### Targets"
+	echo
+	echo "blkstackd rows below 1.0x the best peer's throughput, above the best"
+	echo "peer's CPU per GiB, or above 1.5x nbdkit's peak RSS:"
+	echo
+	if [ -s "$f" ]; then
+		cat "$f"
+	else
+		echo "- none: every row meets the targets"
+	fi
+}
+
+# Called at the end of a script: its own summary when run alone.
+own_targets_summary() {
+	if [ -z "${BENCH_TARGETS:-}" ]; then
+		echo
+		targets_summary
+	fi
 }

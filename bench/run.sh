@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 out=bench/results/latest.md
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+# every script records the rows that miss a target here; printed last
+BENCH_TARGETS=$(mktemp)
+export BENCH_TARGETS
+trap 'rm -f "$tmp" "$BENCH_TARGETS"' EXIT
 {
 	echo "# blkstack benchmarks"
 	echo
@@ -15,7 +18,7 @@ trap 'rm -f "$tmp"' EXIT
 	echo
 	machine_info
 	echo
-	for b in ${BENCHES:-zeroing load datapath fs_overwrite}; do
+	for b in ${BENCHES:-zeroing load datapath latency fs_overwrite}; do
 		[ -x "bench/$b.sh" ] || continue
 		echo "running bench/$b.sh" >&2
 		if ! "bench/$b.sh"; then
@@ -24,6 +27,7 @@ trap 'rm -f "$tmp"' EXIT
 		fi
 		echo
 	done
+	targets_summary "$BENCH_TARGETS"
 } | tee "$tmp"
 mkdir -p bench/results
 cp "$tmp" "$out"
