@@ -5,7 +5,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-out=bench/results/latest.md
+# a quick run (BENCH_QUICK=1) is a trial of the scripts, not a result:
+# it never overwrites latest.md
+out=${BENCH_OUT:-$(pick "${TMPDIR:-/tmp}/blkstack-bench-quick.md" bench/results/latest.md)}
 tmp=$(mktemp)
 # every script records the rows that miss a target here; printed last
 BENCH_TARGETS=$(mktemp)
@@ -29,6 +31,6 @@ trap 'rm -f "$tmp" "$BENCH_TARGETS"' EXIT
 	done
 	targets_summary "$BENCH_TARGETS"
 } | tee "$tmp"
-mkdir -p bench/results
+mkdir -p "$(dirname "$out")"
 cp "$tmp" "$out"
 echo "written to $out" >&2
