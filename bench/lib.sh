@@ -283,7 +283,8 @@ targets_summary() {	# [FILE]
 	echo "### Targets"
 	echo
 	echo "blkstackd rows below 1.0x the best peer's throughput, above the best"
-	echo "peer's CPU per GiB, or above 1.5x nbdkit's peak RSS:"
+	echo "peer's CPU per GiB, or above 1.5x nbdkit's peak RSS; zeroing under load"
+	echo "above its cost targets:"
 	echo
 	if [ -s "$f" ]; then
 		cat "$f"
