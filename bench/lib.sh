@@ -44,11 +44,18 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-wait_port() {	# PORT [TIMEOUT_S]
+# Polls with bash's /dev/tcp (no process per try: on a loaded machine a
+# python start per try took longer than the server). Gives up at once when
+# PID, the server, has exited.
+wait_port() {	# PORT [TIMEOUT_S] [PID]
 	local i
 	for ((i = 0; i < ${2:-10} * 10; i++)); do
-		if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(s.connect_ex(('127.0.0.1',$1)))" 2>/dev/null; then
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
 			return 0
+		fi
+		if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then
+			echo "bench: the server for port $1 exited" >&2
+			return 1
 		fi
 		sleep 0.1
 	done
@@ -65,7 +72,10 @@ start_server() {	# NAME PORT CMD...
 	/usr/bin/time -v -o "$SERVER_TIME" "$@" >"$BENCH_DIR/$name.$port.log" 2>&1 &
 	SERVER_PID=$!
 	BENCH_PIDS+=("$SERVER_PID")
-	wait_port "$port" 15
+	if ! wait_port "$port" 15 "$SERVER_PID"; then
+		tail -3 "$BENCH_DIR/$name.$port.log" >&2
+		return 1
+	fi
 }
 
 # Stop the server started last; prints "CPU_SECONDS PEAK_RSS_KB".
@@ -126,7 +136,7 @@ time_cmd() {
 }
 
 ratio() {	# A B -> A/B with two decimals, "-" when unknown
-	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0 || a == "FAILED" || b == "FAILED") print "-"; else printf "%.2f", a / b }'
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b == 0 || a == "FAILED" || b == "FAILED") print "-"; else printf "%.2f", a / b }'
 }
 
 # Reads back as zeroes? ("yes"/"NO")
@@ -258,6 +268,7 @@ ratio_cells() {	# SERVER DESC
 	rr=$(ratio "${R_RSS[$s]}" "${R_RSS[nbdkit]:-}")
 	if [ "${R_IOPS[$s]}" = FAILED ]; then
 		miss+=("failed")
+		rc=- rr=-
 	fi
 	awk -v r="$rt" 'BEGIN { exit !(r != "-" && r < 1.0) }' && miss+=("${rt}x best peer's throughput")
 	awk -v r="$rc" 'BEGIN { exit !(r != "-" && r > 1.0) }' && miss+=("CPU ${R_CPG[$s]} s/GiB vs best peer's $cpu_best (${rc}x)")

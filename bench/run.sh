@@ -23,10 +23,12 @@ trap 'rm -f "$tmp" "$BENCH_TARGETS"' EXIT
 	for b in ${BENCHES:-zeroing load datapath latency fs_overwrite}; do
 		[ -x "bench/$b.sh" ] || continue
 		echo "running bench/$b.sh" >&2
+		start=$SECONDS
 		if ! "bench/$b.sh"; then
 			echo
 			echo "**bench/$b.sh failed** (see its output above)"
 		fi
+		echo "bench/$b.sh took $((SECONDS - start)) s" >&2
 		echo
 	done
 	targets_summary "$BENCH_TARGETS"

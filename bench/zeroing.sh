@@ -13,7 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_dir
 
-SIZES=${ZERO_SIZES:-"1 10"}	# GiB
+SIZES=${ZERO_SIZES:-$(pick 1 "1 10")}	# GiB
 
 prefill() {	# FILE GIB: GIB of non-zero data, written and synced (not timed)
 	rm -f "$1"
