@@ -28,6 +28,8 @@ struct bsd {
 	uint64_t max_inflight;	/* [daemon] max_inflight, 0 = default */
 	uint32_t stall_timeout;	/* [daemon] stall_timeout (s) */
 	bool stall_set;
+	unsigned threads;	/* [daemon] threads (I/O threads) */
+	bool threads_set;
 };
 
 /* One log line, with a timestamp, to the log (stderr or the log file). */

@@ -26,6 +26,7 @@
 
 #include <blkstack/bdev.h>
 #include <blkstack/budget.h>
+#include <blkstack/threads.h>
 #include <blkstack/config.h>
 #include <blkstack/export.h>
 #include <blkstack/loop.h>
@@ -251,11 +252,11 @@ static int note_creations(struct bs_config *cfg, const char *state_dir,
 	return err;
 }
 
-/* [daemon] max_inflight = SIZE, stall_timeout = SECONDS. */
+/* [daemon] max_inflight = SIZE, stall_timeout = SECONDS, threads = N. */
 static int read_budget_keys(struct bs_config_section *s, struct bsd *d)
 {
 	uint64_t max = 0;
-	uint32_t stall = 0;
+	uint32_t stall = 0, n = 0;
 	int err;
 
 	err = bs_opts_get_size(s->opts, "max_inflight", &max);
@@ -277,6 +278,15 @@ static int read_budget_keys(struct bs_config_section *s, struct bsd *d)
 				bs_opts_where(s->opts, "stall_timeout"), stall);
 	d->stall_set = !err;
 	d->stall_timeout = stall;
+	err = bs_opts_get_u32(s->opts, "threads", &n);
+	if (err < 0)
+		return err;
+	if (!err && (n < 1 || n > BS_THREADS_MAX))
+		return bs_error(-EINVAL, "%s: threads: %u: give 1 to %u I/O "
+				"threads", bs_opts_where(s->opts, "threads"), n,
+				BS_THREADS_MAX);
+	d->threads_set = !err;
+	d->threads = n;
 	return 0;
 }
 
@@ -344,6 +354,8 @@ static void log_budget(struct bsd *d)
 	uint64_t max = bs_budget_limit(b);
 	unsigned s = bs_budget_stall_ms(b) / 1000;
 
+	bsd_log("%u I/O thread%s (threads = N in [daemon])",
+		bs_ctx_nthreads(d->ctx), bs_ctx_nthreads(d->ctx) == 1 ? "" : "s");
 	if (s)
 		bsd_log("in-flight payload budget %llu MiB; clients stalled "
 			"%u s while others wait are closed",
@@ -531,6 +543,9 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 	}
 	d->loop = bs_ctx_loop(d->ctx);
 	err = apply_budget(d);
+	if (!err)
+		err = bs_ctx_start_threads(d->ctx, d->threads_set ? d->threads
+								: bs_cpu_count());
 	if (!err)
 		err = bs_config_create_devices(cfg, d->ctx);
 	if (!err)

@@ -17,8 +17,12 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <pthread.h>
+
+#include <blkstack/caps.h>
 #include <blkstack/limits.h>
 #include <blkstack/loop.h>
+#include <blkstack/threads.h>
 
 struct bs_ctx;
 struct bs_dev;
@@ -68,6 +72,8 @@ struct bs_wt_node {
 	bool excl;			/* RMW: every overlap waits for it */
 	uint8_t state;			/* idle, waiting or active */
 	void (*go)(struct bs_wt_node *n); /* admitted after waiting */
+	struct bs_loop *loop;		/* where go() runs (the admitter's) */
+	struct bs_work work;		/* carries go() there */
 };
 
 /* Per device: writes in flight and writes waiting, in arrival order. */
@@ -75,7 +81,6 @@ struct bs_wtrack {
 	struct bs_wt_node *active;		/* in flight, unordered */
 	struct bs_wt_node *wait_head, *wait_tail; /* arrival order */
 	unsigned nexcl;		/* exclusive nodes active or waiting */
-	bool waking, rewake;
 	uint64_t waited;	/* writes that had to wait (statistics) */
 };
 
@@ -94,6 +99,7 @@ struct bs_req {
 
 	/* owned by the core and the device handling the request */
 	struct bs_dev *dev;
+	struct bs_loop *loop;	/* where it was submitted and completes */
 	struct bs_work work;
 	struct iovec iov1;	/* storage for bs_req_init_buf() */
 	/*
@@ -148,7 +154,10 @@ void bs_submit(struct bs_dev *dev, struct bs_req *req);
  */
 void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req);
 
-/* Called by drivers (and the core) to finish @req with @result. */
+/*
+ * Called by drivers (and the core) to finish @req with @result. From any
+ * thread: off the request's loop it is forwarded there.
+ */
 void bs_req_complete(struct bs_req *req, int result);
 
 /* Synchronous wrapper: submit and run the loop until done. */
@@ -321,12 +330,33 @@ struct bs_dev_stats {
 	uint64_t errors;
 };
 
+/*
+ * What the I/O threads read of a device: an immutable snapshot published
+ * by the main loop after every change (lib/core/snap.c). Read it with
+ * bs_dev_snap() / bs_dev_limits() inside one callback; never keep the
+ * pointer across loop iterations.
+ */
+struct bs_dev_snap {
+	struct bs_limits limits;
+	int state;			/* enum bs_dev_state */
+	bool readonly;
+	uint64_t size;			/* 0 unless live */
+	char state_reason[192];
+	struct bs_caps caps;		/* bs_dev_caps() as of publishing */
+};
+
 struct bs_dev {
 	char name[BS_NAME_MAX];
 	const struct bs_dev_type *type;
 	struct bs_ctx *ctx;
 	uint64_t size;			/* bytes, multiple of logical block */
-	struct bs_limits limits;	/* effective limits */
+	/*
+	 * Effective limits: the main loop's working copy (drivers set them in
+	 * open, stacking and attribute stores change them). Other threads
+	 * read bs_dev_limits(dev), the published snapshot.
+	 */
+	struct bs_limits limits;
+	struct bs_dev_snap *snap;	/* published; atomic pointer */
 	bool readonly;
 	void *priv;			/* the type's state */
 
@@ -356,13 +386,16 @@ struct bs_dev {
 	bool knob_off;			/* write_zeroes_unmap = 0 at create */
 	bool drv_open;			/* the driver's open succeeded: close */
 
-	struct bs_dev_stats stats;
+	struct bs_dev_stats stats;	/* atomic counters */
 	/* capability events (lib/core/caps.c): generation, subscribers */
 	struct bs_caps_state *caps_state;
-	/* free per-request driver contexts (core, loop thread only) */
-	void *drv_ctx_free;
-	unsigned drv_ctx_nfree;
-	struct bs_wtrack wt;		/* write ordering, owned by the core */
+	/* free per-request driver contexts, one cache per loop (req.c) */
+	struct {
+		void *head;
+		unsigned n;
+	} drv_ctx_free[BS_THREADS_MAX + 1];
+	struct bs_wtrack wt;		/* write ordering, under wt_lock */
+	pthread_mutex_t wt_lock;
 	struct bs_dev *next;		/* context list, creation order */
 };
 
@@ -400,9 +433,27 @@ struct bs_dev *bs_dev_find(struct bs_ctx *ctx, const char *name);
 /* Devices in creation order: pass NULL first. */
 struct bs_dev *bs_dev_next(struct bs_ctx *ctx, struct bs_dev *prev);
 
+/* The published snapshot (any loop thread; see struct bs_dev_snap). */
+static inline const struct bs_dev_snap *bs_dev_snap(const struct bs_dev *dev)
+{
+	return __atomic_load_n(&dev->snap, __ATOMIC_ACQUIRE);
+}
+
+static inline const struct bs_limits *bs_dev_limits(const struct bs_dev *dev)
+{
+	const struct bs_dev_snap *s = bs_dev_snap(dev);
+
+	/* not published yet: only the main loop knows the device */
+	return s ? &s->limits : &dev->limits;
+}
+
+/* Copies of the snapshot, for threads that run no loop (locked). */
+void bs_dev_snap_copy(const struct bs_dev *dev, struct bs_dev_snap *out);
+void bs_dev_limits_copy(const struct bs_dev *dev, struct bs_limits *out);
+
 static inline bool bs_dev_write_zeroes_unmap(const struct bs_dev *dev)
 {
-	return bs_limits_write_zeroes_unmap(&dev->limits);
+	return bs_limits_write_zeroes_unmap(bs_dev_limits(dev));
 }
 
 /*

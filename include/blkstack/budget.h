@@ -16,7 +16,9 @@
  * progress for the stall timeout is evicted: its evict callback ends the
  * session, which frees what it held. Nobody waiting: nobody is evicted.
  *
- * Everything here runs on the context's loop thread.
+ * Thread-safe: holders on any loop share one budget (a mutex inside).
+ * A holder's wake and evict callbacks run on the loop it first took bytes
+ * on, never on another thread; take, give and leave are called there.
  */
 #ifndef BLKSTACK_BUDGET_H
 #define BLKSTACK_BUDGET_H
@@ -24,6 +26,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <blkstack/loop.h>
 
 struct bs_ctx;
 struct bs_budget;
@@ -41,6 +45,10 @@ struct bs_budget_holder {
 	/* Stalled while holding bytes others wait for: end the holder. */
 	void (*evict)(struct bs_budget_holder *h, const char *why);
 	/* --- owned by the budget --- */
+	struct bs_loop *loop;	/* where wake/evict run (first take's) */
+	struct bs_work wake_work, evict_work;
+	bool wake_sent;		/* atomic */
+	char why[160];		/* the eviction's reason */
 	uint64_t held;
 	uint64_t want;		/* bytes asked for while queued */
 	uint64_t progress_ns;	/* last bs_budget_progress() */

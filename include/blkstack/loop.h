@@ -2,7 +2,9 @@
 /*
  * blkstack event loop: one thread, epoll underneath.
  *
- * Every device, export and client of a context runs on one loop. Request
+ * A context has a main loop and, in a server, one loop per I/O thread
+ * (docs/architecture.md "Threads"); a connection and the requests it
+ * submits live on one loop. Request
  * completions are never delivered from inside a submit call: they are
  * queued as deferred work and run by the loop, so completion callbacks may
  * submit again without growing the stack.
@@ -10,6 +12,7 @@
 #ifndef BLKSTACK_LOOP_H
 #define BLKSTACK_LOOP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,6 +42,14 @@ void bs_loop_defer(struct bs_loop *loop, struct bs_work *w);
 
 /* Take @w back before it ran; true if it was queued. Same thread only. */
 bool bs_loop_cancel_work(struct bs_loop *loop, struct bs_work *w);
+
+/*
+ * Thread-safe, no allocation: run @w on @loop's thread, in the order sent.
+ * On that thread itself it is bs_loop_defer(); from another thread it is
+ * queued under the loop's lock and the loop woken (once per batch). The
+ * owner may take it back with bs_loop_cancel_work() until it ran.
+ */
+void bs_loop_send(struct bs_loop *loop, struct bs_work *w);
 
 /* Thread-safe: run @fn(@arg) on the loop's thread. Allocates; -ENOMEM. */
 int bs_loop_post(struct bs_loop *loop, bs_fn fn, void *arg);
@@ -71,6 +82,28 @@ void bs_loop_stop(struct bs_loop *loop);
  * bdev.h / zero.h do that for it, see docs/daemon.md "Threads").
  */
 bool bs_loop_is_current(const struct bs_loop *loop);
+
+/*
+ * The loop the calling thread runs (set by bs_loop_run()/run_once(), or by
+ * bs_loop_new() on a thread that had none), or NULL on a thread that runs
+ * no loop (a worker, the control thread).
+ */
+struct bs_loop *bs_loop_current(void);
+/* The thread that will run @loop (set before it runs it; threads.c). */
+void bs_loop_set_owner(struct bs_loop *loop, pthread_t thread);
+void bs_loop_set_current(struct bs_loop *loop);
+
+/* A small number naming the loop in its context (0 = the main loop). */
+void bs_loop_set_index(struct bs_loop *loop, unsigned index);
+unsigned bs_loop_index(const struct bs_loop *loop);
+
+/*
+ * Quiescent points, readable from any thread: iterations begun so far,
+ * and whether the loop is blocked waiting (so holds no pointer it read
+ * in a callback). Used to free retired snapshots (see bdev.h).
+ */
+uint64_t bs_loop_iterations(const struct bs_loop *loop);
+bool bs_loop_idle(const struct bs_loop *loop);
 
 /* Current monotonic time in nanoseconds. */
 uint64_t bs_now_ns(void);

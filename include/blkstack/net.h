@@ -47,6 +47,7 @@
 #include <sys/uio.h>
 
 struct bs_loop;
+struct bs_ctx;
 struct bs_net_listener;
 struct bs_net_conn;
 
@@ -154,6 +155,9 @@ struct bs_net_listen_cfg {
 	void *owner;
 	bs_net_log_fn log;
 	void *log_arg;
+	/* optional: spread connections over this context's I/O loops
+	 * (bs_ctx_io_loop()); else they live on the listener's loop */
+	struct bs_ctx *ctx;
 };
 
 /*
@@ -164,6 +168,26 @@ struct bs_net_listen_cfg {
  */
 int bs_net_listen(struct bs_loop *loop, const struct bs_net_listen_cfg *cfg,
 		  struct bs_net_listener **out);
+/*
+ * Connections from the listener's loop. The list may be walked with
+ * bs_net_conn_next() only between bs_net_listener_lock() and _unlock();
+ * a connection is reached there only by bs_net_conn_send_shutdown() /
+ * bs_net_conn_send_close() (run later on its own loop) and its label.
+ */
+void bs_net_listener_lock(struct bs_net_listener *l);
+void bs_net_listener_unlock(struct bs_net_listener *l);
+void bs_net_conn_send_shutdown(struct bs_net_conn *c);
+void bs_net_conn_send_close(struct bs_net_conn *c, const char *why);
+/* Close the connections @match accepts (all: NULL) and wait until gone. */
+void bs_net_listener_close_conns(struct bs_net_listener *l,
+				 bool (*match)(struct bs_net_conn *c,
+					       void *arg),
+				 void *arg, const char *why);
+/* A name the protocol gives a connection (NBD: its export), "" unset;
+ * set on the connection's loop, read under the listener's lock. */
+void bs_net_conn_set_label(struct bs_net_conn *c, const char *label);
+const char *bs_net_conn_label(const struct bs_net_conn *c);
+
 /* Stop accepting (the UNIX socket file goes); connections go on. */
 void bs_net_listener_stop(struct bs_net_listener *l);
 /* Graceful drain: stop, then shutdown() every connection. */

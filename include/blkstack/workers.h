@@ -9,8 +9,9 @@
 #ifndef BLKSTACK_WORKERS_H
 #define BLKSTACK_WORKERS_H
 
+#include <blkstack/loop.h>
+
 struct bs_ctx;
-struct bs_loop;
 struct bs_workers;
 
 struct bs_job {
@@ -20,6 +21,9 @@ struct bs_job {
 	/* set by the pool */
 	int result;			/* what run() returned */
 	struct bs_job *next;
+	struct bs_workers *pool;
+	struct bs_loop *loop;		/* the submitter's: done() runs there */
+	struct bs_work work;
 };
 
 /*
@@ -32,7 +36,10 @@ int bs_workers_new(struct bs_loop *loop, unsigned nthreads,
 /* Run the loop until every submitted job is done, then join and free. */
 void bs_workers_free(struct bs_workers *w);
 
-/* From the loop's thread: queue @job; its done() runs later, never inside. */
+/*
+ * From any loop's thread: queue @job; its done() runs later on that same
+ * loop, never inside this call.
+ */
 void bs_workers_submit(struct bs_workers *w, struct bs_job *job);
 
 /* Jobs submitted and not yet done. */

@@ -169,13 +169,14 @@ static int fallocate_run(struct bs_cmd_env *env, int argc, char **argv)
 	cmd_progress_end(&prog);
 	bs_claim_release(claim);
 	if (err) {
-		if (err == -EOPNOTSUPP && (mode & BS_FALLOC_WRITE_ZEROES) &&
-		    !bs_dev_write_zeroes_unmap(dev)) {
-			/* say why: the feature is missing, or the knob is off */
-			char why[BS_CAPS_WHY];
+		struct bs_caps caps;
 
-			bs_caps_why_no_unmap(dev, why, sizeof(why));
-			bs_error(err, "%s", why);
+		/* the published capabilities: this may run off the main loop */
+		bs_dev_caps(dev, &caps);
+		if (err == -EOPNOTSUPP && (mode & BS_FALLOC_WRITE_ZEROES) &&
+		    !caps.write_zeroes_unmap && !caps.readonly) {
+			/* say why: the feature is missing, or the knob is off */
+			bs_error(err, "%s", caps.why_no_unmap);
 		} else if (err == -EOPNOTSUPP &&
 			   (mode & BS_FALLOC_PUNCH_HOLE)) {
 			/* punching may only unmap, never write zeroes */

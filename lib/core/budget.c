@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <blkstack/budget.h>
@@ -24,8 +25,17 @@
 
 #include "core/internal.h"
 
+/*
+ * Threads: holders live on the I/O loops; everything here is under @lock.
+ * A holder is woken or evicted on its own loop (h->loop) by a work item
+ * sent there, never called from another thread; the watchdog timer runs
+ * on the main loop (b->loop).
+ */
 struct bs_budget {
 	struct bs_loop *loop;
+	pthread_mutex_t lock;
+	struct bs_work arm_work;		/* arms the timer on the main loop */
+	bool arm_sent;
 	uint64_t limit, used, peak, waits;
 	uint32_t stall_ms;
 	uint32_t age_ms;			/* 0: the default rule */
@@ -54,6 +64,7 @@ struct bs_budget *bs_ctx_budget(struct bs_ctx *ctx)
 	if (!b)
 		return NULL;
 	b->loop = ctx->loop;
+	pthread_mutex_init(&b->lock, NULL);
 	b->limit = default_limit();
 	b->stall_ms = BS_BUDGET_STALL_MS_DEFAULT;
 	ctx->budget = b;
@@ -66,6 +77,9 @@ void bs_budget_free(struct bs_budget *b)
 		return;
 	if (b->timer > 0)
 		bs_loop_cancel_timer(b->loop, b->timer);
+	if (b->arm_sent)
+		bs_loop_cancel_work(b->loop, &b->arm_work);
+	pthread_mutex_destroy(&b->lock);
 	free(b);
 }
 
@@ -85,9 +99,60 @@ void bs_budget_set_age(struct bs_budget *b, uint32_t ms)
 
 uint64_t bs_budget_limit(const struct bs_budget *b) { return b->limit; }
 uint32_t bs_budget_stall_ms(const struct bs_budget *b) { return b->stall_ms; }
-uint64_t bs_budget_used(const struct bs_budget *b) { return b->used; }
-uint64_t bs_budget_peak(const struct bs_budget *b) { return b->peak; }
-uint64_t bs_budget_waits(const struct bs_budget *b) { return b->waits; }
+static uint64_t locked_read(const struct bs_budget *b, const uint64_t *v)
+{
+	uint64_t x;
+
+	pthread_mutex_lock((pthread_mutex_t *)&b->lock);
+	x = *v;
+	pthread_mutex_unlock((pthread_mutex_t *)&b->lock);
+	return x;
+}
+
+uint64_t bs_budget_used(const struct bs_budget *b)
+{
+	return locked_read(b, &b->used);
+}
+
+uint64_t bs_budget_peak(const struct bs_budget *b)
+{
+	return locked_read(b, &b->peak);
+}
+
+uint64_t bs_budget_waits(const struct bs_budget *b)
+{
+	return locked_read(b, &b->waits);
+}
+
+/* ---- calls into holders, on their own loops ---------------------------- */
+
+static void run_wake(void *arg)
+{
+	struct bs_budget_holder *h = arg;
+
+	__atomic_store_n(&h->wake_sent, false, __ATOMIC_RELAXED);
+	if (h->wake)
+		h->wake(h);
+}
+
+static void run_evict(void *arg)
+{
+	struct bs_budget_holder *h = arg;
+
+	if (h->evict)
+		h->evict(h, h->why);
+}
+
+/* Under the lock: have h->wake() called on its loop (once until it ran). */
+static void send_wake(struct bs_budget_holder *h)
+{
+	if (!h->wake || __atomic_exchange_n(&h->wake_sent, true,
+					    __ATOMIC_RELAXED))
+		return;
+	h->wake_work.fn = run_wake;
+	h->wake_work.arg = h;
+	bs_loop_send(h->loop, &h->wake_work);
+}
 
 static void list_add(struct bs_budget *b, struct bs_budget_holder *h)
 {
@@ -193,10 +258,10 @@ static void wake_head(struct bs_budget *b)
 {
 	struct bs_budget_holder *o = overdue(b), *sm = smallest(b);
 
-	if (o && fits(b, o->want) && o->wake)
-		o->wake(o);
-	if (sm && sm != o && may_take(b, sm, sm->want) && sm->wake)
-		sm->wake(sm);
+	if (o && fits(b, o->want))
+		send_wake(o);
+	if (sm && sm != o && may_take(b, sm, sm->want))
+		send_wake(sm);
 }
 
 static void arm(struct bs_budget *b);
@@ -204,35 +269,63 @@ static void arm(struct bs_budget *b);
 static void watchdog(void *arg)
 {
 	struct bs_budget *b = arg;
-	uint64_t now = bs_now_ns(), limit = (uint64_t)b->stall_ms * 1000000;
+	uint64_t now = bs_now_ns(), limit;
 	struct bs_budget_holder *h, *next;
-	char why[160];
 
+	pthread_mutex_lock(&b->lock);
+	limit = (uint64_t)b->stall_ms * 1000000;
 	b->timer = 0;
-	if (!b->whead || !b->stall_ms)
+	if (!b->whead || !b->stall_ms) {
+		pthread_mutex_unlock(&b->lock);
 		return;
+	}
 	for (h = b->holders; h; h = next) {
 		next = h->next;
-		if (h->queued || now - h->progress_ns < limit)
+		if (h->queued ||
+		    now - __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED) <
+			    limit)
 			continue;
-		snprintf(why, sizeof(why),
+		snprintf(h->why, sizeof(h->why),
 			 "no progress for %u s while holding %llu KiB of the "
 			 "in-flight budget others wait for",
 			 b->stall_ms / 1000, (unsigned long long)h->held >> 10);
-		/* evicting must not free @next: sessions end on the loop */
+		/* the holder ends on its own loop; it is off the list now */
 		list_del(b, h);
-		if (h->evict)
-			h->evict(h, why);
+		h->evict_work.fn = run_evict;
+		h->evict_work.arg = h;
+		bs_loop_send(h->loop, &h->evict_work);
 	}
 	arm(b);
+	pthread_mutex_unlock(&b->lock);
 }
 
+static void arm_main(void *arg)
+{
+	struct bs_budget *b = arg;
+
+	pthread_mutex_lock(&b->lock);
+	b->arm_sent = false;
+	arm(b);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Under the lock: the watchdog runs while someone waits. */
 static void arm(struct bs_budget *b)
 {
 	int id;
 
 	if (b->timer > 0 || !b->whead || !b->stall_ms)
 		return;
+	if (!bs_loop_is_current(b->loop)) {
+		/* timers belong to the main loop: ask it */
+		if (!b->arm_sent) {
+			b->arm_sent = true;
+			b->arm_work.fn = arm_main;
+			b->arm_work.arg = b;
+			bs_loop_send(b->loop, &b->arm_work);
+		}
+		return;
+	}
 	id = bs_loop_add_timer(b->loop, b->stall_ms / 2 ? b->stall_ms / 2 : 1,
 			       watchdog, b);
 	if (id > 0)
@@ -242,6 +335,13 @@ static void arm(struct bs_budget *b)
 bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n)
 {
+	bool ok = true;
+
+	pthread_mutex_lock(&b->lock);
+	if (!h->loop) {
+		struct bs_loop *cur = bs_loop_current();
+		h->loop = cur ? cur : b->loop;
+	}
 	if (may_take(b, h, n)) {
 		dequeue(b, h);
 		b->used += n;
@@ -249,11 +349,13 @@ bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 			b->peak = b->used;
 		h->held += n;
 		if (!h->listed)
-			h->progress_ns = bs_now_ns();
+			__atomic_store_n(&h->progress_ns, bs_now_ns(),
+					 __ATOMIC_RELAXED);
 		list_add(b, h);
 		wake_head(b);
-		return true;
+		goto out;
 	}
+	ok = false;
 	h->want = n;
 	if (!h->queued) {
 		h->queued = true;
@@ -267,11 +369,13 @@ bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		b->waits++;
 	}
 	arm(b);
-	return false;
+out:
+	pthread_mutex_unlock(&b->lock);
+	return ok;
 }
 
-void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
-		    uint64_t n)
+static void give_locked(struct bs_budget *b, struct bs_budget_holder *h,
+			uint64_t n)
 {
 	if (n > h->held)
 		n = h->held;
@@ -282,14 +386,30 @@ void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
 	wake_head(b);
 }
 
+void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
+		    uint64_t n)
+{
+	pthread_mutex_lock(&b->lock);
+	give_locked(b, h, n);
+	pthread_mutex_unlock(&b->lock);
+}
+
 void bs_budget_progress(struct bs_budget_holder *h)
 {
-	h->progress_ns = bs_now_ns();
+	__atomic_store_n(&h->progress_ns, bs_now_ns(), __ATOMIC_RELAXED);
 }
 
 void bs_budget_leave(struct bs_budget *b, struct bs_budget_holder *h)
 {
+	pthread_mutex_lock(&b->lock);
 	dequeue(b, h);
-	bs_budget_give(b, h, h->held);
+	give_locked(b, h, h->held);
 	list_del(b, h);
+	pthread_mutex_unlock(&b->lock);
+	/* nothing sends to it any more: take back what was sent (we are on
+	 * its loop, where those would run) */
+	if (h->loop) {
+		bs_loop_cancel_work(h->loop, &h->wake_work);
+		bs_loop_cancel_work(h->loop, &h->evict_work);
+	}
 }

@@ -81,6 +81,18 @@ void bs_caps_why_no_unmap(const struct bs_dev *dev, char *buf, size_t len)
 
 void bs_dev_caps(const struct bs_dev *dev, struct bs_caps *c)
 {
+	/* the main loop owns the state; other threads read the snapshot */
+	if (bs_loop_is_current(bs_ctx_loop(dev->ctx)) || !dev->snap) {
+		bs_dev_caps_compute(dev, c);
+		return;
+	}
+	pthread_mutex_lock(&dev->ctx->snap_lock);
+	*c = dev->snap->caps;
+	pthread_mutex_unlock(&dev->ctx->snap_lock);
+}
+
+void bs_dev_caps_compute(const struct bs_dev *dev, struct bs_caps *c)
+{
 	const struct bs_limits *l = &dev->limits;
 
 	memset(c, 0, sizeof(*c));
@@ -305,13 +317,19 @@ void bs_caps_note_change(struct bs_dev *dev)
 	struct bs_caps_state *st = dev->caps_state;
 	struct bs_caps now;
 
-	if (!st)
+	if (!st) {
+		bs_dev_publish(dev);
 		return;
-	bs_dev_caps(dev, &now);
-	if (caps_same(&now, &st->current))
+	}
+	bs_dev_caps_compute(dev, &now);
+	if (caps_same(&now, &st->current)) {
+		/* limits the caps do not show may have changed: publish */
+		bs_dev_publish(dev);
 		return;
+	}
 	st->current = now;
 	st->generation++;
+	bs_dev_publish(dev);
 	if (!st->queued && st->subs) {
 		st->queued = true;
 		st->work.fn = deliver;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <blkstack/bdev.h>
 #include <blkstack/budget.h>
@@ -66,6 +67,9 @@ int bs_ctx_new(struct bs_ctx **out)
 		free(ctx);
 		return err;
 	}
+	bs_loop_set_index(ctx->loop, 0);
+	ctx->loops[0] = ctx->loop;
+	pthread_mutex_init(&ctx->snap_lock, NULL);
 	*out = ctx;
 	return 0;
 }
@@ -87,8 +91,12 @@ void bs_ctx_free(struct bs_ctx *ctx)
 		if (bs_dev_destroy(last))
 			break;
 	}
+	/* the devices' channels on the I/O loops are closed: stop them */
+	bs_ctx_stop_threads(ctx);
 	bs_workers_free(ctx->workers);
 	bs_budget_free(ctx->budget);
+	bs_ctx_snaps_free(ctx);
+	pthread_mutex_destroy(&ctx->snap_lock);
 	bs_loop_free(ctx->loop);
 	free(ctx->zero_buf);
 	free(ctx);
@@ -273,6 +281,8 @@ static void free_dev(struct bs_dev *dev)
 	release_components(dev);
 	bs_caps_dev_free(dev);
 	bs_req_drv_ctx_drain(dev);
+	bs_dev_snap_free(dev);
+	pthread_mutex_destroy(&dev->wt_lock);
 	free(dev->components);
 	free(dev->holders);
 	free(dev);
@@ -327,8 +337,21 @@ static void propagate(struct bs_dev *dev, unsigned depth)
 	}
 }
 
+static void limits_changed_main(void *arg)
+{
+	bs_dev_limits_changed(arg);
+}
+
 void bs_dev_limits_changed(struct bs_dev *dev)
 {
+	/* limits change on the main loop only: an I/O thread sends it there
+	 * (retried on ENOMEM: the change must not be lost) */
+	if (!bs_loop_is_current(dev->ctx->loop)) {
+		while (bs_loop_post(dev->ctx->loop, limits_changed_main, dev) ==
+		       -ENOMEM)
+			usleep(1000);
+		return;
+	}
 	/*
 	 * One thread runs the loop, so this whole walk happens between two
 	 * requests: every request sees either the old or the new limits of
@@ -339,8 +362,34 @@ void bs_dev_limits_changed(struct bs_dev *dev)
 	propagate(dev, 0);
 }
 
+struct wz_msg {
+	struct bs_dev *dev;
+	char why[192];
+};
+
+static void disable_wz_main(void *arg)
+{
+	struct wz_msg *m = arg;
+
+	if (!m->dev->wz_broken)
+		bs_dev_disable_write_zeroes(m->dev, m->why);
+	free(m);
+}
+
 void bs_dev_disable_write_zeroes(struct bs_dev *dev, const char *why)
 {
+	/* limits change on the main loop only: an I/O thread sends it there */
+	if (!bs_loop_is_current(dev->ctx->loop)) {
+		struct wz_msg *m = malloc(sizeof(*m));
+
+		if (!m)
+			return; /* the next failure tries again */
+		m->dev = dev;
+		snprintf(m->why, sizeof(m->why), "%s", why);
+		if (bs_loop_post(dev->ctx->loop, disable_wz_main, m))
+			free(m);
+		return;
+	}
 	dev->wz_broken = true;
 	dev->limits.max_write_zeroes_sectors = 0;
 	dev->limits.features &= ~BS_FEAT_WRITE_ZEROES_UNMAP;
@@ -407,6 +456,7 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
+	pthread_mutex_init(&dev->wt_lock, NULL);
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
 	dev->type = type;
 	dev->ctx = ctx;
@@ -457,6 +507,8 @@ int bs_dev_create(struct bs_ctx *ctx, const char *name, const char *typename,
 	if (dev->state == BS_DEV_OPENING)
 		bs_limits_finish(&dev->limits);	/* defaults until it opens */
 	err = bs_caps_dev_init(dev);	/* the first snapshot */
+	if (!err && bs_dev_publish(dev))
+		err = bs_error(-ENOMEM, "%s: out of memory", dev->name);
 	if (err) {
 		if (dev->drv_open && type->close)
 			type->close(dev);

@@ -49,7 +49,7 @@ int bs_fallocate(struct bs_dev *dev, int mode, int64_t offset, int64_t len,
 	const int supported = BS_FALLOC_KEEP_SIZE | BS_FALLOC_PUNCH_HOLE |
 			      BS_FALLOC_ZERO_RANGE | BS_FALLOC_WRITE_ZEROES;
 	int64_t isize = (int64_t)dev->size;
-	uint64_t mask = dev->limits.logical_block_size - 1;
+	uint64_t mask = bs_dev_limits(dev)->logical_block_size - 1;
 	unsigned flags;
 	int err;
 
@@ -86,7 +86,7 @@ int bs_fallocate(struct bs_dev *dev, int mode, int64_t offset, int64_t len,
 		return bs_error(-EINVAL, "%s: fallocate: %lld+%lld is not "
 				"aligned to the logical block size %u",
 				dev->name, (long long)offset, (long long)len,
-				dev->limits.logical_block_size);
+				bs_dev_limits(dev)->logical_block_size);
 
 	switch (mode) {
 	case BS_FALLOC_ZERO_RANGE:

@@ -6,9 +6,22 @@
 #include <pthread.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/threads.h>
+
+struct io_thread;
+struct retired;
 
 struct bs_ctx {
-	struct bs_loop *loop;
+	struct bs_loop *loop;		/* the main loop, index 0 */
+	/* I/O threads (threads.c): their loops are loops[1..nio] */
+	struct io_thread *io;
+	unsigned nio;
+	unsigned next_io;		/* round robin, atomic */
+	struct bs_loop *loops[BS_THREADS_MAX + 1];
+	/* published device snapshots (snap.c) */
+	pthread_mutex_t snap_lock;
+	struct retired *retired;
+	int snap_timer;
 	struct bs_dev *devs;	/* creation order */
 	void *zero_buf;		/* BS_ZERO_BUF_SIZE of zeroes, shared, lazy */
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
@@ -62,6 +75,17 @@ int bs_dev_finish_open(struct bs_dev *dev);
  * away, when their holders are gone without giving them back.
  */
 void bs_dev_claims_drop(struct bs_dev *dev);
+
+/*
+ * Snapshots (snap.c). Publish @dev's limits, state and capabilities as
+ * they are now (main loop); free the device's own at destruction, and
+ * every retired one when the context goes.
+ */
+int bs_dev_publish(struct bs_dev *dev);
+void bs_dev_snap_free(struct bs_dev *dev);
+void bs_ctx_snaps_free(struct bs_ctx *ctx);
+/* bs_dev_caps() computed afresh from the main loop's state (caps.c). */
+void bs_dev_caps_compute(const struct bs_dev *dev, struct bs_caps *c);
 
 /* Free @dev's cached per-request driver contexts (device going away). */
 void bs_req_drv_ctx_drain(struct bs_dev *dev);

@@ -52,8 +52,19 @@ struct bs_loop {
 	int depth;			/* nesting of bs_loop_run_once() */
 	pthread_mutex_t post_lock;
 	struct posted *posted;
+	struct bs_work *inbox_head, *inbox_tail; /* bs_loop_send() from afar */
 	pthread_t owner;		/* the thread that runs it */
+	unsigned index;			/* bs_loop_set_index() */
+	/*
+	 * Quiescent points for snapshot readers (snap.c): iterations begun,
+	 * and whether the loop is blocked in epoll_wait (holding nothing).
+	 */
+	uint64_t iterations;		/* atomic */
+	int idle;			/* atomic */
 };
+
+/* The loop the calling thread is running (or created last), or NULL. */
+static __thread struct bs_loop *tls_loop;
 
 static void free_dead(struct bs_loop *loop);
 
@@ -87,6 +98,8 @@ int bs_loop_new(struct bs_loop **out)
 	pthread_mutex_init(&loop->post_lock, NULL);
 	loop->next_timer_id = 1;
 	loop->owner = pthread_self();
+	if (!tls_loop)
+		tls_loop = loop;
 	*out = loop;
 	return 0;
 fail:
@@ -124,6 +137,8 @@ void bs_loop_free(struct bs_loop *loop)
 		free(p);
 	}
 	pthread_mutex_destroy(&loop->post_lock);
+	if (tls_loop == loop)
+		tls_loop = NULL;
 	close(loop->epfd);
 	close(loop->evfd);
 	free(loop);
@@ -217,10 +232,35 @@ void bs_loop_defer(struct bs_loop *loop, struct bs_work *w)
 	loop->dq_len++;
 }
 
+static bool inbox_cancel(struct bs_loop *loop, struct bs_work *w)
+{
+	struct bs_work *prev = NULL, *it;
+	bool found = false;
+
+	pthread_mutex_lock(&loop->post_lock);
+	for (it = loop->inbox_head; it; prev = it, it = it->next) {
+		if (it != w)
+			continue;
+		if (prev)
+			prev->next = w->next;
+		else
+			loop->inbox_head = w->next;
+		if (loop->inbox_tail == w)
+			loop->inbox_tail = prev;
+		w->next = NULL;
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&loop->post_lock);
+	return found;
+}
+
 bool bs_loop_cancel_work(struct bs_loop *loop, struct bs_work *w)
 {
 	struct bs_work *prev = NULL, *it;
 
+	if (inbox_cancel(loop, w))
+		return true;
 	for (it = loop->dq_head; it; prev = it, it = it->next) {
 		if (it != w)
 			continue;
@@ -255,6 +295,37 @@ int bs_loop_post(struct bs_loop *loop, bs_fn fn, void *arg)
 	if (write(loop->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		return -errno;
 	return 0;
+}
+
+static void wake(struct bs_loop *loop)
+{
+	uint64_t one = 1;
+
+	if (write(loop->evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, the loop is awake anyway */
+	}
+}
+
+void bs_loop_send(struct bs_loop *loop, struct bs_work *w)
+{
+	bool first;
+
+	if (tls_loop == loop) {
+		bs_loop_defer(loop, w);
+		return;
+	}
+	w->next = NULL;
+	pthread_mutex_lock(&loop->post_lock);
+	first = !loop->inbox_head;
+	if (loop->inbox_tail)
+		loop->inbox_tail->next = w;
+	else
+		loop->inbox_head = w;
+	loop->inbox_tail = w;
+	pthread_mutex_unlock(&loop->post_lock);
+	/* one wake-up per batch: the loop takes the whole inbox at once */
+	if (first)
+		wake(loop);
 }
 
 int bs_loop_add_prepoll(struct bs_loop *loop, bs_fn fn, void *arg)
@@ -344,6 +415,7 @@ static bool run_deferred(struct bs_loop *loop)
 static void run_posted(struct bs_loop *loop)
 {
 	struct posted *list, *p;
+	struct bs_work *w;
 	uint64_t v;
 
 	if (read(loop->evfd, &v, sizeof(v)) < 0) {
@@ -352,6 +424,17 @@ static void run_posted(struct bs_loop *loop)
 	pthread_mutex_lock(&loop->post_lock);
 	list = loop->posted;
 	loop->posted = NULL;
+	/* sent work joins the deferred queue, in the order it was sent */
+	if (loop->inbox_head) {
+		if (loop->dq_tail)
+			loop->dq_tail->next = loop->inbox_head;
+		else
+			loop->dq_head = loop->inbox_head;
+		loop->dq_tail = loop->inbox_tail;
+		for (w = loop->inbox_head; w; w = w->next)
+			loop->dq_len++;
+		loop->inbox_head = loop->inbox_tail = NULL;
+	}
 	pthread_mutex_unlock(&loop->post_lock);
 	while ((p = list)) {
 		list = p->next;
@@ -378,8 +461,12 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 	struct prepoll *p, *pn;
 	int n, i;
 
+	bool ran;
+
+	tls_loop = loop;
+	__atomic_add_fetch(&loop->iterations, 1, __ATOMIC_SEQ_CST);
 	/* work that ran may have satisfied the caller: do not block then */
-	bool ran = run_deferred(loop);
+	ran = run_deferred(loop);
 
 	for (p = loop->prepolls; p; p = pn) {
 		pn = p->next;
@@ -393,7 +480,11 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 		if (timeout_ms < 0 || t < timeout_ms)
 			timeout_ms = t;
 	}
+	if (timeout_ms)
+		__atomic_store_n(&loop->idle, 1, __ATOMIC_SEQ_CST);
 	n = epoll_wait(loop->epfd, evs, 64, timeout_ms);
+	if (timeout_ms)
+		__atomic_store_n(&loop->idle, 0, __ATOMIC_SEQ_CST);
 	if (n < 0) {
 		if (errno == EINTR)
 			return 0;
@@ -425,25 +516,68 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 
 bool bs_loop_is_current(const struct bs_loop *loop)
 {
-	return pthread_equal(loop->owner, pthread_self());
+	pthread_t owner;
+
+	if (tls_loop == loop)
+		return true;
+	__atomic_load(&loop->owner, &owner, __ATOMIC_ACQUIRE);
+	return pthread_equal(owner, pthread_self());
+}
+
+void bs_loop_set_owner(struct bs_loop *loop, pthread_t thread)
+{
+	__atomic_store(&loop->owner, &thread, __ATOMIC_RELEASE);
+}
+
+struct bs_loop *bs_loop_current(void)
+{
+	return tls_loop;
+}
+
+void bs_loop_set_current(struct bs_loop *loop)
+{
+	tls_loop = loop;
+}
+
+void bs_loop_set_index(struct bs_loop *loop, unsigned index)
+{
+	loop->index = index;
+}
+
+unsigned bs_loop_index(const struct bs_loop *loop)
+{
+	return loop->index;
+}
+
+uint64_t bs_loop_iterations(const struct bs_loop *loop)
+{
+	return __atomic_load_n(&loop->iterations, __ATOMIC_SEQ_CST);
+}
+
+bool bs_loop_idle(const struct bs_loop *loop)
+{
+	return __atomic_load_n(&loop->idle, __ATOMIC_SEQ_CST);
 }
 
 int bs_loop_run(struct bs_loop *loop)
 {
+	pthread_t self;
 	int err = 0;
 
-	loop->stop = false;
-	while (!loop->stop && !err)
+	/* a loop made by one thread may be run by another (I/O threads) */
+	self = pthread_self();
+	__atomic_store(&loop->owner, &self, __ATOMIC_RELEASE);
+	tls_loop = loop;
+	/* a stop asked before the run began counts (a thread starting late) */
+	while (!__atomic_load_n(&loop->stop, __ATOMIC_SEQ_CST) && !err)
 		err = bs_loop_run_once(loop, -1);
+	/* consumed: the loop may be run again */
+	__atomic_store_n(&loop->stop, false, __ATOMIC_SEQ_CST);
 	return err;
 }
 
 void bs_loop_stop(struct bs_loop *loop)
 {
-	uint64_t one = 1;
-
-	loop->stop = true;
-	if (write(loop->evfd, &one, sizeof(one)) < 0) {
-		/* the loop is awake anyway when the counter is full */
-	}
+	__atomic_store_n(&loop->stop, true, __ATOMIC_SEQ_CST);
+	wake(loop);
 }

@@ -124,18 +124,28 @@ void bs_dev_open_done(struct bs_dev *dev, int err)
 
 int bs_dev_check_live(const struct bs_dev *dev)
 {
-	switch (dev->state) {
+	/* from any loop: the published state (the main loop's is newer
+	 * only inside the call that changes it) */
+	struct bs_dev_snap copy;
+	const struct bs_dev_snap *s = bs_dev_snap(dev);
+
+	/* a thread without a loop reads a locked copy */
+	if (!bs_loop_current()) {
+		bs_dev_snap_copy(dev, &copy);
+		s = &copy;
+	}
+	switch (s->state) {
 	case BS_DEV_LIVE:
 		return 0;
 	case BS_DEV_OPENING:
 		return bs_error(-EAGAIN, "%s: still opening (%s)", dev->name,
-				*dev->state_reason ? dev->state_reason
-						   : "no reason given");
+				*s->state_reason ? s->state_reason
+						 : "no reason given");
 	case BS_DEV_FAILED:
 		break;
 	}
 	return bs_error(-ENXIO, "%s: failed to open: %s", dev->name,
-			dev->state_reason);
+			s->state_reason);
 }
 
 int bs_dev_wait_live(struct bs_dev *dev, unsigned timeout_ms)

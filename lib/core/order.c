@@ -17,6 +17,11 @@
  * node embedded in the request (no allocation). Only while RMWs are around
  * do admissions scan the lists.
  *
+ * Threads: the tracker of a device is shared by every loop submitting to
+ * it, under dev->wt_lock. A waiting node admitted by a release is sent to
+ * its own loop (n->loop), where go() runs: never inside the release,
+ * never on another thread.
+ *
  * No cycle can form: a node waits only for nodes that arrived before it,
  * and an active node completes on its own (its I/O goes to the driver
  * untracked), never waiting for a later one.
@@ -96,21 +101,33 @@ static bool blocked(const struct bs_wtrack *wt, const struct bs_wt_node *n,
 bool bs_wt_admit(struct bs_dev *dev, struct bs_wt_node *n)
 {
 	struct bs_wtrack *wt = &dev->wt;
+	bool go = true;
 
+	pthread_mutex_lock(&dev->wt_lock);
 	if (!n->excl && !wt->nexcl) {
 		/* the fast path: no RMW anywhere on this device */
 		active_link(wt, n);
-		return true;
+		goto out;
 	}
 	if (n->excl)
 		wt->nexcl++;
 	if (blocked(wt, n, NULL)) {
 		wt->waited++;
 		wait_append(wt, n);
-		return false;
+		go = false;
+		goto out;
 	}
 	active_link(wt, n);
-	return true;
+out:
+	pthread_mutex_unlock(&dev->wt_lock);
+	return go;
+}
+
+static void run_go(void *arg)
+{
+	struct bs_wt_node *n = arg;
+
+	n->go(n);
 }
 
 void bs_wt_release(struct bs_dev *dev, struct bs_wt_node *n)
@@ -118,31 +135,26 @@ void bs_wt_release(struct bs_dev *dev, struct bs_wt_node *n)
 	struct bs_wtrack *wt = &dev->wt;
 	struct bs_wt_node *w, *next;
 
+	/* only the submitting loop touches its node's state outside the
+	 * lock: idle and waiting nodes are never released */
 	if (n->state != WT_ACTIVE)
 		return;
+	pthread_mutex_lock(&dev->wt_lock);
 	active_unlink(wt, n);
 	n->state = WT_IDLE;
 	if (n->excl)
 		wt->nexcl--;
-	if (!wt->wait_head)
-		return;
-	/* a go() below that ends a request at once comes back here */
-	if (wt->waking) {
-		wt->rewake = true;
-		return;
+	for (w = wt->wait_head; w; w = next) {
+		next = w->next;
+		if (blocked(wt, w, w))
+			continue;
+		wait_unlink(wt, w);
+		active_link(wt, w);
+		/* admitted: go() runs on its own loop, after this returns */
+		w->work.fn = run_go;
+		w->work.arg = w;
+		bs_loop_send(w->loop ? w->loop : bs_ctx_loop(dev->ctx),
+			     &w->work);
 	}
-	wt->waking = true;
-	do {
-		wt->rewake = false;
-		for (w = wt->wait_head; w; w = next) {
-			/* go() never removes a waiting node; appends are seen */
-			next = w->next;
-			if (blocked(wt, w, w))
-				continue;
-			wait_unlink(wt, w);
-			active_link(wt, w);
-			w->go(w);
-		}
-	} while (wt->rewake);
-	wt->waking = false;
+	pthread_mutex_unlock(&dev->wt_lock);
 }

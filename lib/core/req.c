@@ -56,14 +56,28 @@ static void run_done(void *arg)
 	req->done(req);
 }
 
-/* Queue the submitter's callback on the loop; end its write ordering. */
+/*
+ * Queue the submitter's callback on the loop it submitted from; end its
+ * write ordering.
+ */
 static void finish(struct bs_dev *dev, struct bs_req *req, int result)
 {
 	bs_wt_release(dev, &req->ord);
 	req->result = result;
 	req->work.fn = run_done;
 	req->work.arg = req;
-	bs_loop_defer(dev->ctx->loop, &req->work);
+	bs_loop_send(req->loop ? req->loop : dev->ctx->loop, &req->work);
+}
+
+/* Where a request submitted now belongs: the calling thread's loop. */
+static struct bs_loop *here(struct bs_dev *dev)
+{
+	return bs_ctx_current_loop(dev->ctx);
+}
+
+static void stat_add(uint64_t *v, uint64_t n)
+{
+	__atomic_fetch_add(v, n, __ATOMIC_RELAXED);
 }
 
 /* ---- per-request driver contexts ---------------------------------------- */
@@ -79,59 +93,91 @@ static size_t drv_ctx_size(const struct bs_dev *dev)
 	return n < sizeof(void *) ? sizeof(void *) : n;
 }
 
-static void *drv_ctx_get(struct bs_dev *dev)
+/*
+ * One cache per loop: a context is taken on the loop that submits and
+ * given back there (requests complete where they were submitted).
+ */
+static void *drv_ctx_get(struct bs_dev *dev, unsigned li)
 {
-	void *c = dev->drv_ctx_free;
+	void *c = dev->drv_ctx_free[li].head;
 
 	if (c) {
-		dev->drv_ctx_free = *(void **)c;
-		dev->drv_ctx_nfree--;
+		dev->drv_ctx_free[li].head = *(void **)c;
+		dev->drv_ctx_free[li].n--;
 		memset(c, 0, drv_ctx_size(dev));
 		return c;
 	}
 	return calloc(1, drv_ctx_size(dev));
 }
 
-static void drv_ctx_put(struct bs_dev *dev, void *c)
+static void drv_ctx_put(struct bs_dev *dev, unsigned li, void *c)
 {
-	if (dev->drv_ctx_nfree >= DRV_CTX_KEEP) {
+	if (dev->drv_ctx_free[li].n >= DRV_CTX_KEEP) {
 		free(c);
 		return;
 	}
-	*(void **)c = dev->drv_ctx_free;
-	dev->drv_ctx_free = c;
-	dev->drv_ctx_nfree++;
+	*(void **)c = dev->drv_ctx_free[li].head;
+	dev->drv_ctx_free[li].head = c;
+	dev->drv_ctx_free[li].n++;
 }
 
 void bs_req_drv_ctx_drain(struct bs_dev *dev)
 {
-	while (dev->drv_ctx_free) {
-		void *c = dev->drv_ctx_free;
+	unsigned li;
 
-		dev->drv_ctx_free = *(void **)c;
-		free(c);
+	for (li = 0; li <= BS_THREADS_MAX; li++) {
+		while (dev->drv_ctx_free[li].head) {
+			void *c = dev->drv_ctx_free[li].head;
+
+			dev->drv_ctx_free[li].head = *(void **)c;
+			free(c);
+		}
+		dev->drv_ctx_free[li].n = 0;
 	}
-	dev->drv_ctx_nfree = 0;
+}
+
+static void complete_here(struct bs_req *req, int result);
+
+static void complete_forwarded(void *arg)
+{
+	struct bs_req *req = arg;
+
+	complete_here(req, req->result);
 }
 
 void bs_req_complete(struct bs_req *req, int result)
 {
+	/* a driver finishing on another thread (a worker): go home first */
+	if (req->loop && bs_loop_current() != req->loop) {
+		req->result = result;
+		req->work.fn = complete_forwarded;
+		req->work.arg = req;
+		bs_loop_send(req->loop, &req->work);
+		return;
+	}
+	complete_here(req, result);
+}
+
+static void complete_here(struct bs_req *req, int result)
+{
 	struct bs_dev *dev = req->dev;
 
 	if (req->drv_ctx) {
-		drv_ctx_put(dev, req->drv_ctx);
+		drv_ctx_put(dev, req->loop ? bs_loop_index(req->loop) : 0,
+			    req->drv_ctx);
 		req->drv_ctx = NULL;
 	}
 
 	if (result) {
-		dev->stats.errors++;
+		stat_add(&dev->stats.errors, 1);
 		/*
 		 * A device that claimed write-zeroes and refuses it: stop
 		 * offering it here and above rather than failing again and
-		 * again (the block layer's rule for stacked devices).
+		 * again (the block layer's rule for stacked devices). The
+		 * change itself is made on the main loop.
 		 */
 		if (req->op == BS_OP_WRITE_ZEROES && result == -EOPNOTSUPP &&
-		    dev->limits.max_write_zeroes_sectors)
+		    bs_dev_limits(dev)->max_write_zeroes_sectors)
 			bs_dev_disable_write_zeroes(dev,
 				"write-zeroes failed with EOPNOTSUPP at run time");
 	}
@@ -143,14 +189,14 @@ static void to_driver(struct bs_dev *dev, struct bs_req *req)
 	req->dev = dev;
 	req->drv_ctx = NULL;
 	if (dev->type->req_ctx_size) {
-		req->drv_ctx = drv_ctx_get(dev);
+		req->drv_ctx = drv_ctx_get(dev, bs_loop_index(req->loop));
 		if (!req->drv_ctx) {
 			finish(dev, req, -ENOMEM);
 			return;
 		}
 	}
-	dev->stats.ops[req->op]++;
-	dev->stats.bytes[req->op] += req->len;
+	stat_add(&dev->stats.ops[req->op], 1);
+	stat_add(&dev->stats.bytes[req->op], req->len);
 	dev->type->submit(dev, req);
 }
 
@@ -337,19 +383,24 @@ static uint64_t iov_total(const struct iovec *iov, int cnt)
  * and find the size to split it by. 1 = go on with *@max set; 0 = it was
  * finished here (done at once, or failed).
  */
-static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max)
+static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max,
+		 const struct bs_limits **limp)
 {
-	const struct bs_limits *lim = &dev->limits;
+	/* one snapshot for the whole decision (lib/core/snap.c) */
+	const struct bs_dev_snap *snap = bs_dev_snap(dev);
+	const struct bs_limits *lim = &snap->limits;
 	uint64_t mask = lim->logical_block_size - 1;
+	uint64_t size = snap->size;
 
 	*max = 0;
+	*limp = lim;
 	if ((unsigned)req->op >= BS_OP__COUNT) {
 		finish(dev, req, -EINVAL);
 		return 0;
 	}
 	/* not open (yet): nothing reaches the driver */
-	if (dev->state != BS_DEV_LIVE) {
-		finish(dev, req, dev->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO);
+	if (snap->state != BS_DEV_LIVE) {
+		finish(dev, req, snap->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO);
 		return 0;
 	}
 	if (req->op == BS_OP_FLUSH) {
@@ -361,8 +412,7 @@ static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max)
 		return 1;
 	}
 	/* bounds and alignment: nothing invalid reaches a driver */
-	if (!req->len || req->offset > dev->size ||
-	    req->len > dev->size - req->offset ||
+	if (!req->len || req->offset > size || req->len > size - req->offset ||
 	    ((req->offset | req->len) & mask)) {
 		finish(dev, req, -EINVAL);
 		return 0;
@@ -417,10 +467,9 @@ static int check(struct bs_dev *dev, struct bs_req *req, uint64_t *max)
 }
 
 /* A checked request: FUA emulation, splitting, or the driver. */
-static void dispatch(struct bs_dev *dev, struct bs_req *req, uint64_t max)
+static void dispatch(struct bs_dev *dev, struct bs_req *req, uint64_t max,
+		     const struct bs_limits *lim)
 {
-	const struct bs_limits *lim = &dev->limits;
-
 	/*
 	 * FUA: a native FUA covers writes; write-zeroes and discard (which
 	 * drivers carry out as other calls) and writes without native FUA
@@ -444,14 +493,16 @@ static void dispatch(struct bs_dev *dev, struct bs_req *req, uint64_t max)
 
 void bs_submit_untracked(struct bs_dev *dev, struct bs_req *req)
 {
+	const struct bs_limits *lim;
 	uint64_t max;
 
 	req->dev = dev;
+	req->loop = here(dev);
 	req->result = 0;
 	req->ord.state = 0;
 	req->drv_ctx = NULL;	/* only to_driver() gives one */
-	if (check(dev, req, &max))
-		dispatch(dev, req, max);
+	if (check(dev, req, &max, &lim))
+		dispatch(dev, req, max, lim);
 }
 
 /* A write admitted after waiting: limits may have changed meanwhile. */
@@ -459,21 +510,24 @@ static void ord_go(struct bs_wt_node *n)
 {
 	struct bs_req *req = (struct bs_req *)((char *)n -
 					       offsetof(struct bs_req, ord));
+	const struct bs_limits *lim;
 	uint64_t max;
 
-	if (check(req->dev, req, &max))
-		dispatch(req->dev, req, max);
+	if (check(req->dev, req, &max, &lim))
+		dispatch(req->dev, req, max, lim);
 }
 
 void bs_submit(struct bs_dev *dev, struct bs_req *req)
 {
+	const struct bs_limits *lim;
 	uint64_t max;
 
 	req->dev = dev;
+	req->loop = here(dev);
 	req->result = 0;
 	req->ord.state = 0;
 	req->drv_ctx = NULL;	/* only to_driver() gives one */
-	if (!check(dev, req, &max))
+	if (!check(dev, req, &max, &lim))
 		return;
 	if (req->op == BS_OP_WRITE || req->op == BS_OP_WRITE_ZEROES ||
 	    req->op == BS_OP_DISCARD) {
@@ -482,10 +536,11 @@ void bs_submit(struct bs_dev *dev, struct bs_req *req)
 		req->ord.end = req->offset + req->len;
 		req->ord.excl = false;
 		req->ord.go = ord_go;
+		req->ord.loop = req->loop;
 		if (!bs_wt_admit(dev, &req->ord))
 			return;
 	}
-	dispatch(dev, req, max);
+	dispatch(dev, req, max, lim);
 }
 
 void bs_req_finish(struct bs_dev *dev, struct bs_req *req, int result)
@@ -575,11 +630,12 @@ int bs_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 		    bs_extent_fn fn, void *arg)
 {
 	struct clip c = { offset, offset + len, offset, fn, arg, 0 };
+	const struct bs_dev_snap *snap = bs_dev_snap(dev);
 	int err;
 
-	if (dev->state != BS_DEV_LIVE)
-		return dev->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO;
-	if (offset > dev->size || len > dev->size - offset)
+	if (snap->state != BS_DEV_LIVE)
+		return snap->state == BS_DEV_OPENING ? -EAGAIN : -ENXIO;
+	if (offset > snap->size || len > snap->size - offset)
 		return -EINVAL;
 	if (!len)
 		return 0;

@@ -155,7 +155,7 @@ static void part_read_done(struct bs_req *io)
 		memset(b + pt->in_off, 0, pt->in_len);
 	/* still holding the block: nothing landed since the read */
 	bs_req_init(&pt->io, BS_OP_WRITE, r->wflags, pt->blk,
-		    r->dev->limits.logical_block_size, pt->bounce,
+		    bs_dev_limits(r->dev)->logical_block_size, pt->bounce,
 		    part_write_done, pt);
 	bs_submit_untracked(r->dev, &pt->io);
 }
@@ -166,7 +166,7 @@ static void part_go(struct bs_wt_node *n)
 	struct rmw *r = pt->r;
 
 	bs_req_init(&pt->io, BS_OP_READ, 0, pt->blk,
-		    r->dev->limits.logical_block_size, pt->bounce,
+		    bs_dev_limits(r->dev)->logical_block_size, pt->bounce,
 		    part_read_done, pt);
 	bs_submit_untracked(r->dev, &pt->io);
 }
@@ -175,7 +175,7 @@ static int part_add(struct rmw *r, uint64_t blk, uint64_t in_off,
 		    uint64_t in_len, uint64_t req_off)
 {
 	struct rmw_part *pt = &r->parts[r->nparts];
-	uint32_t lbs = r->dev->limits.logical_block_size;
+	uint32_t lbs = bs_dev_limits(r->dev)->logical_block_size;
 
 	/* page aligned, so a direct-I/O driver need not bounce it again */
 	if (posix_memalign(&pt->bounce, lbs < 4096 ? 4096 : lbs, lbs))
@@ -248,7 +248,7 @@ static void mid_start(struct rmw *r, uint64_t start, uint64_t end)
  * started). @r is freed on failure. */
 static int rmw_start(struct rmw *r, uint64_t off, uint64_t len)
 {
-	uint64_t lbs = r->dev->limits.logical_block_size, mask = lbs - 1;
+	uint64_t lbs = bs_dev_limits(r->dev)->logical_block_size, mask = lbs - 1;
 	uint64_t end = off + len, first = off & ~mask, last = (end - 1) & ~mask;
 	uint64_t mstart = (off + mask) & ~mask, mend = end & ~mask;
 	bool head = off & mask, tail = end & mask, mid = mstart < mend;
@@ -286,7 +286,7 @@ static int rmw_start(struct rmw *r, uint64_t off, uint64_t len)
 
 void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 {
-	const struct bs_limits *lim = &dev->limits;
+	const struct bs_limits *lim = bs_dev_limits(dev);
 	uint64_t mask = lim->logical_block_size - 1, total = 0;
 	struct rmw *r;
 	int i, err;
@@ -295,7 +295,7 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 	req->result = 0;
 	req->ord.state = 0;
 	if ((unsigned)req->op >= BS_OP__COUNT || req->op == BS_OP_FLUSH ||
-	    dev->state != BS_DEV_LIVE || !((req->offset | req->len) & mask)) {
+	    bs_dev_snap(dev)->state != BS_DEV_LIVE || !((req->offset | req->len) & mask)) {
 		/* aligned (or no range at all): the block path, zero copy */
 		bs_submit(dev, req);
 		return;
@@ -358,7 +358,7 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 int bs_zeroout_bytes(struct bs_dev *dev, uint64_t offset, uint64_t len,
 		     unsigned flags, bs_zero_done_fn done, void *arg)
 {
-	uint64_t mask = dev->limits.logical_block_size - 1;
+	uint64_t mask = bs_dev_limits(dev)->logical_block_size - 1;
 	struct rmw *r;
 
 	if (!((offset | len) & mask))

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Worker threads for blocking calls: jobs go to the threads through a
- * locked FIFO, come back through another, and the loop hears of finished
- * jobs through one bs_loop_post() per batch.
+ * locked FIFO and come back to the loop that submitted them, each through
+ * bs_loop_send() (intrusive, no allocation).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -48,25 +48,47 @@ static struct bs_job *fifo_pop(struct job_fifo *q)
 }
 
 struct bs_workers {
-	struct bs_loop *loop;
+	struct bs_loop *loop;		/* for jobs submitted off any loop */
 	unsigned max_inflight;
-	/* shared with the threads, under lock */
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* everything below */
 	pthread_cond_t cond;
-	struct job_fifo todo;
-	struct job_fifo done;
-	bool kicked;		/* a post will collect the done FIFO */
-	unsigned posts;		/* bs_loop_post()s not yet run */
+	struct job_fifo todo;		/* handed to the threads */
+	struct job_fifo waiting;	/* beyond max_inflight */
+	unsigned inflight;		/* in todo or running */
+	unsigned pending;		/* submitted, done() not yet run */
 	bool stop;
 	pthread_t threads[MAX_THREADS];
 	unsigned nthreads;
-	/* loop thread only */
-	struct job_fifo waiting;	/* beyond max_inflight */
-	unsigned inflight;		/* handed to the threads */
-	unsigned pending;		/* submitted, done() not yet run */
 };
 
-static void on_done(void *arg);
+/* Hand waiting jobs to the threads while there is room (locked). */
+static void feed_locked(struct bs_workers *w)
+{
+	bool any = false;
+
+	while (w->waiting.head &&
+	       (!w->max_inflight || w->inflight < w->max_inflight)) {
+		fifo_push(&w->todo, fifo_pop(&w->waiting));
+		w->inflight++;
+		any = true;
+	}
+	if (any)
+		pthread_cond_broadcast(&w->cond);
+}
+
+/* On the submitter's loop: finish what a thread did. */
+static void job_done(void *arg)
+{
+	struct bs_job *j = arg;
+	struct bs_workers *w = j->pool;
+
+	/* done() may free @j; @w lives until pending is 0 */
+	j->done(j);
+	pthread_mutex_lock(&w->lock);
+	w->pending--;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
 
 static void *worker(void *arg)
 {
@@ -75,7 +97,6 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct bs_job *j = fifo_pop(&w->todo);
-		bool kick;
 
 		if (!j) {
 			if (w->stop)
@@ -86,60 +107,17 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&w->lock);
 		j->result = j->run(j);
 		pthread_mutex_lock(&w->lock);
-		fifo_push(&w->done, j);
-		kick = !w->kicked;
-		w->kicked = true;
-		if (kick) {
-			w->posts++;
-			pthread_mutex_unlock(&w->lock);
-			/* the loop must hear of it: retry a failed allocation */
-			while (bs_loop_post(w->loop, on_done, w) == -ENOMEM)
-				usleep(1000);
-			pthread_mutex_lock(&w->lock);
-		}
+		w->inflight--;
+		feed_locked(w);
+		pthread_mutex_unlock(&w->lock);
+		/* back to the loop that submitted it (no allocation) */
+		j->work.fn = job_done;
+		j->work.arg = j;
+		bs_loop_send(j->loop, &j->work);
+		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
-}
-
-/* Hand waiting jobs to the threads while there is room. */
-static void feed(struct bs_workers *w)
-{
-	bool any = false;
-
-	if (!w->waiting.head)
-		return;
-	pthread_mutex_lock(&w->lock);
-	while (w->waiting.head &&
-	       (!w->max_inflight || w->inflight < w->max_inflight)) {
-		fifo_push(&w->todo, fifo_pop(&w->waiting));
-		w->inflight++;
-		any = true;
-	}
-	if (any)
-		pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
-/* On the loop's thread: finish what the threads did. */
-static void on_done(void *arg)
-{
-	struct bs_workers *w = arg;
-	struct job_fifo done;
-	struct bs_job *j;
-
-	pthread_mutex_lock(&w->lock);
-	done = w->done;
-	w->done.head = w->done.tail = NULL;
-	w->kicked = false;
-	w->posts--;
-	pthread_mutex_unlock(&w->lock);
-	while ((j = fifo_pop(&done))) {
-		w->inflight--;
-		w->pending--;
-		j->done(j);
-	}
-	feed(w);
 }
 
 int bs_workers_new(struct bs_loop *loop, unsigned nthreads,
@@ -181,15 +159,27 @@ int bs_workers_new(struct bs_loop *loop, unsigned nthreads,
 
 void bs_workers_submit(struct bs_workers *w, struct bs_job *j)
 {
+	struct bs_loop *cur = bs_loop_current();
+
 	j->result = 0;
+	j->pool = w;
+	/* done() runs where the job came from */
+	j->loop = cur ? cur : w->loop;
+	pthread_mutex_lock(&w->lock);
 	w->pending++;
 	fifo_push(&w->waiting, j);
-	feed(w);
+	feed_locked(w);
+	pthread_mutex_unlock(&w->lock);
 }
 
 unsigned bs_workers_pending(const struct bs_workers *w)
 {
-	return w->pending;
+	unsigned n;
+
+	pthread_mutex_lock((pthread_mutex_t *)&w->lock);
+	n = w->pending;
+	pthread_mutex_unlock((pthread_mutex_t *)&w->lock);
+	return n;
 }
 
 void bs_workers_free(struct bs_workers *w)
@@ -198,9 +188,13 @@ void bs_workers_free(struct bs_workers *w)
 
 	if (!w)
 		return;
-	/* every job handed out comes back through on_done() */
-	while (w->pending)
-		if (bs_loop_run_once(w->loop, 100))
+	/*
+	 * Every job comes back through job_done() on its loop: run ours
+	 * meanwhile (the jobs of the I/O loops finish on those threads).
+	 */
+	while (bs_workers_pending(w))
+		if (bs_loop_is_current(w->loop) ? bs_loop_run_once(w->loop, 10)
+						: (usleep(1000), 0))
 			break;
 	pthread_mutex_lock(&w->lock);
 	w->stop = true;
@@ -208,17 +202,6 @@ void bs_workers_free(struct bs_workers *w)
 	pthread_mutex_unlock(&w->lock);
 	for (i = 0; i < w->nthreads; i++)
 		pthread_join(w->threads[i], NULL);
-	/* a post still queued on the loop must not find @w freed (one may
-	 * come after its jobs were collected by an earlier one) */
-	for (;;) {
-		unsigned posts;
-
-		pthread_mutex_lock(&w->lock);
-		posts = w->posts;
-		pthread_mutex_unlock(&w->lock);
-		if (!posts || bs_loop_run_once(w->loop, 100))
-			break;
-	}
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);
 	free(w);

@@ -119,14 +119,14 @@ static void z_issue(struct zctx *z)
 	while (!z->result && !z->redo && z->next < z->end && z->nfree) {
 		struct zslot *s = &z->slots[z->free_slots[--z->nfree]];
 		uint64_t len = z->end - z->next, max;
-		uint64_t lbs = dev->limits.logical_block_size;
+		uint64_t lbs = bs_dev_limits(dev)->logical_block_size;
 
 		if (z->fallback) {
-			max = (uint64_t)dev->limits.max_sectors << BS_SECTOR_SHIFT;
+			max = (uint64_t)bs_dev_limits(dev)->max_sectors << BS_SECTOR_SHIFT;
 			if (max > BS_ZERO_BUF_SIZE)
 				max = BS_ZERO_BUF_SIZE;
 		} else {
-			max = (uint64_t)dev->limits.max_write_zeroes_sectors
+			max = (uint64_t)bs_dev_limits(dev)->max_write_zeroes_sectors
 			      << BS_SECTOR_SHIFT;
 			if (!max) {
 				/* turned off meanwhile (knob, failure below) */
@@ -166,7 +166,7 @@ int bs_zeroout(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	       unsigned flags, bs_zero_progress_fn progress, bs_zero_done_fn done,
 	       void *arg)
 {
-	uint64_t mask = dev->limits.logical_block_size - 1;
+	uint64_t mask = bs_dev_limits(dev)->logical_block_size - 1;
 	struct zctx *z;
 	unsigned i;
 
@@ -183,15 +183,15 @@ int bs_zeroout(struct bs_dev *dev, uint64_t offset, uint64_t len,
 				"aligned to the logical block size %u",
 				dev->name, (unsigned long long)offset,
 				(unsigned long long)len,
-				dev->limits.logical_block_size);
+				bs_dev_limits(dev)->logical_block_size);
 	if (dev->readonly)
 		return bs_error(-EROFS, "%s: zeroout: read-only device",
 				dev->name);
-	if (!dev->limits.max_write_zeroes_sectors &&
+	if (!bs_dev_limits(dev)->max_write_zeroes_sectors &&
 	    (flags & BS_ZERO_NOFALLBACK))
 		return bs_error(-EOPNOTSUPP, "%s: zeroout: no write-zeroes "
 				"support and fallback not allowed", dev->name);
-	if (!dev->limits.max_write_zeroes_sectors &&
+	if (!bs_dev_limits(dev)->max_write_zeroes_sectors &&
 	    !bs_ctx_zero_buf(dev->ctx))
 		return -ENOMEM;
 
@@ -202,7 +202,7 @@ int bs_zeroout(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	z->start = z->next = offset;
 	z->end = offset + len;
 	z->flags = flags;
-	z->fallback = !dev->limits.max_write_zeroes_sectors;
+	z->fallback = !bs_dev_limits(dev)->max_write_zeroes_sectors;
 	z->progress = progress;
 	z->done = done;
 	z->arg = arg;

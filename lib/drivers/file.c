@@ -422,7 +422,7 @@ static void file_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	if (f->direct)
 		kv(arg, "direct", "1 (buffers aligned to %u bytes, by %s; "
 		   "others bounced: %llu so far)", f->dio_mem_align,
-		   f->dio_align_from, (unsigned long long)f->uring.bounced);
+		   f->dio_align_from, (unsigned long long)__atomic_load_n(&f->uring.bounced, __ATOMIC_RELAXED));
 	else
 		kv(arg, "direct", "0");
 	kv(arg, "zeroes", "%s", zeroes_modes[f->zeroes]);

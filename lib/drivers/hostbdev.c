@@ -307,7 +307,7 @@ static void complete_blocking(struct bs_job *job)
 	enum hb_how how = j->how;
 	int res = job->result;
 
-	h->busy--;
+	__atomic_fetch_sub(&h->busy, 1, __ATOMIC_RELAXED);
 	if (res) {
 		char why[NAME_MAX + 96];
 
@@ -319,7 +319,7 @@ static void complete_blocking(struct bs_job *job)
 		 * reason names the call that failed.
 		 */
 		if (res == -EOPNOTSUPP && req->op == BS_OP_WRITE_ZEROES &&
-		    h->dev->limits.max_write_zeroes_sectors) {
+		    bs_dev_limits(h->dev)->max_write_zeroes_sectors) {
 			snprintf(why, sizeof(why), "hostbdev %s: %s failed with "
 				 "EOPNOTSUPP at run time", h->host,
 				 how_name(how));
@@ -344,7 +344,7 @@ static void submit_blocking(struct hostbdev *h, struct bs_req *req,
 	j->h = h;
 	j->req = req;
 	j->how = how;
-	h->busy++;
+	__atomic_fetch_add(&h->busy, 1, __ATOMIC_RELAXED);
 	bs_workers_submit(w, &j->job);
 }
 
@@ -502,7 +502,7 @@ static void hb_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	if (h->direct)
 		kv(arg, "direct", "1 (buffers aligned to %u bytes, by %s; "
 		   "others bounced: %llu so far)", h->mem_align, h->align_from,
-		   (unsigned long long)h->uring.bounced);
+		   (unsigned long long)__atomic_load_n(&h->uring.bounced, __ATOMIC_RELAXED));
 	else
 		kv(arg, "direct", "0");
 	kv(arg, "exclusive", "%d", h->exclusive);

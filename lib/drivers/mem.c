@@ -5,6 +5,7 @@
  * the partial ones; reads of unallocated chunks return zeroes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,11 +25,18 @@ enum zeroes_mode { Z_UNMAP, Z_WRITE, Z_NONE };
 static const char *const zeroes_modes[] = { "unmap", "write", "none", NULL };
 
 struct mem {
+	/*
+	 * Threads: reads, writes and NOUNMAP zeroing of several I/O threads
+	 * share the read side (a missing chunk is installed with a
+	 * compare-and-swap); freeing chunks (discard, unmap zeroing) takes
+	 * the write side, so nobody copies from a chunk being freed.
+	 */
+	pthread_rwlock_t lock;
 	uint64_t chunk;		/* bytes, power of two */
 	unsigned shift;
 	uint64_t nchunks;
 	uint8_t **chunks;
-	uint64_t allocated;	/* chunks in use */
+	uint64_t allocated;	/* chunks in use (atomic) */
 	bool detect_zeroes;
 	bool broken_wz;		/* claims write-zeroes, answers EOPNOTSUPP */
 	int zeroes;
@@ -97,6 +105,7 @@ static int mem_open(struct bs_dev *dev, struct bs_opts *opts)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	pthread_rwlock_init(&m->lock, NULL);
 	m->zeroes = Z_UNMAP;
 	m->detect_zeroes = true;
 	if ((err = bs_opts_get_enum(opts, "zeroes", zeroes_modes,
@@ -156,25 +165,41 @@ static void mem_close(struct bs_dev *dev)
 	for (i = 0; i < m->nchunks; i++)
 		free(m->chunks[i]);
 	free(m->chunks);
+	pthread_rwlock_destroy(&m->lock);
 	free(m);
 }
 
-static uint8_t *chunk_get(struct mem *m, uint64_t idx)
+static uint8_t *chunk_at(const struct mem *m, uint64_t idx)
 {
-	if (!m->chunks[idx]) {
-		m->chunks[idx] = calloc(1, m->chunk);
-		if (m->chunks[idx])
-			m->allocated++;
-	}
-	return m->chunks[idx];
+	return __atomic_load_n(&m->chunks[idx], __ATOMIC_ACQUIRE);
 }
 
+/* Under the read side: the chunk, allocated now if it was a hole. */
+static uint8_t *chunk_get(struct mem *m, uint64_t idx)
+{
+	uint8_t *c = chunk_at(m, idx), *expect = NULL;
+
+	if (c)
+		return c;
+	c = calloc(1, m->chunk);
+	if (!c)
+		return NULL;
+	if (!__atomic_compare_exchange_n(&m->chunks[idx], &expect, c, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		free(c);	/* another thread installed one first */
+		return expect;
+	}
+	__atomic_fetch_add(&m->allocated, 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+/* Under the write side. */
 static void chunk_put(struct mem *m, uint64_t idx)
 {
 	if (m->chunks[idx]) {
 		free(m->chunks[idx]);
-		m->chunks[idx] = NULL;
-		m->allocated--;
+		__atomic_store_n(&m->chunks[idx], NULL, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&m->allocated, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -197,8 +222,9 @@ static int do_read(struct mem *m, struct bs_req *req)
 		uint8_t *dst = req->iov[i].iov_base;
 		FOR_EACH_PIECE(m, req->offset + done, req->iov[i].iov_len, idx,
 			       coff, n) {
-			if (m->chunks[idx])
-				memcpy(dst, m->chunks[idx] + coff, n);
+			const uint8_t *c = chunk_at(m, idx);
+			if (c)
+				memcpy(dst, c + coff, n);
 			else
 				memset(dst, 0, n);
 			dst += n;
@@ -217,7 +243,7 @@ static int do_write(struct mem *m, struct bs_req *req)
 		const uint8_t *src = req->iov[i].iov_base;
 		FOR_EACH_PIECE(m, req->offset + done, req->iov[i].iov_len, idx,
 			       coff, n) {
-			uint8_t *c = m->chunks[idx];
+			uint8_t *c = chunk_at(m, idx);
 			/* thin: zeroes into a hole need no memory */
 			if (!c && m->detect_zeroes && all_zero(src, n)) {
 				src += n;
@@ -245,8 +271,8 @@ static int do_zero(struct mem *m, uint64_t off, uint64_t len, bool keep)
 			if (!c)
 				return -ENOMEM;
 			memset(c + coff, 0, n);
-		} else if (m->chunks[idx]) {
-			memset(m->chunks[idx] + coff, 0, n);
+		} else if (chunk_at(m, idx)) {
+			memset(chunk_at(m, idx) + coff, 0, n);
 		}
 	}
 	return 0;
@@ -263,13 +289,19 @@ static void zero_slice(void *arg)
 
 	if (n > MEM_SLICE)
 		n = MEM_SLICE;
+	if (mr->keep)
+		pthread_rwlock_rdlock(&m->lock);
+	else
+		pthread_rwlock_wrlock(&m->lock);	/* frees chunks */
 	err = do_zero(m, req->offset + mr->done, n, mr->keep);
+	pthread_rwlock_unlock(&m->lock);
 	mr->done += n;
 	if (err || mr->done == req->len) {
 		bs_req_complete(req, err);
 		return;
 	}
-	bs_loop_defer(bs_ctx_loop(mr->dev->ctx), &mr->work);
+	/* the next slice on a later turn of this request's own loop */
+	bs_loop_defer(req->loop, &mr->work);
 }
 
 static void zero_start(struct bs_dev *dev, struct bs_req *req, bool keep)
@@ -290,10 +322,14 @@ static void mem_submit(struct bs_dev *dev, struct bs_req *req)
 
 	switch (req->op) {
 	case BS_OP_READ:
+		pthread_rwlock_rdlock(&m->lock);
 		err = do_read(m, req);
+		pthread_rwlock_unlock(&m->lock);
 		break;
 	case BS_OP_WRITE:
+		pthread_rwlock_rdlock(&m->lock);
 		err = do_write(m, req);
+		pthread_rwlock_unlock(&m->lock);
 		break;
 	case BS_OP_FLUSH:
 		break;
@@ -321,10 +357,11 @@ static int mem_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	uint64_t idx = offset >> m->shift, end = offset + len;
 	uint64_t pos = idx << m->shift;
 
+	pthread_rwlock_rdlock(&m->lock);
 	while (pos < end && idx < m->nchunks) {
-		bool hole = !m->chunks[idx];
+		bool hole = !chunk_at(m, idx);
 		uint64_t start = pos;
-		while (idx < m->nchunks && !m->chunks[idx] == hole &&
+		while (idx < m->nchunks && !chunk_at(m, idx) == hole &&
 		       pos < end) {
 			idx++;
 			pos += m->chunk;
@@ -335,6 +372,7 @@ static int mem_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 		       hole ? BS_EXT_HOLE | BS_EXT_ZERO : 0))
 			break;
 	}
+	pthread_rwlock_unlock(&m->lock);
 	return 0;
 }
 
@@ -342,7 +380,8 @@ static int64_t mem_allocated(struct bs_dev *dev)
 {
 	struct mem *m = dev->priv;
 
-	return (int64_t)(m->allocated * m->chunk);
+	return (int64_t)(__atomic_load_n(&m->allocated, __ATOMIC_RELAXED) *
+			 m->chunk);
 }
 
 static void mem_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)

@@ -12,46 +12,103 @@
 static void uring_prepoll(void *arg);
 static void uring_reap(void *arg, uint32_t events);
 
+/* Make the ring of @loop (on @loop's thread). */
+static int ring_new(struct drv_uring *u, struct bs_loop *loop,
+		    struct drv_uring_ring **out)
+{
+	struct drv_uring_ring *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	r->u = u;
+	r->loop = loop;
+	err = io_uring_queue_init(u->depth, &r->ring, 0);
+	if (err < 0) {
+		free(r);
+		return err;
+	}
+	err = bs_loop_add_fd(loop, r->ring.ring_fd, EPOLLIN, uring_reap, r);
+	if (!err) {
+		err = bs_loop_add_prepoll(loop, uring_prepoll, r);
+		if (err)
+			bs_loop_del_fd(loop, r->ring.ring_fd);
+	}
+	if (err) {
+		io_uring_queue_exit(&r->ring);
+		free(r);
+		return err;
+	}
+	*out = r;
+	return 0;
+}
+
+/* On the ring's loop: let what is in flight finish, then tear down. */
+static void ring_free(void *arg)
+{
+	struct drv_uring_ring *r = arg;
+
+	while (r->inflight || r->wait_head)
+		if (bs_loop_run_once(r->loop, 100))
+			break;
+	bs_loop_del_prepoll(r->loop, uring_prepoll, r);
+	bs_loop_del_fd(r->loop, r->ring.ring_fd);
+	io_uring_queue_exit(&r->ring);
+	free(r);
+}
+
 int drv_uring_init(struct drv_uring *u, struct bs_dev *dev, int fd,
 		   unsigned depth, const struct drv_uring_ops *ops,
 		   const char *what)
 {
 	struct bs_loop *loop = bs_ctx_loop(dev->ctx);
+	struct drv_uring_ring *r;
 	int err;
 
 	u->dev = dev;
 	u->fd = fd;
 	u->ops = ops;
 	u->depth = depth;
-	err = io_uring_queue_init(depth, &u->ring, 0);
+	memset(u->rings, 0, sizeof(u->rings));
+	err = ring_new(u, loop, &r);
 	if (err < 0)
 		return bs_error(err, "%s: %s: io_uring setup: %s", dev->name,
 				what, strerror(-err));
-	err = bs_loop_add_fd(loop, u->ring.ring_fd, EPOLLIN, uring_reap, u);
-	if (!err) {
-		err = bs_loop_add_prepoll(loop, uring_prepoll, u);
-		if (err)
-			bs_loop_del_fd(loop, u->ring.ring_fd);
-	}
-	if (err) {
-		io_uring_queue_exit(&u->ring);
-		return bs_error(err, "%s: %s: cannot watch the io_uring: %s",
-				dev->name, what, strerror(-err));
-	}
+	u->rings[bs_loop_index(loop)] = r;
 	return 0;
 }
 
 void drv_uring_exit(struct drv_uring *u)
 {
-	struct bs_loop *loop = bs_ctx_loop(u->dev->ctx);
+	unsigned i;
 
-	/* let what is in flight finish before the ring goes */
-	while (u->inflight || u->wait_head)
-		if (bs_loop_run_once(loop, 100))
-			break;
-	bs_loop_del_prepoll(loop, uring_prepoll, u);
-	bs_loop_del_fd(loop, u->ring.ring_fd);
-	io_uring_queue_exit(&u->ring);
+	for (i = 0; i <= BS_THREADS_MAX; i++) {
+		struct drv_uring_ring *r =
+			__atomic_load_n(&u->rings[i], __ATOMIC_ACQUIRE);
+
+		if (!r)
+			continue;
+		u->rings[i] = NULL;
+		bs_loop_call(r->loop, ring_free, r);
+	}
+}
+
+/* The calling loop's ring, made on its first request. */
+static struct drv_uring_ring *ring_here(struct drv_uring *u,
+					struct bs_req *req, int *err)
+{
+	struct bs_loop *loop = req->loop ? req->loop : bs_ctx_loop(u->dev->ctx);
+	unsigned li = bs_loop_index(loop);
+	struct drv_uring_ring *r = __atomic_load_n(&u->rings[li],
+						   __ATOMIC_ACQUIRE);
+
+	if (r)
+		return r;
+	*err = ring_new(u, loop, &r);
+	if (*err)
+		return NULL;
+	__atomic_store_n(&u->rings[li], r, __ATOMIC_RELEASE);
+	return r;
 }
 
 static bool aligned(const struct drv_uring *u, const struct bs_req *req)
@@ -89,22 +146,23 @@ static void copy_to_iov(const struct bs_req *req, const void *src)
 	}
 }
 
-static void bounce_free(struct drv_uring *u, struct bs_req *req)
+static void bounce_free(struct drv_uring_ring *rg, struct bs_req *req)
 {
 	struct drv_uring_req *r = drv_uring_req(req);
 
 	if (r->bounce) {
 		free(r->bounce);
 		r->bounce = NULL;
-		u->bounces--;
+		rg->bounces--;
 	}
 }
 
-static void uring_complete(struct drv_uring *u, struct bs_req *req, int res)
+static void uring_complete(struct drv_uring_ring *rg, struct bs_req *req,
+			   int res)
 {
 	if (!res && req->op == BS_OP_READ && drv_uring_req(req)->bounce)
 		copy_to_iov(req, drv_uring_req(req)->bounce);
-	bounce_free(u, req);
+	bounce_free(rg, req);
 	bs_req_complete(req, res);
 }
 
@@ -168,8 +226,9 @@ static void prep_rw(struct drv_uring *u, struct bs_req *req,
 }
 
 /* Queue one SQE for @req; false when the ring (or the bounce pool) is full. */
-static bool queue_sqe(struct drv_uring *u, struct bs_req *req)
+static bool queue_sqe(struct drv_uring_ring *rg, struct bs_req *req)
 {
+	struct drv_uring *u = rg->u;
 	struct io_uring_sqe *sqe;
 	bool rw = req->op == BS_OP_READ || req->op == BS_OP_WRITE;
 	int err;
@@ -178,7 +237,7 @@ static bool queue_sqe(struct drv_uring *u, struct bs_req *req)
 	    !aligned(u, req)) {
 		void *b;
 
-		if (u->bounces >= DRV_URING_MAX_BOUNCES)
+		if (rg->bounces >= DRV_URING_MAX_BOUNCES)
 			return false;
 		if (posix_memalign(&b, u->mem_align, req->len)) {
 			bs_req_complete(req, -ENOMEM);
@@ -187,10 +246,10 @@ static bool queue_sqe(struct drv_uring *u, struct bs_req *req)
 		if (req->op == BS_OP_WRITE)
 			copy_from_iov(b, req);
 		drv_uring_req(req)->bounce = b;
-		u->bounces++;
-		u->bounced++;
+		rg->bounces++;
+		__atomic_fetch_add(&u->bounced, 1, __ATOMIC_RELAXED);
 	}
-	sqe = io_uring_get_sqe(&u->ring);
+	sqe = io_uring_get_sqe(&rg->ring);
 	if (!sqe)
 		return false; /* the bounce buffer, if any, stays with req */
 	switch (req->op) {
@@ -208,57 +267,65 @@ static bool queue_sqe(struct drv_uring *u, struct bs_req *req)
 			/* the SQE is taken: make it a no-op nobody waits for */
 			io_uring_prep_nop(sqe);
 			io_uring_sqe_set_data(sqe, NULL);
-			u->inflight++;
-			u->dirty = true;
+			rg->inflight++;
+			rg->dirty = true;
 			bs_req_complete(req, err);
 			return true;
 		}
 	}
 	io_uring_sqe_set_data(sqe, req);
-	u->inflight++;
-	u->dirty = true;
+	rg->inflight++;
+	rg->dirty = true;
 	return true;
 }
 
 /* Park a request until the ring has room (FIFO through req->work.next). */
-static void wait_push(struct drv_uring *u, struct bs_req *req)
+static void wait_push(struct drv_uring_ring *rg, struct bs_req *req)
 {
 	req->work.next = NULL;
-	if (u->wait_tail)
-		u->wait_tail->work.next = (struct bs_work *)req;
+	if (rg->wait_tail)
+		rg->wait_tail->work.next = (struct bs_work *)req;
 	else
-		u->wait_head = req;
-	u->wait_tail = req;
+		rg->wait_head = req;
+	rg->wait_tail = req;
 }
 
 void drv_uring_submit(struct drv_uring *u, struct bs_req *req)
 {
+	int err = 0;
+	struct drv_uring_ring *rg = ring_here(u, req, &err);
+
+	if (!rg) {
+		bs_req_complete(req, err);
+		return;
+	}
 	/* the core gave a zeroed context: no bounce, nothing done */
-	if (u->wait_head || !queue_sqe(u, req))
-		wait_push(u, req);
+	if (rg->wait_head || !queue_sqe(rg, req))
+		wait_push(rg, req);
 }
 
 static void uring_prepoll(void *arg)
 {
-	struct drv_uring *u = arg;
+	struct drv_uring_ring *rg = arg;
 
-	while (u->wait_head) {
-		struct bs_req *r = u->wait_head;
-		if (!queue_sqe(u, r))
+	while (rg->wait_head) {
+		struct bs_req *r = rg->wait_head;
+		if (!queue_sqe(rg, r))
 			break;
-		u->wait_head = (struct bs_req *)r->work.next;
-		if (!u->wait_head)
-			u->wait_tail = NULL;
+		rg->wait_head = (struct bs_req *)r->work.next;
+		if (!rg->wait_head)
+			rg->wait_tail = NULL;
 	}
-	if (u->dirty) {
-		u->dirty = false;
-		io_uring_submit(&u->ring);
+	if (rg->dirty) {
+		rg->dirty = false;
+		io_uring_submit(&rg->ring);
 	}
 }
 
 /* A READ/WRITE came back with @res >= 0: true when it is finished. */
-static bool rw_done(struct drv_uring *u, struct bs_req *req, int res)
+static bool rw_done(struct drv_uring_ring *rg, struct bs_req *req, int res)
 {
+	struct drv_uring *u = rg->u;
 	struct drv_uring_req *r = drv_uring_req(req);
 
 	if (res == 0) {
@@ -266,7 +333,7 @@ static bool rw_done(struct drv_uring *u, struct bs_req *req, int res)
 		int i;
 
 		if (req->op == BS_OP_WRITE || !u->eof_zeroes) {
-			uring_complete(u, req, -EIO);
+			uring_complete(rg, req, -EIO);
 			return true;
 		}
 		/* past EOF of a shorter file: zeroes */
@@ -284,38 +351,39 @@ static bool rw_done(struct drv_uring *u, struct bs_req *req, int res)
 				skip = 0;
 			}
 		}
-		uring_complete(u, req, 0);
+		uring_complete(rg, req, 0);
 		return true;
 	}
 	r->done += (uint64_t)res;
 	if (r->done < req->len)
 		return false;
-	uring_complete(u, req, 0);
+	uring_complete(rg, req, 0);
 	return true;
 }
 
 static void uring_reap(void *arg, uint32_t events)
 {
-	struct drv_uring *u = arg;
+	struct drv_uring_ring *rg = arg;
+	struct drv_uring *u = rg->u;
 	struct io_uring_cqe *cqe;
 
 	(void)events;
-	while (io_uring_peek_cqe(&u->ring, &cqe) == 0) {
+	while (io_uring_peek_cqe(&rg->ring, &cqe) == 0) {
 		struct bs_req *req = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
 
-		io_uring_cqe_seen(&u->ring, cqe);
-		u->inflight--;
+		io_uring_cqe_seen(&rg->ring, cqe);
+		rg->inflight--;
 		if (!req)
 			continue; /* a no-op for a request already completed */
 		if (res == -EAGAIN || res == -EINTR)
 			goto again;
 		if (res < 0) {
-			uring_complete(u, req, res);
+			uring_complete(rg, req, res);
 			continue;
 		}
 		if (req->op == BS_OP_READ || req->op == BS_OP_WRITE) {
-			if (rw_done(u, req, res))
+			if (rw_done(rg, req, res))
 				continue;
 			goto again;
 		}
@@ -324,9 +392,9 @@ static void uring_reap(void *arg, uint32_t events)
 		bs_req_complete(req, 0);
 		continue;
 again:
-		if (u->wait_head || !queue_sqe(u, req))
-			wait_push(u, req);
+		if (rg->wait_head || !queue_sqe(rg, req))
+			wait_push(rg, req);
 	}
-	if (u->dirty || u->wait_head)
-		uring_prepoll(u);
+	if (rg->dirty || rg->wait_head)
+		uring_prepoll(rg);
 }

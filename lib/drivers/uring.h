@@ -9,6 +9,12 @@
  * driver's prep() hook. A request that finds the ring full waits in FIFO
  * order and is queued before the loop next blocks.
  *
+ * Threads: a device has one ring per loop that submits to it (a channel:
+ * its own ring, in-flight count, wait queue and bounce count), made on
+ * that loop's first request and watched by that loop alone, so a request
+ * is prepared, reaped and completed on the loop that submitted it, with
+ * no lock. drv_uring_exit() tears every ring down on its own loop.
+ *
  * Per-request state: a driver using this path gives its requests a
  * context (req_ctx_size) that starts with struct drv_uring_req.
  */
@@ -51,32 +57,44 @@ struct drv_uring_ops {
 	bool (*again)(struct bs_dev *dev, struct bs_req *req);
 };
 
-struct drv_uring {
+struct drv_uring;
+
+/* One loop's channel to the device (uring.c). */
+struct drv_uring_ring {
 	struct io_uring ring;
+	struct drv_uring *u;
+	struct bs_loop *loop;
+	unsigned inflight;
+	unsigned bounces;		/* bounce buffers in use */
+	struct bs_req *wait_head, *wait_tail;
+	bool dirty;			/* SQEs queued, not submitted */
+};
+
+struct drv_uring {
 	struct bs_dev *dev;
 	const struct drv_uring_ops *ops;
 	int fd;
-	unsigned depth;
-	unsigned inflight;
+	unsigned depth;			/* of each ring */
 	/* O_DIRECT memory alignment: 0 = none; else unaligned buffers bounce */
 	size_t mem_align;
-	unsigned bounces;		/* bounce buffers in use */
-	uint64_t bounced;		/* requests bounced, ever */
-	struct bs_req *wait_head, *wait_tail;
-	bool dirty;			/* SQEs queued, not submitted */
+	uint64_t bounced;		/* requests bounced, ever (atomic) */
 	bool eof_zeroes;		/* reads past EOF give zeroes (files) */
+	/* per loop index, made by that loop (atomic pointers) */
+	struct drv_uring_ring *rings[BS_THREADS_MAX + 1];
 };
 
 /*
- * Set up a ring of @depth entries on @fd for @dev, watched by the loop of
- * @dev's context. Returns 0 or -errno with bs_error() naming @what.
+ * Set up rings of @depth entries on @fd for @dev: the main loop's now
+ * (so that an open reports a failure), the I/O loops' on their first
+ * request. Returns 0 or -errno with bs_error() naming @what.
  */
 int drv_uring_init(struct drv_uring *u, struct bs_dev *dev, int fd,
 		   unsigned depth, const struct drv_uring_ops *ops,
 		   const char *what);
-/* Wait for every request in flight or waiting, then tear down. */
+/* Wait for every request in flight or waiting, then tear every ring
+ * down on its own loop (main loop; the I/O threads still run). */
 void drv_uring_exit(struct drv_uring *u);
-/* Queue @req; it completes through bs_req_complete() from the loop. */
+/* Queue @req on the calling loop's ring; it completes there. */
 void drv_uring_submit(struct drv_uring *u, struct bs_req *req);
 
 #endif

@@ -4,6 +4,7 @@
  * context, creation from [export NAME] config sections.
  */
 #include <errno.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,16 +106,32 @@ void **bs_exports_type_slot(struct bs_exports *set,
 	return NULL;
 }
 
+/*
+ * Holds come from sessions on any I/O loop; the main loop waits for the
+ * count to reach zero in bs_exports_free(), woken by a post.
+ */
 void bs_exports_hold(struct bs_exports *set)
 {
-	set->holds++;
-	set->released = false;
+	__atomic_fetch_add(&set->holds, 1, __ATOMIC_ACQ_REL);
+}
+
+static void released_main(void *arg)
+{
+	struct bs_exports *set = arg;
+
+	set->released = !__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE);
 }
 
 void bs_exports_release(struct bs_exports *set)
 {
-	if (set->holds && !--set->holds)
+	if (__atomic_sub_fetch(&set->holds, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (bs_loop_is_current(bs_ctx_loop(set->ctx)))
 		set->released = true;
+	else
+		while (bs_loop_post(bs_ctx_loop(set->ctx), released_main, set) ==
+		       -ENOMEM)
+			usleep(1000);
 }
 
 struct bs_export *bs_export_find(struct bs_exports *set, const char *name)
@@ -544,8 +561,12 @@ void bs_exports_free(struct bs_exports *set)
 		bs_export_destroy(last);
 	}
 	/* requests of vanished clients still run in the devices: wait */
-	if (set->holds)
-		bs_ctx_wait(set->ctx, &set->released);
+	if (__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE)) {
+		set->released = false;
+		while (__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE))
+			if (bs_loop_run_once(bs_ctx_loop(set->ctx), 10))
+				break;
+	}
 	/* closed connections may still have work queued on the loop */
 	bs_loop_run_once(bs_ctx_loop(set->ctx), 0);
 	free(set);

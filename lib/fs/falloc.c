@@ -425,13 +425,14 @@ static int do_fallocate(struct bs_fs *fs, uint32_t ino, int mode,
 			      (long long)len);
 	}
 	/* ext4's own order: the device capability before the mode mask */
-	if ((mode & BS_FALLOC_WRITE_ZEROES) &&
-	    !bs_dev_write_zeroes_unmap(fs->dev)) {
-		char why[BS_CAPS_WHY];
+	if (mode & BS_FALLOC_WRITE_ZEROES) {
+		/* off the main loop: the published capabilities */
+		struct bs_caps caps;
 
-		bs_caps_why_no_unmap(fs->dev, why, sizeof(why));
-		return fs_err(fs, -EOPNOTSUPP, "fallocate: write zeroes: %s",
-			      why);
+		bs_dev_caps(fs->dev, &caps);
+		if (!caps.write_zeroes_unmap)
+			return fs_err(fs, -EOPNOTSUPP, "fallocate: write "
+				      "zeroes: %s", caps.why_no_unmap);
 	}
 	switch (mode & BS_FALLOC_MODE_MASK) {
 	case 0:

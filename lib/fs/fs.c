@@ -350,6 +350,7 @@ static int mkfs_claimed(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
 	struct ext2_super_block param;
 	struct ext2fs_journal_params jparams;
 	struct bs_fs fsb = { .dev = dev };
+	struct bs_limits lim;
 	ext2_filsys e2 = NULL;
 	uint64_t blocks, inodes;
 	const char *step = "initializing";
@@ -368,10 +369,11 @@ static int mkfs_claimed(struct bs_dev *dev, const struct bs_fs_mkfs_opts *opts)
 	if (o.block_size != 1024 && o.block_size != 2048 && o.block_size != 4096)
 		return bs_error(-EINVAL, "%s: ext4: block size %u: use 1024, "
 				"2048 or 4096", dev->name, o.block_size);
-	if (o.block_size < dev->limits.logical_block_size)
+	bs_dev_limits_copy(dev, &lim);	/* off the main loop: a copy */
+	if (o.block_size < lim.logical_block_size)
 		return bs_error(-EINVAL, "%s: ext4: block size %u is below the "
 				"device's logical block size %u", dev->name,
-				o.block_size, dev->limits.logical_block_size);
+				o.block_size, lim.logical_block_size);
 	if (o.inode_ratio < o.block_size || o.inode_ratio > (64u << 20))
 		return bs_error(-EINVAL, "%s: ext4: bytes per inode %u: use "
 				"%u to 64M", dev->name, o.inode_ratio,

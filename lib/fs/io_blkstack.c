@@ -98,6 +98,8 @@ struct io_priv {
 	uint8_t *bounce;	/* one logical block, for read-modify-write */
 	struct struct_io_stats stats;
 	bool data;		/* writes are file data (fs_io_data) */
+	uint32_t lbs;		/* the device's logical block size */
+	bool max_discard;	/* the device discards */
 	unsigned long meta_errors; /* failed metadata writes and flushes */
 };
 
@@ -154,7 +156,7 @@ static errcode_t io_range(io_channel ch, unsigned long long block, int count,
 static int io_rw(struct io_priv *p, bool write, uint8_t *buf, uint64_t off,
 		 uint64_t len)
 {
-	uint32_t lbs = p->dev->limits.logical_block_size;
+	uint32_t lbs = p->lbs;
 	int err;
 
 	while (len) {
@@ -198,10 +200,13 @@ static errcode_t bsio_open(const char *name, int flags, io_channel *channel)
 	struct bs_dev *dev = name ? io_lookup(name) : NULL;
 	struct io_priv *p = NULL;
 	io_channel ch = NULL;
+	struct bs_dev_snap snap;
 	errcode_t ret;
 
 	if (!dev)
 		return EXT2_ET_BAD_DEVICE_NAME;
+	/* this runs on the control thread: a locked copy of the limits */
+	bs_dev_snap_copy(dev, &snap);
 	if ((flags & IO_FLAG_RW) && dev->readonly) {
 		bs_error(-EROFS, "%s: ext4: device is read-only", dev->name);
 		return EROFS;
@@ -209,7 +214,7 @@ static errcode_t bsio_open(const char *name, int flags, io_channel *channel)
 	if ((ret = ext2fs_get_memzero(sizeof(*ch), &ch)) ||
 	    (ret = ext2fs_get_memzero(sizeof(*p), &p)) ||
 	    (ret = ext2fs_get_mem(strlen(name) + 1, &ch->name)) ||
-	    (ret = ext2fs_get_memalign(dev->limits.logical_block_size, 4096,
+	    (ret = ext2fs_get_memalign(snap.limits.logical_block_size, 4096,
 				       &p->bounce)))
 		goto fail;
 	strcpy(ch->name, name);
@@ -219,6 +224,8 @@ static errcode_t bsio_open(const char *name, int flags, io_channel *channel)
 	ch->refcount = 1;
 	ch->private_data = p;
 	p->dev = dev;
+	p->lbs = snap.limits.logical_block_size;
+	p->max_discard = snap.limits.max_discard_sectors != 0;
 	p->rw = flags & IO_FLAG_RW;
 	p->stats.num_fields = 2;
 	*channel = ch;
@@ -351,7 +358,7 @@ static errcode_t bsio_discard(io_channel ch, unsigned long long block,
 
 	if (!p->rw)
 		return EXT2_ET_RO_FILSYS;
-	if (!p->dev->limits.max_discard_sectors)
+	if (!p->max_discard)
 		return EXT2_ET_UNIMPLEMENTED;
 	if ((ret = io_blocks(ch, block, count, &off, &len)))
 		return ret;

@@ -69,12 +69,15 @@ static bool probe_ext(const uint8_t *buf, uint64_t have, char *what,
 
 int bs_fs_probe(struct bs_dev *dev, char *what, size_t len)
 {
-	uint32_t lbs = dev->limits.logical_block_size;
+	struct bs_limits lim;
+	uint32_t lbs;
 	uint64_t have = PROBE_BYTES;
 	uint8_t *buf = NULL;
 	unsigned i;
 	int err;
 
+	bs_dev_limits_copy(dev, &lim);	/* off the main loop: a copy */
+	lbs = lim.logical_block_size;
 	if (have > dev->size)
 		have = dev->size;
 	have -= have % lbs;

@@ -15,6 +15,7 @@
  * mapper (holders, restacking from the component, explain).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@
 #define STANDALONE_MAX_SECTORS (UINT32_MAX >> 1 & ~7u)
 
 struct errdev {
+	/* after/passed/failed: I/O threads count, the main loop re-arms */
+	pthread_mutex_t lock;
 	int err;		/* negative errno */
 	unsigned ops;		/* mask of 1 << BS_OP_* that may fail */
 	uint64_t after;		/* requests of those ops that pass first */
@@ -228,6 +231,8 @@ static int error_open(struct bs_dev *dev, struct bs_opts *opts)
 	int err;
 
 	e = calloc(1, sizeof(*e));
+	if (e)
+		pthread_mutex_init(&e->lock, NULL);
 	if (!e)
 		return -ENOMEM;
 	e->err = -EIO;
@@ -314,12 +319,19 @@ static void error_submit(struct bs_dev *dev, struct bs_req *req)
 	int i;
 
 	if (e->ops & (1u << req->op)) {
-		if (e->passed >= e->after) {
+		bool fail;
+
+		pthread_mutex_lock(&e->lock);
+		fail = e->passed >= e->after;
+		if (fail)
 			e->failed++;
+		else
+			e->passed++;
+		pthread_mutex_unlock(&e->lock);
+		if (fail) {
 			bs_req_complete(req, e->err);
 			return;
 		}
-		e->passed++;
 	}
 	if (!dev->ncomponents) {
 		if (req->op == BS_OP_READ)
@@ -383,10 +395,12 @@ static void error_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 					       : "(standalone)");
 	kv(arg, "errno", "%s", errno_str(e->err, num, sizeof(num)));
 	kv(arg, "ops", "%s", ops);
+	pthread_mutex_lock(&e->lock);
 	kv(arg, "after", "%llu", (unsigned long long)e->after);
 	kv(arg, "passed", "%llu", (unsigned long long)e->passed);
 	kv(arg, "failed", "%llu", (unsigned long long)e->failed);
 	kv(arg, "state", "%s", e->passed >= e->after ? "failing" : "armed");
+	pthread_mutex_unlock(&e->lock);
 }
 
 /* ---- attributes -------------------------------------------------------- */
@@ -406,8 +420,10 @@ static int after_store(struct bs_dev *dev, const char *buf)
 	if (bs_attr_parse_u64(buf, &v))
 		return -EINVAL;
 	/* re-arm: N more requests of the chosen ops pass, then they fail */
+	pthread_mutex_lock(&e->lock);
 	e->after = v;
 	e->passed = 0;
+	pthread_mutex_unlock(&e->lock);
 	return 0;
 }
 
@@ -415,14 +431,24 @@ static int passed_show(struct bs_dev *dev, char *buf, size_t len)
 {
 	struct errdev *e = dev->priv;
 
-	return snprintf(buf, len, "%llu\n", (unsigned long long)e->passed);
+	unsigned long long v;
+
+	pthread_mutex_lock(&e->lock);
+	v = e->passed;
+	pthread_mutex_unlock(&e->lock);
+	return snprintf(buf, len, "%llu\n", v);
 }
 
 static int failed_show(struct bs_dev *dev, char *buf, size_t len)
 {
 	struct errdev *e = dev->priv;
 
-	return snprintf(buf, len, "%llu\n", (unsigned long long)e->failed);
+	unsigned long long v;
+
+	pthread_mutex_lock(&e->lock);
+	v = e->failed;
+	pthread_mutex_unlock(&e->lock);
+	return snprintf(buf, len, "%llu\n", v);
 }
 
 /* error/open: "opening" or "done"; writing "done" or "fail" ends the

@@ -20,6 +20,7 @@
  * mirror takes the smallest and `info` says which leg set it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,12 @@ struct leg_fault {
 };
 
 struct mirror {
+	/*
+	 * Leg state is shared by every I/O thread submitting to the mirror:
+	 * changed and read under @lock. A leg lost on an I/O thread
+	 * restacks through the main loop (bs_dev_limits_changed()).
+	 */
+	pthread_mutex_t lock;
 	bool *live;		/* per leg */
 	struct leg_fault *fault;
 	unsigned nlive;
@@ -75,19 +82,25 @@ static const char *errno_name(int err)
 static int mirror_stack(struct bs_dev *dev, struct bs_limits *lim)
 {
 	struct mirror *m = dev->priv;
+	bool live[MAX_LEGS];
+	unsigned i, nlive;
 	size_t o;
-	unsigned i;
 	int err;
 
+	pthread_mutex_lock(&m->lock);	/* I/O threads may lose a leg */
+	nlive = m->nlive;
+	for (i = 0; i < dev->ncomponents; i++)
+		live[i] = m->live[i];
+	pthread_mutex_unlock(&m->lock);
 	/* only live legs count: a faulty leg takes nothing away */
-	err = mp_stack_components(dev, lim, m->live, NULL);
+	err = mp_stack_components(dev, lim, live, NULL);
 	if (err)
 		return err;
-	if (m->nlive == dev->ncomponents)
+	if (nlive == dev->ncomponents)
 		return 0;
 	o = strlen(dev->wz_reason);
 	for (i = 0; i < dev->ncomponents; i++) {
-		if (m->live[i] || o >= sizeof(dev->wz_reason))
+		if (live[i] || o >= sizeof(dev->wz_reason))
 			continue;
 		o += (size_t)snprintf(dev->wz_reason + o,
 				      sizeof(dev->wz_reason) - o,
@@ -103,6 +116,7 @@ static void mirror_free(struct mirror *m)
 		return;
 	free(m->live);
 	free(m->fault);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
@@ -129,6 +143,7 @@ static int mirror_open(struct bs_dev *dev, struct bs_opts *opts)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
 	m->live = calloc(n, sizeof(*m->live));
 	m->fault = calloc(n, sizeof(*m->fault));
 	if (!m->live || !m->fault) {
@@ -180,11 +195,15 @@ static bool fail_leg(struct bs_dev *dev, unsigned i, enum bs_op op, int err,
 {
 	struct mirror *m = dev->priv;
 
-	if (!m->live[i] || m->nlive <= 1)
+	pthread_mutex_lock(&m->lock);
+	if (!m->live[i] || m->nlive <= 1) {
+		pthread_mutex_unlock(&m->lock);
 		return false;
+	}
 	m->live[i] = false;
 	m->nlive--;
 	m->fault[i] = (struct leg_fault){ err, op, offset };
+	pthread_mutex_unlock(&m->lock);
 	/* restack from the live legs, here and everything above */
 	bs_dev_limits_changed(dev);
 	return true;
@@ -207,16 +226,20 @@ static int pick_read_leg(struct bs_dev *dev, uint64_t tried)
 {
 	struct mirror *m = dev->priv;
 	unsigned n = dev->ncomponents, k;
+	int leg = -1;
 
+	pthread_mutex_lock(&m->lock);
 	for (k = 0; k < n; k++) {
 		unsigned i = (m->next_read + k) % n;
 
 		if (m->live[i] && !(tried & (1ull << i))) {
 			m->next_read = (i + 1) % n;
-			return (int)i;
+			leg = (int)i;
+			break;
 		}
 	}
-	return -1;
+	pthread_mutex_unlock(&m->lock);
+	return leg;
 }
 
 static bool read_kid_done(struct mp_kid *kid)
@@ -238,7 +261,7 @@ static bool read_kid_done(struct mp_kid *kid)
 	leg = pick_read_leg(dev, mr->tried);
 	if (leg < 0)
 		return false; /* no other copy: the error goes up */
-	m->reads_retried++;
+	__atomic_fetch_add(&m->reads_retried, 1, __ATOMIC_RELAXED);
 	mp_kid_resubmit(kid, (unsigned)leg);
 	return true;
 }
@@ -246,7 +269,8 @@ static bool read_kid_done(struct mp_kid *kid)
 static void mirror_submit(struct bs_dev *dev, struct bs_req *req)
 {
 	struct mirror *m = dev->priv;
-	unsigned n = dev->ncomponents, i, k = 0;
+	unsigned n = dev->ncomponents, i, k = 0, nlive;
+	bool live[MAX_LEGS];
 	struct mp_io *io;
 
 	if (req->op == BS_OP_READ) {
@@ -269,14 +293,20 @@ static void mirror_submit(struct bs_dev *dev, struct bs_req *req)
 		mp_io_submit(io, 1);
 		return;
 	}
-	io = mp_io_new(dev, req, m->nlive);
+	/* the legs live now (a leg lost meanwhile excuses its error) */
+	pthread_mutex_lock(&m->lock);
+	nlive = m->nlive;
+	for (i = 0; i < n; i++)
+		live[i] = m->live[i];
+	pthread_mutex_unlock(&m->lock);
+	io = mp_io_new(dev, req, nlive);
 	if (!io) {
 		bs_req_complete(req, -ENOMEM);
 		return;
 	}
 	io->kid_done = write_kid_done;
 	for (i = 0; i < n; i++) {
-		if (!m->live[i])
+		if (!live[i])
 			continue;
 		mp_kid_init(io, k, i, req->op, req->flags, req->offset,
 			    req->len);
@@ -287,8 +317,8 @@ static void mirror_submit(struct bs_dev *dev, struct bs_req *req)
 		}
 		k++;
 	}
-	if (m->nlive < n && req->op == BS_OP_WRITE)
-		m->writes_degraded++;
+	if (nlive < n && req->op == BS_OP_WRITE)
+		__atomic_fetch_add(&m->writes_degraded, 1, __ATOMIC_RELAXED);
 	mp_io_submit(io, k);
 }
 
@@ -320,6 +350,7 @@ static void mirror_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	unsigned i, n = dev->ncomponents;
 	char why[96];
 
+	pthread_mutex_lock(&m->lock);	/* I/O threads may lose a leg */
 	kv(arg, "legs", "%u (%u live)", n, m->nlive);
 	if (m->nlive == n) {
 		kv(arg, "state", "optimal");
@@ -352,6 +383,7 @@ static void mirror_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 			   why);
 		}
 	}
+	pthread_mutex_unlock(&m->lock);
 	for (i = 0; i < n; i++) {
 		if (dev->components[i]->size != dev->size) {
 			kv(arg, "size_from", "leg %s, the smallest (%llu bytes); "

@@ -20,6 +20,40 @@
 
 static void run_ms(struct bs_ctx *ctx, int ms);
 
+/*
+ * A holder is woken on its own loop (a work item sent there), not inside
+ * the call that freed the bytes: run the loop once after each call.
+ */
+static struct bs_loop *test_loop;
+
+static void settle(void)
+{
+	if (test_loop)
+		bs_loop_run_once(test_loop, 0);
+}
+
+static bool take_settled(struct bs_budget *b, struct bs_budget_holder *h,
+			 uint64_t n)
+{
+	bool ok = bs_budget_take(b, h, n);
+
+	settle();
+	return ok;
+}
+
+static void give_settled(struct bs_budget *b, struct bs_budget_holder *h,
+			 uint64_t n)
+{
+	bs_budget_give(b, h, n);
+	settle();
+}
+
+static void leave_settled(struct bs_budget *b, struct bs_budget_holder *h)
+{
+	bs_budget_leave(b, h);
+	settle();
+}
+
 struct th {
 	struct bs_budget_holder h;
 	int woken, evicted;
@@ -49,6 +83,7 @@ static struct bs_budget *budget(void **state, uint64_t limit, uint32_t ms)
 {
 	struct bs_budget *b = bs_ctx_budget(*state);
 
+	test_loop = bs_ctx_loop(*state);
 	assert_non_null(b);
 	assert_int_equal(bs_budget_configure(b, limit, ms), 0);
 	return b;
@@ -73,35 +108,35 @@ static void take_wait_smallest_first(void **state)
 	init(&c);
 	init(&d);
 	init(&e);
-	assert_true(bs_budget_take(b, &a.h, 40 * MiB));
+	assert_true(take_settled(b, &a.h, 40 * MiB));
 	assert_int_equal(bs_budget_used(b), 40 * MiB);
 	/* c does not fit: queued */
-	assert_false(bs_budget_take(b, &c.h, 32 * MiB));
+	assert_false(take_settled(b, &c.h, 32 * MiB));
 	/* d is smaller than every waiter and fits: it passes */
-	assert_true(bs_budget_take(b, &d.h, 4 * MiB));
+	assert_true(take_settled(b, &d.h, 4 * MiB));
 	/* e does not fit (44 + 24 > 64): queued behind nobody smaller */
-	assert_false(bs_budget_take(b, &e.h, 24 * MiB));
+	assert_false(take_settled(b, &e.h, 24 * MiB));
 	assert_int_equal(bs_budget_waits(b), 2);
 	/* asking again does not queue twice */
-	assert_false(bs_budget_take(b, &c.h, 32 * MiB));
+	assert_false(take_settled(b, &c.h, 32 * MiB));
 	assert_int_equal(bs_budget_waits(b), 2);
 	/* 4 MiB back: 40 used, e (24) fits and is the smallest: woken */
-	bs_budget_give(b, &a.h, 4 * MiB);
+	give_settled(b, &a.h, 4 * MiB);
 	assert_int_equal(e.woken, 1);
 	assert_int_equal(c.woken, 0);
 	/* c may not take e's turn even though it asks */
-	assert_false(bs_budget_take(b, &c.h, 32 * MiB));
-	assert_true(bs_budget_take(b, &e.h, 24 * MiB));
+	assert_false(take_settled(b, &c.h, 32 * MiB));
+	assert_true(take_settled(b, &e.h, 24 * MiB));
 	assert_int_equal(bs_budget_used(b), 64 * MiB);
 	/* room for c: woken, taken */
-	bs_budget_give(b, &a.h, 32 * MiB);
+	give_settled(b, &a.h, 32 * MiB);
 	assert_int_equal(c.woken, 1);
-	assert_true(bs_budget_take(b, &c.h, 32 * MiB));
+	assert_true(take_settled(b, &c.h, 32 * MiB));
 	assert_int_equal(bs_budget_peak(b), 64 * MiB);
-	bs_budget_leave(b, &c.h);
-	bs_budget_leave(b, &d.h);
-	bs_budget_leave(b, &e.h);
-	bs_budget_leave(b, &a.h);
+	leave_settled(b, &c.h);
+	leave_settled(b, &d.h);
+	leave_settled(b, &e.h);
+	leave_settled(b, &a.h);
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
@@ -116,36 +151,36 @@ static void overdue_waiter_goes_first(void **state)
 	init(&a);
 	init(&big);
 	init(&small);
-	assert_true(bs_budget_take(b, &a.h, 60 * MiB));
-	assert_false(bs_budget_take(b, &big.h, 32 * MiB));
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &big.h, 32 * MiB));
 	bs_budget_progress(&a.h);
 	run_ms(*state, 250);	/* big is overdue now (200 ms) */
 	/* a small newcomer that would fit may not pass it any more */
-	bs_budget_give(b, &a.h, 28 * MiB);
+	give_settled(b, &a.h, 28 * MiB);
 	assert_int_equal(big.woken, 1);
-	assert_false(bs_budget_take(b, &small.h, 1 * MiB));
-	assert_true(bs_budget_take(b, &big.h, 32 * MiB));
+	assert_false(take_settled(b, &small.h, 1 * MiB));
+	assert_true(take_settled(b, &big.h, 32 * MiB));
 	assert_int_equal(small.woken, 0);	/* 32 + 32 = 64: no room */
-	bs_budget_leave(b, &big.h);
+	leave_settled(b, &big.h);
 	assert_int_equal(small.woken, 1);
-	assert_true(bs_budget_take(b, &small.h, 1 * MiB));
-	bs_budget_leave(b, &small.h);
-	bs_budget_leave(b, &a.h);
+	assert_true(take_settled(b, &small.h, 1 * MiB));
+	leave_settled(b, &small.h);
+	leave_settled(b, &a.h);
 
 	/* beyond the overdue one's room, small ones still pass */
 	init(&a);
 	init(&big);
 	init(&small);
-	assert_true(bs_budget_take(b, &a.h, 64 * MiB));
-	assert_false(bs_budget_take(b, &big.h, 32 * MiB));
+	assert_true(take_settled(b, &a.h, 64 * MiB));
+	assert_false(take_settled(b, &big.h, 32 * MiB));
 	bs_budget_progress(&a.h);
 	run_ms(*state, 250);
-	bs_budget_leave(b, &a.h);
+	leave_settled(b, &a.h);
 	assert_int_equal(big.woken, 1);
-	assert_true(bs_budget_take(b, &small.h, 1 * MiB));
-	assert_true(bs_budget_take(b, &big.h, 32 * MiB));
-	bs_budget_leave(b, &big.h);
-	bs_budget_leave(b, &small.h);
+	assert_true(take_settled(b, &small.h, 1 * MiB));
+	assert_true(take_settled(b, &big.h, 32 * MiB));
+	leave_settled(b, &big.h);
+	leave_settled(b, &small.h);
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
@@ -156,15 +191,15 @@ static void oversize_goes_alone(void **state)
 
 	init(&a);
 	init(&c);
-	assert_true(bs_budget_take(b, &a.h, 1 * MiB));
-	assert_false(bs_budget_take(b, &c.h, 100 * MiB));
-	bs_budget_give(b, &a.h, 1 * MiB);
+	assert_true(take_settled(b, &a.h, 1 * MiB));
+	assert_false(take_settled(b, &c.h, 100 * MiB));
+	give_settled(b, &a.h, 1 * MiB);
 	assert_int_equal(c.woken, 1);
-	assert_true(bs_budget_take(b, &c.h, 100 * MiB));
-	assert_false(bs_budget_take(b, &a.h, 1));
-	bs_budget_leave(b, &c.h);
+	assert_true(take_settled(b, &c.h, 100 * MiB));
+	assert_false(take_settled(b, &a.h, 1));
+	leave_settled(b, &c.h);
 	assert_int_equal(a.woken, 1);
-	bs_budget_leave(b, &a.h);
+	leave_settled(b, &a.h);
 }
 
 static void run_ms(struct bs_ctx *ctx, int ms)
@@ -183,12 +218,12 @@ static void stalled_holder_evicted_only_with_waiters(void **state)
 	init(&a);
 	init(&busy);
 	init(&c);
-	assert_true(bs_budget_take(b, &a.h, 48 * MiB));
-	assert_true(bs_budget_take(b, &busy.h, 8 * MiB));
+	assert_true(take_settled(b, &a.h, 48 * MiB));
+	assert_true(take_settled(b, &busy.h, 8 * MiB));
 	/* nobody waits: stalling is allowed */
 	run_ms(*state, 300);
 	assert_int_equal(a.evicted, 0);
-	assert_false(bs_budget_take(b, &c.h, 16 * MiB));
+	assert_false(take_settled(b, &c.h, 16 * MiB));
 	/* busy keeps making progress, a does not */
 	for (int i = 0; i < 30 && !a.evicted; i++) {
 		bs_budget_progress(&busy.h);
@@ -198,12 +233,12 @@ static void stalled_holder_evicted_only_with_waiters(void **state)
 	assert_int_equal(busy.evicted, 0);
 	assert_int_equal(c.evicted, 0);	/* waiting is not stalling */
 	/* the evicted holder's session frees its buffers */
-	bs_budget_give(b, &a.h, 48 * MiB);
+	give_settled(b, &a.h, 48 * MiB);
 	assert_int_equal(c.woken, 1);
-	assert_true(bs_budget_take(b, &c.h, 16 * MiB));
-	bs_budget_leave(b, &a.h);
-	bs_budget_leave(b, &busy.h);
-	bs_budget_leave(b, &c.h);
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	leave_settled(b, &a.h);
+	leave_settled(b, &busy.h);
+	leave_settled(b, &c.h);
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
@@ -215,14 +250,14 @@ static void leave_while_queued(void **state)
 	init(&a);
 	init(&c);
 	init(&d);
-	assert_true(bs_budget_take(b, &a.h, 64 * MiB));
-	assert_false(bs_budget_take(b, &c.h, 1 * MiB));
-	assert_false(bs_budget_take(b, &d.h, 1 * MiB));
-	bs_budget_leave(b, &c.h);	/* the head goes away */
-	bs_budget_leave(b, &a.h);
+	assert_true(take_settled(b, &a.h, 64 * MiB));
+	assert_false(take_settled(b, &c.h, 1 * MiB));
+	assert_false(take_settled(b, &d.h, 1 * MiB));
+	leave_settled(b, &c.h);	/* the head goes away */
+	leave_settled(b, &a.h);
 	assert_int_equal(d.woken, 1);
-	assert_true(bs_budget_take(b, &d.h, 1 * MiB));
-	bs_budget_leave(b, &d.h);
+	assert_true(take_settled(b, &d.h, 1 * MiB));
+	leave_settled(b, &d.h);
 }
 
 int main(void)

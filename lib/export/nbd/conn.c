@@ -110,8 +110,11 @@ static size_t p_input(void *sess, const uint8_t *buf, size_t len)
 	size_t n = nbd_session_feed(c->s, buf, len);
 
 	/* transmission: the negotiation is over */
-	if (bs_net_conn_in_handshake(c->nc) && nbd_session_export_name(c->s))
+	if (bs_net_conn_in_handshake(c->nc) && nbd_session_export_name(c->s)) {
+		/* what the main loop knows the client by (shutdown, clients) */
+		bs_net_conn_set_label(c->nc, nbd_session_export_name(c->s));
 		bs_net_conn_handshake_done(c->nc);
+	}
 	return n;
 }
 

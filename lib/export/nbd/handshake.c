@@ -155,15 +155,15 @@ static void opt_export_name(struct nbd_session *s)
 		return;
 	}
 	u = find(s, name);
-	if (!u || u->dev->state != BS_DEV_LIVE) {
+	if (!u || bs_dev_snap(u->dev)->state != BS_DEV_LIVE) {
 		/* no way to answer an error here: the protocol says close */
 		if (!u)
 			nbd_end(s, "NBD_OPT_EXPORT_NAME: no export '%s'", name);
 		else
 			nbd_end(s, "NBD_OPT_EXPORT_NAME: export '%s': device "
 				"%s %s: %s", name, u->dev->name,
-				bs_dev_state_name(u->dev->state),
-				u->dev->state_reason);
+				bs_dev_state_name(bs_dev_snap(u->dev)->state),
+				bs_dev_snap(u->dev)->state_reason);
 		free(name);
 		return;
 	}
@@ -247,14 +247,14 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 		return;
 	}
 	free(name);
-	if (u->dev->state != BS_DEV_LIVE) {
+	if (bs_dev_snap(u->dev)->state != BS_DEV_LIVE) {
 		/* "not available": the client may try again later */
 		reply_err(s, NBD_REP_ERR_UNKNOWN, "export '%s': device %s %s: "
 			  "%s", u->name, u->dev->name,
-			  u->dev->state == BS_DEV_OPENING
+			  bs_dev_snap(u->dev)->state == BS_DEV_OPENING
 				  ? "is still opening"
 				  : "failed to open",
-			  u->dev->state_reason);
+			  bs_dev_snap(u->dev)->state_reason);
 		return;
 	}
 	flags = nbd_tx_flags(s, u);

@@ -47,7 +47,8 @@ bool nbd_export_active(const struct bs_export *exp)
 {
 	const struct nbd_export *ne = exp->priv;
 
-	return ne && !ne->shutdown;
+	/* read by I/O threads during negotiation, set by the main loop */
+	return ne && !__atomic_load_n(&ne->shutdown, __ATOMIC_ACQUIRE);
 }
 
 /* ---- options ------------------------------------------------------------- */
@@ -332,6 +333,7 @@ static int listener_open(struct nbd_server *srv, struct bs_export *exp,
 		return -ENOMEM;
 	l->srv = srv;
 	cfg.owner = l;
+	cfg.ctx = srv->ctx;	/* clients go to the I/O threads */
 	bs_error_clear();
 	err = bs_net_listen(srv->loop, &cfg, &l->nl);
 	if (!err)
@@ -366,7 +368,6 @@ static void listener_free(struct nbd_listener *l)
 {
 	struct nbd_server *srv = l->srv;
 	struct nbd_listener **pp;
-	struct bs_net_conn *c;
 
 	for (pp = &srv->listeners; *pp; pp = &(*pp)->next) {
 		if (*pp == l) {
@@ -374,20 +375,27 @@ static void listener_free(struct nbd_listener *l)
 			break;
 		}
 	}
-	/* the connections close here, their sessions still see l */
+	/* the connections close (on their loops) while their sessions
+	 * still see l */
 	bs_net_listener_stop(l->nl);
-	while ((c = bs_net_conn_next(l->nl, NULL)))
-		bs_net_conn_close(c, "export closed");
+	bs_net_listener_close_conns(l->nl, NULL, NULL, "export closed");
 	bs_net_listener_free(l->nl);
 	free(l->exps);
 	free(l);
+}
+
+/* Under the listener's lock: is @c a client of export @arg? */
+static bool conn_of_export(struct bs_net_conn *c, void *arg)
+{
+	const char *e = bs_net_conn_label(c);
+
+	return *e && bs_export_unit_find(arg, e);
 }
 
 /* Drop @exp from @l; the listener goes when no export is left on it. */
 static void listener_remove_export(struct nbd_listener *l,
 				   struct bs_export *exp)
 {
-	struct bs_net_conn *c, *next;
 	unsigned i;
 
 	for (i = 0; i < l->nexps; i++) {
@@ -403,12 +411,8 @@ static void listener_remove_export(struct nbd_listener *l,
 		return;
 	}
 	/* clients of this export lose it; the others go on */
-	for (c = bs_net_conn_next(l->nl, NULL); c; c = next) {
-		const char *e = nbd_conn_export(c);
-		next = bs_net_conn_next(l->nl, c);
-		if (e && bs_export_unit_find(exp, e))
-			bs_net_conn_close(c, "export closed");
-	}
+	bs_net_listener_close_conns(l->nl, conn_of_export, exp,
+				    "export closed");
 }
 
 /* ---- the export type ----------------------------------------------------- */
@@ -499,24 +503,26 @@ static void nbd_shutdown(struct bs_export *exp)
 
 	if (!ne || ne->shutdown)
 		return;
-	ne->shutdown = true;
+	__atomic_store_n(&ne->shutdown, true, __ATOMIC_RELEASE);
 	for (i = 0; i < ne->nls; i++) {
 		struct nbd_listener *l = ne->ls[i];
 		bool all = true;
-		struct bs_net_conn *c, *next;
+		struct bs_net_conn *c;
 
 		for (j = 0; j < l->nexps; j++)
 			if (nbd_export_active(l->exps[j]))
 				all = false;
 		if (all)
 			bs_net_listener_stop(l->nl);
-		for (c = bs_net_conn_next(l->nl, NULL); c; c = next) {
-			const char *e = nbd_conn_export(c);
-			next = bs_net_conn_next(l->nl, c);
+		bs_net_listener_lock(l->nl);
+		for (c = bs_net_conn_next(l->nl, NULL); c;
+		     c = bs_net_conn_next(l->nl, c)) {
+			const char *e = bs_net_conn_label(c);
 			/* clients still negotiating go too once nothing is left */
-			if ((e && bs_export_unit_find(exp, e)) || (!e && all))
-				bs_net_conn_shutdown(c);
+			if ((*e && bs_export_unit_find(exp, e)) || (!*e && all))
+				bs_net_conn_send_shutdown(c);
 		}
+		bs_net_listener_unlock(l->nl);
 	}
 }
 
@@ -531,14 +537,16 @@ static unsigned nbd_clients(struct bs_export *exp)
 		struct nbd_listener *l = ne->ls[i];
 		struct bs_net_conn *c;
 
+		bs_net_listener_lock(l->nl);
 		for (c = bs_net_conn_next(l->nl, NULL); c;
 		     c = bs_net_conn_next(l->nl, c)) {
-			const char *e = nbd_conn_export(c);
+			const char *e = bs_net_conn_label(c);
 			/* a negotiating client counts for the listener's first */
-			if (e ? !!bs_export_unit_find(exp, e) :
-				l->exps[0] == exp)
+			if (*e ? !!bs_export_unit_find(exp, e) :
+				 l->exps[0] == exp)
 				n++;
 		}
+		bs_net_listener_unlock(l->nl);
 	}
 	return n;
 }

@@ -298,7 +298,7 @@ static void block_status(struct nbd_req *r)
 {
 	struct nbd_session *s = r->s;
 	/* merge below the device's own block: it has no finer status */
-	struct extents e = { .lbs = s->dev->limits.logical_block_size };
+	struct extents e = { .lbs = bs_dev_limits(s->dev)->logical_block_size };
 	size_t hl = NBD_CHUNK_HDR_SIZE + 4;
 	uint8_t *msg;
 	int err;

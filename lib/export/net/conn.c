@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <blkstack/threads.h>
+
 #include "export/net/internal.h"
 
 static uint64_t next_id;
@@ -68,6 +70,18 @@ bool bs_net_conn_in_handshake(const struct bs_net_conn *c)
 	return c->handshake;
 }
 
+void bs_net_conn_set_label(struct bs_net_conn *c, const char *label)
+{
+	pthread_mutex_lock(&c->l->lock);
+	snprintf(c->label, sizeof(c->label), "%s", label ? label : "");
+	pthread_mutex_unlock(&c->l->lock);
+}
+
+const char *bs_net_conn_label(const struct bs_net_conn *c)
+{
+	return c->label;
+}
+
 /* ---- deferred service ---------------------------------------------------- */
 
 static void service(void *arg)
@@ -89,7 +103,7 @@ void bs_net_conn_kick(struct bs_net_conn *c)
 	c->queued = true;
 	c->work.fn = service;
 	c->work.arg = c;
-	bs_loop_defer(c->l->loop, &c->work);
+	bs_loop_defer(c->loop, &c->work);
 }
 
 /* ---- timeouts ------------------------------------------------------------ */
@@ -143,7 +157,7 @@ static void arm_timer(struct bs_net_conn *c)
 	else
 		return;
 	ms = deadline > now ? (deadline - now + 999999) / 1000000 : 1;
-	id = bs_loop_add_timer(c->l->loop, ms, on_timer, c);
+	id = bs_loop_add_timer(c->loop, ms, on_timer, c);
 	if (id > 0)
 		c->timer = id;
 }
@@ -151,7 +165,7 @@ static void arm_timer(struct bs_net_conn *c)
 static void disarm_timer(struct bs_net_conn *c)
 {
 	if (c->timer > 0)
-		bs_loop_cancel_timer(c->l->loop, c->timer);
+		bs_loop_cancel_timer(c->loop, c->timer);
 	c->timer = 0;
 }
 
@@ -167,11 +181,44 @@ void bs_net_conn_handshake_done(struct bs_net_conn *c)
 
 /* ---- life ---------------------------------------------------------------- */
 
+/* On the connection's loop: the protocol starts, the socket is watched. */
+static void start_here(void *arg)
+{
+	struct bs_net_conn *c = arg;
+	struct bs_net_listener *l = c->l;
+	int err;
+
+	err = l->proto->start(l->owner, c, &c->sess);
+	if (!err) {
+		c->events = EPOLLIN | EPOLLOUT;
+		err = bs_loop_add_fd(c->loop, c->fd, c->events, on_event, c);
+		if (err) {
+			l->proto->close(c->sess, "out of memory");
+			c->sess = NULL;
+		}
+	}
+	if (err) {
+		bs_net_log(l, "%s: dropped %s: %s", l->addr, c->peer,
+			   strerror(-err));
+		pthread_mutex_lock(&l->lock);
+		unlink_conn(l, c);
+		pthread_mutex_unlock(&l->lock);
+		close(c->fd);
+		free(c->in);
+		c->in = NULL;
+		c->dead = true;
+		/* the greeting may already have queued c->work: free it there */
+		if (!c->queued)
+			free(c);
+		return;
+	}
+	arm_timer(c);
+}
+
 int bs_net_conn_start(struct bs_net_listener *l, int fd, const char *peer,
 		      const char *key)
 {
 	struct bs_net_conn *c = calloc(1, sizeof(*c));
-	int err;
 
 	if (!c)
 		return -ENOMEM;
@@ -182,43 +229,76 @@ int bs_net_conn_start(struct bs_net_listener *l, int fd, const char *peer,
 	}
 	c->l = l;
 	c->fd = fd;
-	c->id = ++next_id;
+	c->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	c->start_ns = c->last_ns = bs_now_ns();
 	c->handshake = true;
+	c->loop = l->ctx ? bs_ctx_io_loop(l->ctx) : l->loop;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	snprintf(c->peer_key, sizeof(c->peer_key), "%s", key);
-	err = l->proto->start(l->owner, c, &c->sess);
-	if (!err) {
-		c->events = EPOLLIN | EPOLLOUT;
-		err = bs_loop_add_fd(l->loop, fd, c->events, on_event, c);
-		if (err)
-			l->proto->close(c->sess, "out of memory");
-	}
-	if (err) {
-		/* the greeting may already have queued c->work: free it there */
-		free(c->in);
-		c->in = NULL;
-		c->dead = true;
-		if (!c->queued)
-			free(c);
-		return err;
-	}
+	/* counted now, so that the limits hold while it starts over there */
+	pthread_mutex_lock(&l->lock);
 	c->next = l->conns;
 	l->conns = c;
 	l->nconns++;
-	arm_timer(c);
+	pthread_mutex_unlock(&l->lock);
+	c->work.fn = start_here;
+	c->work.arg = c;
+	c->queued = false;
+	bs_loop_send(c->loop, &c->work);
 	return 0;
+}
+
+static void shut_here(void *arg)
+{
+	struct bs_net_conn *c = arg;
+
+	pthread_mutex_lock(&c->l->lock);
+	c->shut_sent = false;
+	pthread_mutex_unlock(&c->l->lock);
+	if (c->sess && c->l->proto->shutdown)
+		c->l->proto->shutdown(c->sess);
+}
+
+static void close_here(void *arg)
+{
+	struct bs_net_conn *c = arg;
+
+	pthread_mutex_lock(&c->l->lock);
+	c->close_sent = false;
+	pthread_mutex_unlock(&c->l->lock);
+	bs_net_conn_close(c, c->close_why);
+}
+
+/* Under l->lock, from the listener's loop: ask @c's loop to act. */
+void bs_net_conn_send_shutdown(struct bs_net_conn *c)
+{
+	if (c->shut_sent)
+		return;
+	c->shut_sent = true;
+	c->shut_work.fn = shut_here;
+	c->shut_work.arg = c;
+	bs_loop_send(c->loop, &c->shut_work);
+}
+
+void bs_net_conn_send_close(struct bs_net_conn *c, const char *why)
+{
+	if (c->close_sent)
+		return;
+	c->close_sent = true;
+	c->close_why = why;
+	c->close_work.fn = close_here;
+	c->close_work.arg = c;
+	bs_loop_send(c->loop, &c->close_work);
 }
 
 void bs_net_conn_shutdown(struct bs_net_conn *c)
 {
-	if (c->l->proto->shutdown)
+	if (c->sess && c->l->proto->shutdown)
 		c->l->proto->shutdown(c->sess);
 }
 
-void bs_net_conn_close(struct bs_net_conn *c, const char *why)
+void unlink_conn(struct bs_net_listener *l, struct bs_net_conn *c)
 {
-	struct bs_net_listener *l = c->l;
 	struct bs_net_conn **pp;
 
 	for (pp = &l->conns; *pp; pp = &(*pp)->next) {
@@ -228,8 +308,20 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 			break;
 		}
 	}
+}
+
+void bs_net_conn_close(struct bs_net_conn *c, const char *why)
+{
+	struct bs_net_listener *l = c->l;
+
+	pthread_mutex_lock(&l->lock);
+	unlink_conn(l, c);
+	pthread_mutex_unlock(&l->lock);
+	/* nothing sends to it any more: take back what was sent */
+	bs_loop_cancel_work(c->loop, &c->shut_work);
+	bs_loop_cancel_work(c->loop, &c->close_work);
 	disarm_timer(c);
-	bs_loop_del_fd(l->loop, c->fd);
+	bs_loop_del_fd(c->loop, c->fd);
 	if (!why) {
 		/*
 		 * A clean end (the protocol said goodbye, or the server is
@@ -248,7 +340,8 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 	}
 	close(c->fd);
 	c->dead = true;
-	l->proto->close(c->sess, why);
+	if (c->sess)
+		l->proto->close(c->sess, why);
 	c->sess = NULL;
 	free(c->in);
 	c->in = NULL;
@@ -422,7 +515,7 @@ static bool pump(struct bs_net_conn *c)
 		want |= EPOLLOUT;
 	if (want != c->events) {
 		c->events = want;
-		bs_loop_mod_fd(c->l->loop, c->fd, want);
+		bs_loop_mod_fd(c->loop, c->fd, want);
 	}
 	return true;
 }

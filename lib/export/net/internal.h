@@ -3,11 +3,23 @@
 #ifndef BLKSTACK_NET_INTERNAL_H
 #define BLKSTACK_NET_INTERNAL_H
 
+#include <pthread.h>
+
 #include <blkstack/loop.h>
 #include <blkstack/net.h>
 
+/*
+ * Threads: the listener accepts on its loop (the main loop); each
+ * connection then lives on one loop (an I/O loop of cfg.ctx, else the
+ * listener's), where all its callbacks run. @lock guards the connection
+ * list, the count and the labels; the main loop reaches a connection only
+ * by sending it a work item under @lock (shut_work, close_work), which the
+ * connection takes back under @lock when it goes.
+ */
 struct bs_net_listener {
 	struct bs_loop *loop;
+	struct bs_ctx *ctx;		/* spread connections over its loops */
+	pthread_mutex_t lock;
 	char addr[160];		/* as configured */
 	char name[32];		/* log prefix */
 	bool is_unix;
@@ -29,7 +41,12 @@ struct bs_net_listener {
 
 struct bs_net_conn {
 	struct bs_net_listener *l;
+	struct bs_loop *loop;	/* where it lives */
 	int fd;
+	char label[64];		/* what the protocol names it by (export) */
+	struct bs_work shut_work, close_work;
+	bool shut_sent, close_sent;	/* under l->lock */
+	const char *close_why;
 	char peer[128];		/* "127.0.0.1:4711", "unix:PATH uid 1000" */
 	char peer_key[64];	/* what the per-peer limit counts */
 	uint64_t id;
@@ -52,5 +69,7 @@ void bs_net_log(struct bs_net_listener *l, const char *fmt, ...)
 /* conn.c */
 int bs_net_conn_start(struct bs_net_listener *l, int fd, const char *peer,
 		      const char *key);
+/* under l->lock */
+void unlink_conn(struct bs_net_listener *l, struct bs_net_conn *c);
 
 #endif

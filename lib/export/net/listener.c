@@ -162,7 +162,7 @@ static void on_accept(void *arg, uint32_t events)
 		socklen_t len = sizeof(ss);
 		char peer[160], key[64];
 		int fd, err, one = 1;
-		unsigned per_peer;
+		unsigned per_peer, nconns, npeer;
 
 		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -190,16 +190,20 @@ static void on_accept(void *arg, uint32_t events)
 			l->accept(l->owner, fd, peer);
 			continue;
 		}
-		if (l->nconns >= l->limits.max_conns) {
+		pthread_mutex_lock(&l->lock);
+		nconns = l->nconns;
+		npeer = peer_count(l, key);
+		pthread_mutex_unlock(&l->lock);
+		if (nconns >= l->limits.max_conns) {
 			refuse(l, peer, "%u connections already open (limit "
-			       "max_connections = %u)", l->nconns,
+			       "max_connections = %u)", nconns,
 			       l->limits.max_conns);
 			close(fd);
 			continue;
 		}
 		per_peer = l->limits.max_per_peer ? l->limits.max_per_peer :
 			   l->limits.max_conns;
-		if (peer_count(l, key) >= per_peer) {
+		if (npeer >= per_peer) {
 			refuse(l, peer, "%u connections from %s already open "
 			       "(limit max_connections_per_peer = %u)",
 			       per_peer, key, per_peer);
@@ -289,6 +293,8 @@ int bs_net_listen(struct bs_loop *loop, const struct bs_net_listen_cfg *cfg,
 		goto fail;
 	}
 	l->loop = loop;
+	l->ctx = cfg->ctx;
+	pthread_mutex_init(&l->lock, NULL);
 	l->fd = fd;
 	l->is_unix = cfg->is_unix;
 	snprintf(l->addr, sizeof(l->addr), "%s", cfg->addr);
@@ -329,12 +335,52 @@ void bs_net_listener_stop(struct bs_net_listener *l)
 
 void bs_net_listener_drain(struct bs_net_listener *l)
 {
-	struct bs_net_conn *c, *next;
+	struct bs_net_conn *c;
 
 	bs_net_listener_stop(l);
-	for (c = l->conns; c; c = next) {
-		next = c->next;
-		bs_net_conn_shutdown(c);
+	pthread_mutex_lock(&l->lock);
+	for (c = l->conns; c; c = c->next)
+		bs_net_conn_send_shutdown(c);
+	pthread_mutex_unlock(&l->lock);
+}
+
+void bs_net_listener_lock(struct bs_net_listener *l)
+{
+	pthread_mutex_lock(&l->lock);
+}
+
+void bs_net_listener_unlock(struct bs_net_listener *l)
+{
+	pthread_mutex_unlock(&l->lock);
+}
+
+void bs_net_listener_close_conns(struct bs_net_listener *l,
+				 bool (*match)(struct bs_net_conn *c,
+					       void *arg),
+				 void *arg, const char *why)
+{
+	unsigned rounds;
+
+	/* send, then wait for them to go (each on its own loop; ours runs
+	 * meanwhile for those living here) */
+	for (rounds = 0; rounds < 60000; rounds++) {
+		struct bs_net_conn *c;
+		bool left = false;
+
+		pthread_mutex_lock(&l->lock);
+		for (c = l->conns; c; c = c->next) {
+			if (match && !match(c, arg))
+				continue;
+			bs_net_conn_send_close(c, why);
+			left = true;
+		}
+		pthread_mutex_unlock(&l->lock);
+		if (!left)
+			return;
+		if (bs_loop_is_current(l->loop))
+			bs_loop_run_once(l->loop, 1);
+		else
+			usleep(1000);
 	}
 }
 
@@ -343,8 +389,8 @@ void bs_net_listener_free(struct bs_net_listener *l)
 	if (!l)
 		return;
 	bs_net_listener_stop(l);
-	while (l->conns)
-		bs_net_conn_close(l->conns, "listener closed");
+	bs_net_listener_close_conns(l, NULL, NULL, "listener closed");
+	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
@@ -371,7 +417,12 @@ const struct bs_net_limits *bs_net_listener_limits(
 
 unsigned bs_net_listener_conns(const struct bs_net_listener *l)
 {
-	return l->nconns;
+	unsigned n;
+
+	pthread_mutex_lock((pthread_mutex_t *)&l->lock);
+	n = l->nconns;
+	pthread_mutex_unlock((pthread_mutex_t *)&l->lock);
+	return n;
 }
 
 struct bs_net_conn *bs_net_conn_next(const struct bs_net_listener *l,
