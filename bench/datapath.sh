@@ -2,7 +2,7 @@
 # Data path: fio's nbd engine against blkstackd, nbdkit (file plugin) and
 # qemu-nbd, serving the same file on the same filesystem, over 1, 4 and 16
 # connections. blkstackd runs with `threads = 1` and `threads = 2` side by
-# side when it knows the key (bench_servers in lib.sh).
+# side (bench_servers in lib.sh).
 #
 # Knobs: DATA_IMG_GIB (image size), DATA_WORKLOADS (names below),
 # DATA_CONNS (connection counts), BENCH_SERVERS, JOB_SECONDS, BENCH_QUICK.

@@ -153,17 +153,12 @@ machine_info() {
 
 # ---- rows that compare blkstackd with its peers ----------------------------
 
-# blkstackd runs twice per row, with `threads = 1` and `threads = 2`, when
-# it knows the [daemon] key (its --help names it); before that, once with
-# its defaults. BENCH_SERVERS overrides the list.
+# blkstackd runs twice per row, with `threads = 1` and `threads = 2`
+# (the [daemon] key, docs/daemon.md), so that the gain of a second I/O
+# thread is shown on this 2-core machine. BENCH_SERVERS overrides the list,
+# e.g. "blkstackd nbdkit qemu-nbd" for blkstackd with its defaults.
 bench_servers() {
-	if [ -n "${BENCH_SERVERS:-}" ]; then
-		echo "$BENCH_SERVERS"
-	elif "$BLKSTACKD" --help 2>&1 | grep -qw threads; then
-		echo "blkstackd-t1 blkstackd-t2 nbdkit qemu-nbd"
-	else
-		echo "blkstackd nbdkit qemu-nbd"
-	fi
+	echo "${BENCH_SERVERS:-blkstackd-t1 blkstackd-t2 nbdkit qemu-nbd}"
 }
 
 server_label() {	# SERVER -> the name a table shows
