@@ -32,6 +32,7 @@ echo
 echo "| workload | conns | server | IOPS | MiB/s | p99 µs | CPU s/GiB | peak RSS MiB | x best peer | CPU vs best peer | RSS vs nbdkit |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 row=0
+declare -A SCALE=()	# "workload|server|conns" -> IOPS, for the scaling table
 for w in "${ALL_WORKLOADS[@]}"; do
 	read -r name rw bs qd <<<"$w"
 	case " $WANT " in *" $name "*) ;; *) continue ;; esac
@@ -42,6 +43,7 @@ for w in "${ALL_WORKLOADS[@]}"; do
 			--numjobs="$jobs" --size="${per}M" --offset_increment="${per}M"
 		row=$((row + 1))
 		for s in "${SERVERS[@]}"; do
+			SCALE[$name|$s|$jobs]=${R_IOPS[$s]}
 			echo "| $name | $jobs | $(server_label "$s") | ${R_IOPS[$s]} | ${R_MIBS[$s]} | ${R_P99[$s]} | ${R_CPG[$s]} | $(mib "${R_RSS[$s]}") |$(ratio_cells "$s" "$name, $jobs conn")"
 		done
 	done
@@ -50,4 +52,38 @@ echo
 echo "Ratios are blkstackd's: IOPS against the best of nbdkit and qemu-nbd,"
 echo "CPU s/GiB against the lower of theirs, peak RSS against nbdkit's."
 echo "Targets: >= 1.0x the best peer (aiming at 1.2x), CPU <= 1.0x, RSS <= 1.5x."
+echo
+
+# The same IOPS, one line per server: how each scales with connections,
+# and what the second I/O thread gives blkstackd (t2 / t1).
+hdr="| workload | server |" sep="|---|---|"
+for jobs in $CONNS; do
+	if [ "$jobs" = 1 ]; then hdr+=" 1 conn |"; else hdr+=" $jobs conns |"; fi
+	sep+="---:|"
+done
+echo "#### Scaling over connections and threads (IOPS)"
+echo
+echo "$hdr"
+echo "$sep"
+for w in "${ALL_WORKLOADS[@]}"; do
+	read -r name _ <<<"$w"
+	case " $WANT " in *" $name "*) ;; *) continue ;; esac
+	for s in "${SERVERS[@]}"; do
+		line="| $name | $(server_label "$s") |"
+		for jobs in $CONNS; do
+			line+=" ${SCALE[$name|$s|$jobs]:--} |"
+		done
+		echo "$line"
+	done
+	if [ -n "${SCALE[$name|blkstackd-t1|${CONNS%% *}]:-}" ] &&
+		[ -n "${SCALE[$name|blkstackd-t2|${CONNS%% *}]:-}" ]; then
+		line="| $name | blkstackd t2 / t1 |"
+		for jobs in $CONNS; do
+			r=$(ratio "${SCALE[$name|blkstackd-t2|$jobs]}" "${SCALE[$name|blkstackd-t1|$jobs]}")
+			[ "$r" = - ] || r+=x
+			line+=" $r |"
+		done
+		echo "$line"
+	fi
+done
 own_targets_summary
