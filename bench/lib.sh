@@ -148,6 +148,7 @@ machine_info() {
 	echo "- machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -srm)"
 	echo "- filesystem under test: $(df -T "${BENCH_TMP:-/var/tmp}" | awk 'NR==2 {print $2 " on " $1}')"
 	echo "- blkstack: $(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null)"
+	echo "- servers in the data-path and latency rows: $(bench_servers); ${JOB_SECONDS} s per fio job$([ "$BENCH_QUICK" = 1 ] && echo ", BENCH_QUICK (a trial, not results)")"
 	echo "- peers: $(nbdkit --version 2>/dev/null | head -1); $(qemu-nbd --version | head -1); $(fio --version); $(qemu-io --version | head -1)"
 }
 
@@ -251,7 +252,7 @@ mib() {	# KIB -> MiB with one decimal
 # CPU per GiB, above 1.5x nbdkit's RSS) is recorded for the Targets
 # summary as "DESC, LABEL: what".
 ratio_cells() {	# SERVER DESC
-	local s=$1 best cpu_best rt rc rr miss=()
+	local s=$1 best cpu_best rt rc rr joined miss=()
 	case $s in
 	blkstackd*) ;;
 	*) echo " | | |"; return ;;
@@ -269,10 +270,8 @@ ratio_cells() {	# SERVER DESC
 	awk -v r="$rc" 'BEGIN { exit !(r != "-" && r > 1.0) }' && miss+=("CPU ${R_CPG[$s]} s/GiB vs best peer's $cpu_best (${rc}x)")
 	awk -v r="$rr" 'BEGIN { exit !(r != "-" && r > 1.5) }' && miss+=("peak RSS $(mib "${R_RSS[$s]}") MiB = ${rr}x nbdkit's")
 	if [ ${#miss[@]} -gt 0 ]; then
-		target_miss "$2, $(server_label "$s"): $(
-			IFS=';'
-			echo "${miss[*]}" | sed 's/;/; /g'
-		)"
+		joined=$(printf '%s; ' "${miss[@]}")
+		target_miss "$2, $(server_label "$s"): ${joined%; }"
 	fi
 	echo " $rt | $rc | $rr |"
 }
