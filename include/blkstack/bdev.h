@@ -469,6 +469,8 @@ void bs_dev_limits_changed(struct bs_dev *dev);
 void bs_dev_disable_write_zeroes(struct bs_dev *dev, const char *why);
 
 int64_t bs_dev_allocated(struct bs_dev *dev);
+/* The counters as they are now (the I/O threads add to them atomically). */
+void bs_dev_stats_read(const struct bs_dev *dev, struct bs_dev_stats *out);
 void bs_dev_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg);
 int bs_dev_set_reason(struct bs_dev *dev, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

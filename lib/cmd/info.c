@@ -69,7 +69,7 @@ static uint64_t sect_bytes(uint32_t sectors)
 static void print_text(FILE *f, struct bs_dev *dev)
 {
 	const struct bs_limits *l = &dev->limits;
-	const struct bs_dev_stats *st = &dev->stats;
+	struct bs_dev_stats stats, *st = &stats;
 	bool disabled = l->flags & BS_FLAG_WRITE_ZEROES_UNMAP_DISABLED;
 	bool wzu = bs_dev_write_zeroes_unmap(dev);
 	int64_t alloc = bs_dev_allocated(dev);
@@ -78,6 +78,7 @@ static void print_text(FILE *f, struct bs_dev *dev)
 	unsigned i;
 	int op;
 
+	bs_dev_stats_read(dev, &stats);	/* I/O threads count meanwhile */
 	bs_dev_caps(dev, &caps);
 
 	fprintf(f, "%s\n", dev->name);
@@ -192,7 +193,7 @@ static void kv_json(void *arg, const char *key, const char *fmt, ...)
 static json_t *to_json(struct bs_dev *dev)
 {
 	const struct bs_limits *l = &dev->limits;
-	const struct bs_dev_stats *st = &dev->stats;
+	struct bs_dev_stats counts, *st = &counts;
 	int64_t alloc = bs_dev_allocated(dev);
 	json_t *o = json_object(), *lim = json_object(), *feat = json_object();
 	json_t *stats = json_object(), *comps = json_array(), *desc, *capj;
@@ -200,6 +201,7 @@ static json_t *to_json(struct bs_dev *dev)
 	unsigned i;
 	int op;
 
+	bs_dev_stats_read(dev, &counts);	/* I/O threads count meanwhile */
 	bs_dev_caps(dev, &caps);
 
 	if (!o || !lim || !feat || !stats || !comps) {

@@ -80,6 +80,19 @@ static void stat_add(uint64_t *v, uint64_t n)
 	__atomic_fetch_add(v, n, __ATOMIC_RELAXED);
 }
 
+void bs_dev_stats_read(const struct bs_dev *dev, struct bs_dev_stats *out)
+{
+	int op;
+
+	for (op = 0; op < BS_OP__COUNT; op++) {
+		out->ops[op] = __atomic_load_n(&dev->stats.ops[op],
+					       __ATOMIC_RELAXED);
+		out->bytes[op] = __atomic_load_n(&dev->stats.bytes[op],
+						 __ATOMIC_RELAXED);
+	}
+	out->errors = __atomic_load_n(&dev->stats.errors, __ATOMIC_RELAXED);
+}
+
 /* ---- per-request driver contexts ---------------------------------------- */
 
 /* Free contexts kept per device; beyond this they go back to malloc. */

@@ -93,7 +93,7 @@ static void piece_done(struct rmw *r, int result)
 	/* the zeroout's callback too comes from the loop, never inline */
 	r->work.fn = zero_finish;
 	r->work.arg = r;
-	bs_loop_defer(bs_ctx_loop(r->dev->ctx), &r->work);
+	bs_loop_defer(bs_ctx_current_loop(r->dev->ctx), &r->work);
 }
 
 /* Copy between the caller's scatter list at @off and a flat buffer. */

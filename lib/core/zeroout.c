@@ -158,7 +158,7 @@ static void z_issue(struct zctx *z)
 	if (!z->inflight && !z->redo && (z->result || z->next >= z->end)) {
 		z->finish_work.fn = z_finish;
 		z->finish_work.arg = z;
-		bs_loop_defer(dev->ctx->loop, &z->finish_work);
+		bs_loop_defer(bs_ctx_current_loop(dev->ctx), &z->finish_work);
 	}
 }
 

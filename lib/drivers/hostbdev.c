@@ -353,7 +353,7 @@ static void drain_blocking(struct hostbdev *h)
 {
 	struct bs_loop *loop = bs_ctx_loop(h->dev->ctx);
 
-	while (h->busy)
+	while (__atomic_load_n(&h->busy, __ATOMIC_RELAXED))
 		if (bs_loop_run_once(loop, 100))
 			break;
 }

@@ -57,7 +57,6 @@ struct bs_exports {
 	bs_log_fn log;
 	void *log_arg;
 	unsigned holds;
-	bool released;			/* for bs_ctx_wait() */
 };
 
 int bs_exports_new(struct bs_ctx *ctx, struct bs_exports **out)
@@ -107,31 +106,18 @@ void **bs_exports_type_slot(struct bs_exports *set,
 }
 
 /*
- * Holds come from sessions on any I/O loop; the main loop waits for the
- * count to reach zero in bs_exports_free(), woken by a post.
+ * Holds come from sessions on any I/O loop; bs_exports_free() on the main
+ * loop polls the count while it runs its loop (no post that could outlive
+ * the set).
  */
 void bs_exports_hold(struct bs_exports *set)
 {
 	__atomic_fetch_add(&set->holds, 1, __ATOMIC_ACQ_REL);
 }
 
-static void released_main(void *arg)
-{
-	struct bs_exports *set = arg;
-
-	set->released = !__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE);
-}
-
 void bs_exports_release(struct bs_exports *set)
 {
-	if (__atomic_sub_fetch(&set->holds, 1, __ATOMIC_ACQ_REL))
-		return;
-	if (bs_loop_is_current(bs_ctx_loop(set->ctx)))
-		set->released = true;
-	else
-		while (bs_loop_post(bs_ctx_loop(set->ctx), released_main, set) ==
-		       -ENOMEM)
-			usleep(1000);
+	__atomic_fetch_sub(&set->holds, 1, __ATOMIC_ACQ_REL);
 }
 
 struct bs_export *bs_export_find(struct bs_exports *set, const char *name)
@@ -561,12 +547,9 @@ void bs_exports_free(struct bs_exports *set)
 		bs_export_destroy(last);
 	}
 	/* requests of vanished clients still run in the devices: wait */
-	if (__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE)) {
-		set->released = false;
-		while (__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE))
-			if (bs_loop_run_once(bs_ctx_loop(set->ctx), 10))
-				break;
-	}
+	while (__atomic_load_n(&set->holds, __ATOMIC_ACQUIRE))
+		if (bs_loop_run_once(bs_ctx_loop(set->ctx), 10))
+			break;
 	/* closed connections may still have work queued on the loop */
 	bs_loop_run_once(bs_ctx_loop(set->ctx), 0);
 	free(set);
