@@ -15,6 +15,14 @@ fi
 JOB_SECONDS=${JOB_SECONDS:-10}	# each fio job; the issue caps it at 30 s
 [ "$JOB_SECONDS" -le 30 ] || JOB_SECONDS=30
 
+# A client (qemu-io, blkstack, fio) that a hung server never answers is
+# stopped after this many seconds (fio: its run time plus this), so that
+# one hang fails a row instead of the whole run.
+CLIENT_TIMEOUT=${BENCH_CLIENT_TIMEOUT:-300}
+bounded() {	# CMD...: the command, under CLIENT_TIMEOUT
+	timeout -k 5 "$CLIENT_TIMEOUT" "$@"
+}
+
 pick() {	# QUICK FULL: the value for this run
 	if [ "$BENCH_QUICK" = 1 ]; then echo "$1"; else echo "$2"; fi
 }
@@ -85,10 +93,16 @@ stop_server() {
 	child=$(pgrep -P "$SERVER_PID" | head -1)
 	[ -n "$child" ] && kill -TERM "$child" 2>/dev/null
 	# often called as $(stop_server): a subshell cannot wait(1) for it
-	for ((i = 0; i < 600; i++)); do
+	for ((i = 0; i < ${STOP_SECONDS:-40} * 20; i++)); do
 		kill -0 "$SERVER_PID" 2>/dev/null || break
 		sleep 0.05
 	done
+	# a server that does not stop (blkstackd gives requests in flight
+	# 30 s) is killed: the run goes on, its row's CPU and RSS stay
+	if kill -0 "$SERVER_PID" 2>/dev/null && [ -n "$child" ]; then
+		echo "bench: the server (pid $child) did not stop; killed" >&2
+		kill -KILL "$child" 2>/dev/null
+	fi
 	wait "$SERVER_PID" 2>/dev/null || true
 	awk -F': ' '/User time/ {u=$2} /System time/ {s=$2}
 		/Maximum resident set size/ {r=$2}
@@ -184,7 +198,8 @@ start_named() {	# SERVER IMG PORT
 fio_nbd() {	# PORT OUT FIO_ARGS...
 	local port=$1 out=$2
 	shift 2
-	fio --output-format=json --output="$out" --name=bench --ioengine=nbd \
+	timeout -k 5 $((JOB_SECONDS + CLIENT_TIMEOUT)) \
+		fio --output-format=json --output="$out" --name=bench --ioengine=nbd \
 		--uri="nbd://127.0.0.1:$port/vol0" --lat_percentiles=1 \
 		--time_based --runtime="$JOB_SECONDS" --ramp_time=1 \
 		--group_reporting "$@" >/dev/null 2>"$out.err"

@@ -48,7 +48,8 @@ fg_start() {	# JOB TAG: fio in the background, FG_PID; per-request log
 	lat) args=(--rw=write --bs=4k --iodepth=1 --numjobs=1
 		--size="${FG_GIB}G") ;;
 	esac
-	fio --output-format=json --output="$BENCH_DIR/$2.json" --name="$2" \
+	timeout -k 5 $((JOB_SECONDS + CLIENT_TIMEOUT)) \
+		fio --output-format=json --output="$BENCH_DIR/$2.json" --name="$2" \
 		--ioengine=nbd --uri="nbd://127.0.0.1:$port/vol0" "${args[@]}" \
 		--time_based --runtime="$JOB_SECONDS" \
 		--write_lat_log="$BENCH_DIR/$2" --log_avg_msec=0 --log_unix_epoch=1 \
@@ -73,15 +74,17 @@ zero_while_fg() {	# none|sparse|data
 	sparse)
 		for ((i = 0; i < 1000; i++)); do
 			kill -0 "$FG_PID" 2>/dev/null || break
-			"$BLKSTACK" -s "$sock" zeroout --force -o ${SPARSE_OFF}G -l ${ZERO_GIB}G vol0 >/dev/null
+			bounded "$BLKSTACK" -s "$sock" zeroout --force -o ${SPARSE_OFF}G -l ${ZERO_GIB}G vol0 >/dev/null ||
+				{ echo "bench: zeroout of the sparse range failed" >&2; break; }
 			n=$((n + ZERO_GIB * 1024))
 		done
 		;;
 	data)
 		for ((i = 0; i < steps; i++)); do
 			kill -0 "$FG_PID" 2>/dev/null || break
-			"$BLKSTACK" -s "$sock" zeroout --force \
-				-o $((DATA_OFF * 1024 + i * STEP_MIB))M -l ${STEP_MIB}M vol0 >/dev/null
+			bounded "$BLKSTACK" -s "$sock" zeroout --force \
+				-o $((DATA_OFF * 1024 + i * STEP_MIB))M -l ${STEP_MIB}M vol0 >/dev/null ||
+				{ echo "bench: zeroout of the data range failed" >&2; break; }
 			n=$((n + STEP_MIB))
 		done
 		;;

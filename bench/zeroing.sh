@@ -27,7 +27,7 @@ qemu_io_zero() {	# URI GIB
 	for ((i = 0; i < $2; i++)); do
 		args+=(-c "write -z -u ${i}G 1G")
 	done
-	qemu-io -f raw "${args[@]}" "$1"
+	bounded qemu-io -f raw "${args[@]}" "$1"
 }
 
 echo "### Zeroing: writing zeroes vs unmap zeroing"

@@ -69,6 +69,23 @@ wait "$SERVER_PID" 2>/dev/null
 check "dead server fails fast" "$(((SECONDS - s) <= 3))" 1
 grep -q "no such key" "$BENCH_DIR/err" || { echo "FAIL: the server's words are not shown"; fails=$((fails + 1)); }
 
+# a server that ignores SIGTERM is killed after STOP_SECONDS, and a client
+# that a server never answers is stopped by CLIENT_TIMEOUT
+port=$(free_port)
+start_server deaf "$port" python3 -c "
+import signal, socket, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+s = socket.socket(); s.bind(('127.0.0.1', $port)); s.listen()
+time.sleep(60)" || { echo "FAIL: start of the deaf server"; fails=$((fails + 1)); }
+s=$SECONDS
+STOP_SECONDS=1 stop_server >/dev/null 2>&1
+check "deaf server killed" "$(((SECONDS - s) <= 5))" 1
+kill -0 "$SERVER_PID" 2>/dev/null && { echo "FAIL: deaf server alive"; kill "$SERVER_PID"; fails=$((fails + 1)); }
+s=$SECONDS
+CLIENT_TIMEOUT=1 bounded sleep 30
+check "bounded client's status" "$?" 124
+check "bounded client stopped" "$(((SECONDS - s) <= 3))" 1
+
 if ((fails)); then
 	exit 1
 fi
