@@ -30,6 +30,18 @@ check "label" "$(server_label blkstackd-t2)" "blkstackd t2"
 check "pick (full)" "$(BENCH_QUICK=0 pick a b)" "b"
 check "pick (quick)" "$(BENCH_QUICK=1 pick a b)" "a"
 
+# fio's JSON: reads and writes summed, the worse direction's percentiles
+# (total latency when fio has them, else completion latency)
+cat >"$BENCH_DIR/fio.json" <<'JSON'
+{"jobs": [{"read": {"io_bytes": 1073741824, "iops": 1000.4, "bw_bytes": 1048576,
+  "lat_ns": {"percentile": {"50.000000": 20000, "99.000000": 90000}}},
+ "write": {"io_bytes": 536870912, "iops": 500.2, "bw_bytes": 2097152,
+  "clat_ns": {"percentile": {"50.000000": 30000, "99.000000": 80000}}}}]}
+JSON
+check "fio_summary" "$(fio_summary "$BENCH_DIR/fio.json")" "1501 3.0 30 90 1.500"
+port=$(free_port)
+check "free_port is a port" "$([[ $port =~ ^[0-9]+$ ]] && ((port >= 20000 && port < 32000)) && echo ok)" ok
+
 # a row that meets every target: ratios shown, nothing recorded
 R_IOPS=([blkstackd-t1]=1200 [nbdkit]=1000 [qemu-nbd]=900)
 R_CPG=([blkstackd-t1]=0.40 [nbdkit]=0.50 [qemu-nbd]=0.45)
