@@ -103,6 +103,9 @@ bool bs_wt_admit(struct bs_dev *dev, struct bs_wt_node *n)
 	struct bs_wtrack *wt = &dev->wt;
 	bool go = true;
 
+	/* where go() runs if it has to wait: the caller's loop */
+	if (!n->loop)
+		n->loop = bs_ctx_current_loop(dev->ctx);
 	pthread_mutex_lock(&dev->wt_lock);
 	if (!n->excl && !wt->nexcl) {
 		/* the fast path: no RMW anywhere on this device */
@@ -153,8 +156,7 @@ void bs_wt_release(struct bs_dev *dev, struct bs_wt_node *n)
 		/* admitted: go() runs on its own loop, after this returns */
 		w->work.fn = run_go;
 		w->work.arg = w;
-		bs_loop_send(w->loop ? w->loop : bs_ctx_loop(dev->ctx),
-			     &w->work);
+		bs_loop_send(w->loop, &w->work);
 	}
 	pthread_mutex_unlock(&dev->wt_lock);
 }

@@ -66,7 +66,8 @@ static void finish(struct bs_dev *dev, struct bs_req *req, int result)
 	req->result = result;
 	req->work.fn = run_done;
 	req->work.arg = req;
-	bs_loop_send(req->loop ? req->loop : dev->ctx->loop, &req->work);
+	bs_loop_send(req->loop ? req->loop : bs_ctx_current_loop(dev->ctx),
+		     &req->work);
 }
 
 /* Where a request submitted now belongs: the calling thread's loop. */

@@ -195,6 +195,8 @@ static int part_add(struct rmw *r, uint64_t blk, uint64_t in_off,
 
 static void part_start(struct rmw_part *pt)
 {
+	/* admitted later, it goes on here, on the submitting loop */
+	pt->node.loop = bs_ctx_current_loop(pt->r->dev->ctx);
 	/* reads take no place in the ordering: they change nothing */
 	if (pt->r->op == BS_OP_READ || bs_wt_admit(pt->r->dev, &pt->node))
 		part_go(&pt->node);
@@ -292,6 +294,8 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 	int i, err;
 
 	req->dev = dev;
+	/* it completes on this loop, whichever path it takes */
+	req->loop = bs_ctx_current_loop(dev->ctx);
 	req->result = 0;
 	req->ord.state = 0;
 	if ((unsigned)req->op >= BS_OP__COUNT || req->op == BS_OP_FLUSH ||

@@ -97,7 +97,8 @@ void drv_uring_exit(struct drv_uring *u)
 static struct drv_uring_ring *ring_here(struct drv_uring *u,
 					struct bs_req *req, int *err)
 {
-	struct bs_loop *loop = req->loop ? req->loop : bs_ctx_loop(u->dev->ctx);
+	struct bs_loop *loop = req->loop ? req->loop
+					 : bs_ctx_current_loop(u->dev->ctx);
 	unsigned li = bs_loop_index(loop);
 	struct drv_uring_ring *r = __atomic_load_n(&u->rings[li],
 						   __ATOMIC_ACQUIRE);
