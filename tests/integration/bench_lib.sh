@@ -3,7 +3,7 @@
 # columns and the Targets summary from made-up rows, a server that dies at
 # start-up fails fast, and every bench script parses. Seconds, no I/O.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . bench/lib.sh
 BENCH_DIR=$(mktemp -d "${TMPDIR:-/tmp}/bench-lib.XXXXXX")
 trap 'rm -rf "$BENCH_DIR"' EXIT
