@@ -1,100 +1,89 @@
 #!/usr/bin/env bash
 # Data path: fio's nbd engine against blkstackd, nbdkit (file plugin) and
-# qemu-nbd, serving the same file on the same filesystem. One server start
-# per row so that its CPU time and peak RSS belong to that row alone.
+# qemu-nbd, serving the same file on the same filesystem, over 1, 4 and 16
+# connections. blkstackd runs with `threads = 1` and `threads = 2` side by
+# side (bench_servers in lib.sh).
+#
+# Knobs: DATA_IMG_GIB (image size), DATA_WORKLOADS (names below),
+# DATA_CONNS (connection counts), BENCH_SERVERS, JOB_SECONDS, BENCH_QUICK.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_dir
 
-IMG_GIB=${DATA_IMG_GIB:-4}
-img=$BENCH_DIR/data.img
-dd if=/dev/zero bs=4M count=$((IMG_GIB * 256)) status=none | tr '\0' 'd' |
-	dd of="$img" bs=4M iflag=fullblock oflag=direct status=none
-sync "$img"
-
-# name rw bs iodepth
-WORKLOADS=(
+IMG_GIB=${DATA_IMG_GIB:-$(pick 1 4)}
+CONNS=${DATA_CONNS:-$(pick "1 16" "1 4 16")}
+# name rw bs iodepth (per connection)
+ALL_WORKLOADS=(
 	"seq-write write 1M 16"
 	"seq-read read 1M 16"
 	"rand-read randread 4k 32"
 	"rand-write randwrite 4k 32"
 )
-SERVERS=(blkstackd nbdkit qemu-nbd)
+WANT=${DATA_WORKLOADS:-$(pick "seq-write rand-read" "seq-write seq-read rand-read rand-write")}
+read -ra SERVERS <<<"$(bench_servers)"
 
-run_fio() {	# PORT RW BS QD JOBS OUT
-	local per=$((IMG_GIB / $5))
-	fio --output-format=json --output="$6" --name=bench --ioengine=nbd \
-		--uri="nbd://127.0.0.1:$1/vol0" --rw="$2" --bs="$3" --iodepth="$4" \
-		--numjobs="$5" --size="${per}G" --offset_increment="${per}G" \
-		--time_based --runtime="$JOB_SECONDS" --ramp_time=1 \
-		--group_reporting >/dev/null 2>"$6.err"
-}
+img=$BENCH_DIR/data.img
+dd if=/dev/zero bs=4M count=$((IMG_GIB * 256)) status=none | tr '\0' 'd' |
+	dd of="$img" bs=4M iflag=fullblock oflag=direct status=none
+sync "$img"
 
-# Prints: iops mibs p99_us gib_moved
-fio_summary() {
-	python3 - "$1" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]
-iops = bw = moved = 0.0
-p99 = 0.0
-for d in ("read", "write"):
-    x = j[d]
-    if x["io_bytes"] == 0:
-        continue
-    iops += x["iops"]; bw += x["bw_bytes"]; moved += x["io_bytes"]
-    pct = x.get("clat_ns", {}).get("percentile", {})
-    p99 = max(p99, pct.get("99.000000", 0) / 1000.0)
-print(f"{iops:.0f} {bw / 2**20:.1f} {p99:.0f} {moved / 2**30:.3f}")
-PY
-}
-
-echo "### Data path over NBD (fio nbd engine, ${JOB_SECONDS} s per row)"
+echo "### Data path over NBD (fio nbd engine, ${JOB_SECONDS} s per row, ${IMG_GIB} GiB image)"
 echo
-echo "| workload | conns | server | IOPS | MiB/s | p99 µs | CPU s/GiB | peak RSS MiB | blkstackd / best peer |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+echo "| workload | conns | server | IOPS | MiB/s | p99 µs | CPU s/GiB | peak RSS MiB | x best peer | CPU vs best peer | RSS vs nbdkit |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 row=0
-for w in "${WORKLOADS[@]}"; do
+declare -A SCALE=()	# "workload|server|conns" -> IOPS, for the scaling table
+for w in "${ALL_WORKLOADS[@]}"; do
 	read -r name rw bs qd <<<"$w"
-	for jobs in 1 4; do
-		declare -A IOPS=() LINE=()
-		# a different server goes first each row, and dirty data of the
-		# previous run is written back before the next starts: the
-		# host's writeback must not favour whoever runs first
-		order=()
-		for ((k = 0; k < ${#SERVERS[@]}; k++)); do
-			order+=("${SERVERS[$(((k + row) % ${#SERVERS[@]}))]}")
-		done
+	case " $WANT " in *" $name "*) ;; *) continue ;; esac
+	for jobs in $CONNS; do
+		# each connection its own slice of the image
+		per=$((IMG_GIB * 1024 / jobs))
+		run_row "$row" "$img" --rw="$rw" --bs="$bs" --iodepth="$qd" \
+			--numjobs="$jobs" --size="${per}M" --offset_increment="${per}M"
 		row=$((row + 1))
-		for s in "${order[@]}"; do
-			sync
-			sleep 1
-			port=$(free_port)
-			case $s in
-			blkstackd) start_blkstackd "$img" "$port" ;;
-			nbdkit) start_nbdkit "$img" "$port" ;;
-			qemu-nbd) start_qemu_nbd "$img" "$port" ;;
-			esac
-			out=$BENCH_DIR/$name.$jobs.$s.json
-			if run_fio "$port" "$rw" "$bs" "$qd" "$jobs" "$out"; then
-				read -r iops mibs p99 moved <<<"$(fio_summary "$out")"
-			else
-				iops=FAILED mibs=- p99=- moved=0
-			fi
-			read -r cpu rss <<<"$(stop_server)"
-			cpg=$(awk -v c="$cpu" -v g="$moved" 'BEGIN { if (g > 0) printf "%.2f", c / g; else print "-" }')
-			IOPS[$s]=$iops
-			LINE[$s]="| $name | $jobs | $s | $iops | $mibs | $p99 | $cpg | $((rss / 1024)) |"
-		done
-		best=$(printf '%s\n' "${IOPS[nbdkit]}" "${IOPS[qemu-nbd]}" | grep -v FAILED | sort -n | tail -1)
 		for s in "${SERVERS[@]}"; do
-			if [ "$s" = blkstackd ]; then
-				echo "${LINE[$s]} $(ratio "${IOPS[$s]}" "$best") |"
-			else
-				echo "${LINE[$s]} |"
-			fi
+			SCALE[$name|$s|$jobs]=${R_IOPS[$s]}
+			echo "| $name | $jobs | $(server_label "$s") | ${R_IOPS[$s]} | ${R_MIBS[$s]} | ${R_P99[$s]} | ${R_CPG[$s]} | $(mib "${R_RSS[$s]}") |$(ratio_cells "$s" "$name, $jobs conn")"
 		done
 	done
 done
 echo
-echo "Target: blkstackd >= 1.0x the best peer in every row (aiming at 1.2x),"
-echo "and CPU per GiB no worse than the best peer."
+echo "Ratios are blkstackd's: IOPS against the best of nbdkit and qemu-nbd,"
+echo "CPU s/GiB against the lower of theirs, peak RSS against nbdkit's."
+echo "Targets: >= 1.0x the best peer (aiming at 1.2x), CPU <= 1.0x, RSS <= 1.5x."
+echo
+
+# The same IOPS, one line per server: how each scales with connections,
+# and what the second I/O thread gives blkstackd (t2 / t1).
+hdr="| workload | server |" sep="|---|---|"
+for jobs in $CONNS; do
+	if [ "$jobs" = 1 ]; then hdr+=" 1 conn |"; else hdr+=" $jobs conns |"; fi
+	sep+="---:|"
+done
+echo "#### Scaling over connections and threads (IOPS)"
+echo
+echo "$hdr"
+echo "$sep"
+for w in "${ALL_WORKLOADS[@]}"; do
+	read -r name _ <<<"$w"
+	case " $WANT " in *" $name "*) ;; *) continue ;; esac
+	for s in "${SERVERS[@]}"; do
+		line="| $name | $(server_label "$s") |"
+		for jobs in $CONNS; do
+			line+=" ${SCALE[$name|$s|$jobs]:--} |"
+		done
+		echo "$line"
+	done
+	if [ -n "${SCALE[$name|blkstackd-t1|${CONNS%% *}]:-}" ] &&
+		[ -n "${SCALE[$name|blkstackd-t2|${CONNS%% *}]:-}" ]; then
+		line="| $name | blkstackd t2 / t1 |"
+		for jobs in $CONNS; do
+			r=$(ratio "${SCALE[$name|blkstackd-t2|$jobs]}" "${SCALE[$name|blkstackd-t1|$jobs]}")
+			[ "$r" = - ] || r+=x
+			line+=" $r |"
+		done
+		echo "$line"
+	fi
+done
+own_targets_summary

@@ -15,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 FILE_GIB=${FS_FILE_GIB:-1}	# size of each overwrite target
-WZ_GIB=${WZ_GIB:-10}		# the zeroes-making comparison
+WZ_GIB=${WZ_GIB:-$(pick 1 10)}	# the zeroes-making comparison
 IMG_GIB=$((3 * FILE_GIB + 2))
 
 echo "### ext4: overwriting a WRITE_ZEROES file vs unwritten vs written"

@@ -5,9 +5,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-out=bench/results/latest.md
+# a quick run (BENCH_QUICK=1) is a trial of the scripts, not a result:
+# it never overwrites latest.md
+out=${BENCH_OUT:-$(pick "${TMPDIR:-/tmp}/blkstack-bench-quick.md" bench/results/latest.md)}
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+# every script records the rows that miss a target here; printed last
+BENCH_TARGETS=$(mktemp)
+export BENCH_TARGETS
+trap 'rm -f "$tmp" "$BENCH_TARGETS"' EXIT
 {
 	echo "# blkstack benchmarks"
 	echo
@@ -15,16 +20,19 @@ trap 'rm -f "$tmp"' EXIT
 	echo
 	machine_info
 	echo
-	for b in ${BENCHES:-zeroing load datapath fs_overwrite}; do
+	for b in ${BENCHES:-zeroing load datapath latency fs_overwrite}; do
 		[ -x "bench/$b.sh" ] || continue
 		echo "running bench/$b.sh" >&2
+		start=$SECONDS
 		if ! "bench/$b.sh"; then
 			echo
 			echo "**bench/$b.sh failed** (see its output above)"
 		fi
+		echo "bench/$b.sh took $((SECONDS - start)) s" >&2
 		echo
 	done
+	targets_summary "$BENCH_TARGETS"
 } | tee "$tmp"
-mkdir -p bench/results
+mkdir -p "$(dirname "$out")"
 cp "$tmp" "$out"
 echo "written to $out" >&2

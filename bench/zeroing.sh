@@ -13,7 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_dir
 
-SIZES=${ZERO_SIZES:-"1 10"}	# GiB
+SIZES=${ZERO_SIZES:-$(pick 1 "1 10")}	# GiB
 
 prefill() {	# FILE GIB: GIB of non-zero data, written and synced (not timed)
 	rm -f "$1"
@@ -27,7 +27,7 @@ qemu_io_zero() {	# URI GIB
 	for ((i = 0; i < $2; i++)); do
 		args+=(-c "write -z -u ${i}G 1G")
 	done
-	qemu-io -f raw "${args[@]}" "$1"
+	bounded qemu-io -f raw "${args[@]}" "$1"
 }
 
 echo "### Zeroing: writing zeroes vs unmap zeroing"
