@@ -20,12 +20,20 @@ WORKLOADS=(
 	"rand-write randwrite 4k 32"
 )
 SERVERS=(blkstackd nbdkit qemu-nbd)
+# Subsets for profiling runs (all by default): DATA_ROWS a regex of
+# workload names, DATA_CONNS the connection counts, DATA_SERVERS the
+# servers (blkstackd always runs: the ratio is its).
+ROWS_RE=${DATA_ROWS:-.}
+read -r -a CONNS <<<"${DATA_CONNS:-1 4}"
+if [ -n "${DATA_SERVERS:-}" ]; then
+	read -r -a SERVERS <<<"blkstackd ${DATA_SERVERS//blkstackd/}"
+fi
 
 run_fio() {	# PORT RW BS QD JOBS OUT
-	local per=$((IMG_GIB / $5))
+	local per=$((IMG_GIB * 1024 / $5))
 	fio --output-format=json --output="$6" --name=bench --ioengine=nbd \
 		--uri="nbd://127.0.0.1:$1/vol0" --rw="$2" --bs="$3" --iodepth="$4" \
-		--numjobs="$5" --size="${per}G" --offset_increment="${per}G" \
+		--numjobs="$5" --size="${per}M" --offset_increment="${per}M" \
 		--time_based --runtime="$JOB_SECONDS" --ramp_time=1 \
 		--group_reporting >/dev/null 2>"$6.err"
 }
@@ -55,7 +63,8 @@ echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
 row=0
 for w in "${WORKLOADS[@]}"; do
 	read -r name rw bs qd <<<"$w"
-	for jobs in 1 4; do
+	[[ $name =~ $ROWS_RE ]] || continue
+	for jobs in "${CONNS[@]}"; do
 		declare -A IOPS=() LINE=()
 		# a different server goes first each row, and dirty data of the
 		# previous run is written back before the next starts: the
@@ -85,7 +94,7 @@ for w in "${WORKLOADS[@]}"; do
 			IOPS[$s]=$iops
 			LINE[$s]="| $name | $jobs | $s | $iops | $mibs | $p99 | $cpg | $((rss / 1024)) |"
 		done
-		best=$(printf '%s\n' "${IOPS[nbdkit]}" "${IOPS[qemu-nbd]}" | grep -v FAILED | sort -n | tail -1)
+		best=$(for s in "${SERVERS[@]}"; do [ "$s" = blkstackd ] || echo "${IOPS[$s]}"; done | grep -v FAILED | sort -n | tail -1)
 		for s in "${SERVERS[@]}"; do
 			if [ "$s" = blkstackd ]; then
 				echo "${LINE[$s]} $(ratio "${IOPS[$s]}" "$best") |"

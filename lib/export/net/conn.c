@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <blkstack/bufpool.h>
+
 #include "export/net/internal.h"
 
 static uint64_t next_id;
@@ -207,6 +209,8 @@ int bs_net_conn_start(struct bs_net_listener *l, int fd, const char *peer,
 	l->conns = c;
 	l->nconns++;
 	arm_timer(c);
+	/* this thread now serves payloads: its buffer pool trims on its loop */
+	bs_bufpool_bind(l->loop);
 	return 0;
 }
 
@@ -230,6 +234,7 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 	}
 	disarm_timer(c);
 	bs_loop_del_fd(l->loop, c->fd);
+	bs_bufpool_unbind(l->loop);
 	if (!why) {
 		/*
 		 * A clean end (the protocol said goodbye, or the server is
