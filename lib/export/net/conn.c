@@ -303,10 +303,12 @@ static bool read_input(struct bs_net_conn *c)
 
 	while (wants_input(c)) {
 		ssize_t n;
+		size_t want, room = 0;
 
 		if (c->in_off == c->in_len && p->in_direct && p->direct_min) {
 			uint8_t *dst;
-			size_t room = p->in_direct(c->sess, &dst);
+
+			room = p->in_direct(c->sess, &dst);
 
 			/* a big payload: straight into the request's buffer */
 			if (room >= p->direct_min) {
@@ -314,6 +316,7 @@ static bool read_input(struct bs_net_conn *c)
 				n = recv(c->fd, dst, room, MSG_DONTWAIT);
 				if (n > 0) {
 					activity(c);
+					c->after_direct = true;
 					p->in_direct_done(c->sess, (size_t)n);
 					continue;
 				}
@@ -327,11 +330,22 @@ static bool read_input(struct bs_net_conn *c)
 		}
 		if (c->in_len == cap)
 			break;
-		n = recv(c->fd, c->in + c->in_len, cap - c->in_len,
-			 MSG_DONTWAIT);
+		want = cap - c->in_len;
+		/*
+		 * After a zero-copy payload: its short tail (if any) and one
+		 * header only, so that a big payload behind that header goes
+		 * zero-copy too instead of being copied out of c->in.
+		 */
+		if (c->after_direct && p->direct_hdr &&
+		    want > room + p->direct_hdr)
+			want = room + p->direct_hdr;
+		n = recv(c->fd, c->in + c->in_len, want, MSG_DONTWAIT);
 got:
 		if (n > 0) {
 			activity(c);
+			/* the header is in (or this was a full-size read) */
+			if ((size_t)n == want)
+				c->after_direct = false;
 			c->in_len += (size_t)n;
 			feed(c);
 			continue;
