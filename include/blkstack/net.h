@@ -108,6 +108,13 @@ struct bs_net_proto {
 	size_t inbuf;		/* input buffer bytes per connection */
 	/* Zero-copy input from this many missing bytes (0 = never). */
 	size_t direct_min;
+	/*
+	 * After a payload taken zero-copy, read at most this many bytes into
+	 * the input buffer (one request header), so that the payload of a
+	 * next big request goes zero-copy too instead of being copied out of
+	 * the input buffer (0 = no limit).
+	 */
+	size_t direct_hdr;
 
 	/* New connection: create its session in *@sess (0 or -errno). */
 	int (*start)(void *owner, struct bs_net_conn *c, void **sess);

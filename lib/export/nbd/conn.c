@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/nbd/proto.h"
 #include "export/nbd/server.h"
 
 struct nbd_conn {
@@ -214,6 +215,7 @@ const struct bs_net_proto nbd_net_proto = {
 	.name = "nbd",
 	.inbuf = NBD_CONN_INBUF,
 	.direct_min = NBD_CONN_DIRECT_MIN,
+	.direct_hdr = NBD_REQ_HDR_SIZE,
 	.start = p_start,
 	.input = p_input,
 	.wants_input = p_wants_input,

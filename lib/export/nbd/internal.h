@@ -21,7 +21,7 @@
 struct nbd_out {
 	struct nbd_out *next;
 	size_t hdr_len;
-	void *data;		/* freed once sent (read data) */
+	void *data;		/* pool buffer of `budget` bytes, put once sent */
 	size_t data_len;
 	size_t sent;		/* bytes of hdr+data already sent */
 	size_t acct;		/* bytes counted against the session cap */
@@ -95,7 +95,10 @@ void nbd_log(struct nbd_session *s, const char *fmt, ...)
 /* End the session (no more input) with a reason for the log. */
 void nbd_end(struct nbd_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Queue hdr (copied) + data (owned, freed when sent; may be NULL). */
+/*
+ * Queue hdr (copied) + data (may be NULL: else a bufpool.h buffer of
+ * data_acct bytes, owned from here and given back once sent).
+ */
 int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 		 void *data, size_t data_len, size_t data_acct);
 bool nbd_has_room(const struct nbd_session *s, size_t need);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <blkstack/bufpool.h>
+
 #include "export/nbd/internal.h"
 
 static void out_pop(struct nbd_session *s);
@@ -68,13 +70,13 @@ int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 
 	/* data_acct bytes of @data were taken from the budget: they move */
 	if (s->orphan || s->evicted) {
-		free(data);
+		bs_buf_put(data, data_acct);
 		nbd_budget_give(s, data_acct);
 		return 0;
 	}
 	o = malloc(sizeof(*o) + hdr_len);
 	if (!o) {
-		free(data);
+		bs_buf_put(data, data_acct);
 		nbd_budget_give(s, data_acct);
 		nbd_end(s, "out of memory queueing a reply");
 		return -ENOMEM;
@@ -314,7 +316,7 @@ static void out_pop(struct nbd_session *s)
 	s->inflight_bytes -= o->acct;
 	nbd_budget_give(s, o->budget);
 	s->out_bytes -= o->hdr_len + o->data_len - o->sent;
-	free(o->data);
+	bs_buf_put(o->data, o->budget);
 	free(o);
 }
 

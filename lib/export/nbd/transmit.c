@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/bufpool.h>
 #include <blkstack/zero.h>
 
 #include "export/nbd/internal.h"
@@ -28,7 +29,7 @@ struct nbd_req {
 	uint16_t type, flags;
 	uint64_t cookie, offset;
 	uint32_t len;
-	void *buf;
+	void *buf;		/* from the thread's pool (bufpool.h) */
 	size_t acct;		/* bytes of buf counted in the session */
 	size_t got;		/* payload bytes received */
 	struct bs_req breq;
@@ -175,7 +176,7 @@ static void req_free(struct nbd_req *r)
 
 	s->inflight_bytes -= r->acct;
 	nbd_budget_give(s, r->acct);
-	free(r->buf);
+	bs_buf_put(r->buf, r->acct);
 	free(r);
 }
 
@@ -533,8 +534,9 @@ bool nbd_tx_header(struct nbd_session *s)
 	s->have = 0;
 	r = calloc(1, sizeof(*r));
 	if (r && need) {
-		/* page aligned: drivers may do direct I/O from it */
-		r->buf = aligned_alloc(4096, need);
+		/* page aligned: drivers may do direct I/O from it; pooled:
+		 * warm, already mapped, and no heap left at its high mark */
+		r->buf = bs_buf_get(need);
 		if (!r->buf) {
 			free(r);
 			r = NULL;

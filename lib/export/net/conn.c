@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <blkstack/bufpool.h>
 #include <blkstack/threads.h>
 
 #include "export/net/internal.h"
@@ -212,6 +213,8 @@ static void start_here(void *arg)
 			free(c);
 		return;
 	}
+	/* this thread now serves payloads: its buffer pool trims on its loop */
+	bs_bufpool_bind(c->loop);
 	arm_timer(c);
 }
 
@@ -323,6 +326,8 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 	bs_loop_cancel_work(c->loop, &c->close_work);
 	disarm_timer(c);
 	bs_loop_del_fd(c->loop, c->fd);
+	/* the last connection of this thread gone: its pool empties */
+	bs_bufpool_unbind(c->loop);
 	if (!why) {
 		/*
 		 * A clean end (the protocol said goodbye, or the server is
@@ -396,10 +401,12 @@ static bool read_input(struct bs_net_conn *c)
 
 	while (wants_input(c)) {
 		ssize_t n;
+		size_t want, room = 0;
 
 		if (c->in_off == c->in_len && p->in_direct && p->direct_min) {
 			uint8_t *dst;
-			size_t room = p->in_direct(c->sess, &dst);
+
+			room = p->in_direct(c->sess, &dst);
 
 			/* a big payload: straight into the request's buffer */
 			if (room >= p->direct_min) {
@@ -407,6 +414,7 @@ static bool read_input(struct bs_net_conn *c)
 				n = recv(c->fd, dst, room, MSG_DONTWAIT);
 				if (n > 0) {
 					activity(c);
+					c->after_direct = true;
 					p->in_direct_done(c->sess, (size_t)n);
 					continue;
 				}
@@ -420,11 +428,22 @@ static bool read_input(struct bs_net_conn *c)
 		}
 		if (c->in_len == cap)
 			break;
-		n = recv(c->fd, c->in + c->in_len, cap - c->in_len,
-			 MSG_DONTWAIT);
+		want = cap - c->in_len;
+		/*
+		 * After a zero-copy payload: its short tail (if any) and one
+		 * header only, so that a big payload behind that header goes
+		 * zero-copy too instead of being copied out of c->in.
+		 */
+		if (c->after_direct && p->direct_hdr &&
+		    want > room + p->direct_hdr)
+			want = room + p->direct_hdr;
+		n = recv(c->fd, c->in + c->in_len, want, MSG_DONTWAIT);
 got:
 		if (n > 0) {
 			activity(c);
+			/* the header is in (or this was a full-size read) */
+			if ((size_t)n == want)
+				c->after_direct = false;
 			c->in_len += (size_t)n;
 			feed(c);
 			continue;

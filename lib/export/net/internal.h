@@ -61,6 +61,7 @@ struct bs_net_conn {
 	size_t in_off, in_len;
 	uint32_t events;
 	bool rd_eof, eof_told;
+	bool after_direct;	/* last input went zero-copy: read a header */
 	bool handshake;		/* still negotiating */
 	bool queued, dead;
 	struct bs_work work;
