@@ -109,8 +109,10 @@ check: deps
 	$(MAKE) all
 	$(MAKE) asan
 	$(MAKE) fuzz
-	scripts/run-tests.sh; echo $$? >build/check.rc
-	$(MAKE) tsan
+	rm -f build/check.counts
+	CHECK_COUNTS=$(CURDIR)/build/check.counts scripts/run-tests.sh; echo $$? >build/check.rc
+	CHECK_COUNTS=$(CURDIR)/build/check.counts $(MAKE) tsan || echo 1 >build/check.rc
+	@awk '{p+=$$1; f+=$$2; s+=$$3} END {printf "make check (all stages): %d passed, %d failed, %d skipped\n", p, f, s}' build/check.counts
 	@exit $$(cat build/check.rc)
 
 fuzz:

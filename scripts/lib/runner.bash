@@ -38,7 +38,10 @@ skip() {
 }
 
 # summary: the last line; false if anything failed
+# (also appended to $CHECK_COUNTS when set, for make check's total line)
 summary() {
 	echo "$passed passed, $failed failed, $skipped skipped"
+	[[ -z ${CHECK_COUNTS:-} ]] ||
+		echo "$passed $failed $skipped" >>"$CHECK_COUNTS"
 	((failed == 0))
 }
