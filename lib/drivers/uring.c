@@ -320,6 +320,13 @@ static void uring_prepoll(void *arg)
 	if (rg->dirty) {
 		rg->dirty = false;
 		io_uring_submit(&rg->ring);
+		/*
+		 * What completed inside the submit (a read from the page
+		 * cache) is reaped now rather than after an epoll_wait that
+		 * reports the ring readable: one wakeup less per request.
+		 */
+		if (!rg->reaping && io_uring_cq_ready(&rg->ring))
+			uring_reap(rg, EPOLLIN);
 	}
 }
 
@@ -369,6 +376,7 @@ static void uring_reap(void *arg, uint32_t events)
 	struct io_uring_cqe *cqe;
 
 	(void)events;
+	rg->reaping = true;
 	while (io_uring_peek_cqe(&rg->ring, &cqe) == 0) {
 		struct bs_req *req = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
@@ -398,4 +406,5 @@ again:
 	}
 	if (rg->dirty || rg->wait_head)
 		uring_prepoll(rg);
+	rg->reaping = false;
 }

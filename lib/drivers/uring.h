@@ -68,6 +68,7 @@ struct drv_uring_ring {
 	unsigned bounces;		/* bounce buffers in use */
 	struct bs_req *wait_head, *wait_tail;
 	bool dirty;			/* SQEs queued, not submitted */
+	bool reaping;			/* in uring_reap(): no inline reap */
 };
 
 struct drv_uring {
