@@ -87,9 +87,8 @@ static uint32_t ws_blocks(const struct sd_facts *f, uint32_t raw,
 		return min_not_zero(raw, SD_MAX_WS16_BLOCKS);
 	if (f->ws16 || f->ws10 || !f->rsoc)
 		return min_not_zero(raw, SD_MAX_WS10_BLOCKS);
-	*why_none = "REPORT SUPPORTED OPERATION CODES lists neither WRITE "
-		    "SAME(16) nor WRITE SAME(10) and MAXIMUM WRITE SAME LENGTH "
-		    "is 0";
+	*why_none = "opcodes list lacks WRITE SAME(16) and (10), "
+		    "max_ws_len 0";
 	return 0;
 }
 
@@ -200,11 +199,11 @@ int sd_config_decide(const struct sd_facts *f, uint32_t max_io_bytes,
 			 out->zeroing == SD_ZERO_WS16_UNMAP ? "LBPWS" : "LBPWS10",
 			 sd_zeroing_name(out->zeroing));
 	else
-		snprintf(out->why, sizeof(out->why), "sd: LBPRZ=%d LBPWS=%d "
-			 "LBPWS10=%d -> zeroing mode WRITE SAME without UNMAP "
-			 "-> no unmap zeroing%s", f->lbprz, f->lbpws, f->lbpws10,
-			 f->lbprz ? "" : " (unmapped blocks need not read as "
-					 "zeroes)");
+		snprintf(out->why, sizeof(out->why), "sd: zeroing mode WRITE "
+			 "SAME, no UNMAP (%s) -> no unmap zeroing",
+			 f->lbprz ? "LBPRZ=1 but LBPWS=0 LBPWS10=0"
+				  : "LBPRZ=0: unmapped blocks need not read as "
+				    "zeroes");
 
 	/* ---- cache, FUA, rotation ---- */
 	if (f->wce) {

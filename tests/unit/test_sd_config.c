@@ -108,7 +108,7 @@ static const struct row rows[] = {
 	{ "UNMAP without descriptors", t_unmap_no_count, SD_ZERO_WS16_UNMAP,
 	  SD_LBP_WS16, true, 0xfff8, SD_MAX_WS16_BLOCKS, "LBPWS=1" },
 	{ "RSOC lists no WS, thick", t_rsoc_none, SD_ZERO_WRITE, SD_LBP_FULL,
-	  false, 0, 0, "neither WRITE SAME(16)" },
+	  false, 0, 0, "lacks WRITE SAME(16)" },
 	{ "RSOC lists WS16", t_rsoc_ws16, SD_ZERO_WS16_UNMAP, SD_LBP_UNMAP,
 	  true, 0xfff8, SD_MAX_WS16_BLOCKS, "unmap zeroing" },
 	{ "RSOC lists no WS, thin", t_rsoc_none_thin, SD_ZERO_WS16_UNMAP,
