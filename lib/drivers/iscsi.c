@@ -1062,10 +1062,8 @@ static void start_req(void *arg)
 {
 	struct isd_req *r = arg;
 	struct isd *s = r->s;
-	uint64_t budget_ms = (uint64_t)(s->max_retries + 1) *
-			     (s->timeout_s * 1000ull + s->reconnect_ms);
-
-	r->deadline_ns = bs_now_ns() + budget_ms * 1000000ull;
+	/* the longest a request may take, retries and reconnects included */
+	r->deadline_ns = bs_now_ns() + s->timeout_s * 1000000000ull;
 	r->prev = NULL;
 	r->next = s->reqs;
 	if (s->reqs)
@@ -1363,7 +1361,8 @@ static const struct bs_dev_type iscsi_type = {
 		"initiator=IQN        our name (iqn.2026-12.org.blkstack:initiator-HOST)\n"
 		"chap_user=, chap_secret=  CHAP credentials (none)\n"
 		"target_chap_user=, target_chap_secret=  mutual CHAP (none)\n"
-		"timeout=SECONDS      per command and for the open (30)\n"
+		"timeout=SECONDS      longest a request (retries included) or the open\n"
+		"                     may take; then -EIO (30)\n"
 		"max_retries=N        retries of a command, reconnects (5)\n"
 		"reconnect_ms=MS      delay before a retry or a new session (1000)\n"
 		"max_io=SIZE          largest READ/WRITE, below the target's (1M)\n",
