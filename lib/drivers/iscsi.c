@@ -329,7 +329,7 @@ static void connect_cb(struct iscsi_context *iscsi, int status, void *data,
 		s->failed_connects++;
 		if (s->opening && !s->logged_in &&
 		    s->failed_connects > s->max_retries) {
-			open_finish(s, -ECONNREFUSED);
+			open_finish(s, -EIO);
 			return;
 		}
 		reset_session(s, s->last_error);
@@ -395,7 +395,7 @@ static void start_session(struct isd *s)
 retry:
 	s->failed_connects++;
 	if (s->opening && s->failed_connects > s->max_retries) {
-		open_finish(s, -ECONNREFUSED);
+		open_finish(s, -EIO);
 		return;
 	}
 	reset_session(s, s->last_error);
