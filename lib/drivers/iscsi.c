@@ -185,7 +185,11 @@ static void watchdog(struct isd *s)
 			r->expired = true;
 			s->expired++;
 			if (r->task && s->iscsi) {
-				iscsi_scsi_cancel_task(s->iscsi, r->task);
+				/* calls back at once, cancelled */
+				if (iscsi_scsi_cancel_task(s->iscsi, r->task))
+					reset_session(s, "a command past its "
+						      "deadline could not be "
+						      "cancelled");
 				again = true;
 				break;
 			}
@@ -312,8 +316,21 @@ static void open_timeout(void *arg)
 	open_finish(s, -ETIMEDOUT);
 }
 
-static void connect_cb(struct iscsi_context *iscsi, int status, void *data,
-		       void *priv)
+/* The connect or the login failed: try again later, or give the open up. */
+static void session_failed(struct isd *s, struct iscsi_context *c)
+{
+	snprintf(s->last_error, sizeof(s->last_error), "%s",
+		 iscsi_get_error(c));
+	s->failed_connects++;
+	if (s->opening && s->failed_connects > s->max_retries) {
+		open_finish(s, -EIO);
+		return;
+	}
+	reset_session(s, s->last_error);
+}
+
+static void login_cb(struct iscsi_context *iscsi, int status, void *data,
+		     void *priv)
 {
 	struct isd *s = priv;
 	struct isd_req *r;
@@ -322,17 +339,7 @@ static void connect_cb(struct iscsi_context *iscsi, int status, void *data,
 	if (iscsi != s->iscsi || s->closing)
 		return;
 	if (status != SCSI_STATUS_GOOD) {
-		/* the connect or login failed, or (second call) a session
-		 * that was up is gone and libiscsi could not recover it */
-		snprintf(s->last_error, sizeof(s->last_error), "%s",
-			 iscsi_get_error(iscsi));
-		s->failed_connects++;
-		if (s->opening && !s->logged_in &&
-		    s->failed_connects > s->max_retries) {
-			open_finish(s, -EIO);
-			return;
-		}
-		reset_session(s, s->last_error);
+		session_failed(s, iscsi);
 		return;
 	}
 	s->logged_in = true;
@@ -349,6 +356,28 @@ static void connect_cb(struct iscsi_context *iscsi, int status, void *data,
 			r->waiting = false;
 			issue(r);
 		}
+	kick(s);
+}
+
+/*
+ * Connect, then log in: libiscsi's "full connect" would do both (and a
+ * TEST UNIT READY) but leaks its small state when the context is destroyed
+ * before it finishes (a close while the target is down); these two leave
+ * nothing behind. Unit attentions are met by the probe, which retries.
+ */
+static void socket_cb(struct iscsi_context *iscsi, int status, void *data,
+		      void *priv)
+{
+	struct isd *s = priv;
+
+	(void)data;
+	if (iscsi != s->iscsi || s->closing)
+		return;
+	if (status != SCSI_STATUS_GOOD ||
+	    iscsi_login_async(iscsi, login_cb, s)) {
+		session_failed(s, iscsi);
+		return;
+	}
 	kick(s);
 }
 
@@ -371,9 +400,15 @@ static void start_session(struct isd *s)
 		iscsi_set_target_username_pwd(c, s->tchap_user,
 					      s->tchap_secret);
 	iscsi_set_timeout(c, (int)s->timeout_s);
-	iscsi_set_reconnect_max_retries(c, (int)s->max_retries);
+	/*
+	 * Reconnecting is ours: a lost session is torn down and made anew
+	 * (reset_session), so every session starts with a login and a probe.
+	 * libiscsi's own reconnect needs its "full connect" (which leaks when
+	 * destroyed half-way) and would resend commands on its own terms.
+	 */
+	iscsi_set_noautoreconnect(c, 1);
 	s->iscsi = c;
-	err = iscsi_full_connect_async(c, s->portal, s->lun, connect_cb, s);
+	err = iscsi_connect_async(c, s->portal, socket_cb, s);
 	if (err) {
 		snprintf(s->last_error, sizeof(s->last_error), "%s",
 			 iscsi_get_error(c));
@@ -659,16 +694,19 @@ static void probe_cb(struct iscsi_context *iscsi, int status, void *data,
 			    status == SCSI_STATUS_CANCELLED) {
 				/* the next session probes from the start */
 				s->probing = false;
+				reset_session(s, iscsi_get_error(iscsi));
 				return;
 			}
 			probe_send(s);
 			return;
 		}
 	} else if (task) {
-		snprintf(s->last_error, sizeof(s->last_error), "%s: %s (%s)",
-			 st == P_RC16 ? "READ CAPACITY(16)" : "probe",
+		snprintf(s->last_error, sizeof(s->last_error), "%s: %s (%s, %s)",
+			 st == P_RC16 ? "READ CAPACITY(16)" :
+			 st == P_RC10 ? "READ CAPACITY(10)" : "probe",
 			 isd_status_str(status),
-			 scsi_sense_key_str(task->sense.key));
+			 scsi_sense_key_str(task->sense.key),
+			 scsi_sense_ascq_str(task->sense.ascq));
 		scsi_free_scsi_task(task);
 	}
 	/* refused: READ CAPACITY 16 falls back to 10, the rest is optional
@@ -678,8 +716,6 @@ static void probe_cb(struct iscsi_context *iscsi, int status, void *data,
 		probe_advance(s, P_RC10);
 		return;
 	case P_RC10:
-		snprintf(s->last_error, sizeof(s->last_error),
-			 "READ CAPACITY refused: %s", isd_status_str(status));
 		s->probing = false;
 		open_finish(s, -EIO);
 		return;
@@ -829,7 +865,6 @@ static void task_cb(struct iscsi_context *iscsi, int status, void *data,
 	struct scsi_sense sense = { 0 };
 	uint32_t residual = 0;
 
-	(void)iscsi;
 	if (task) {
 		sense = task->sense;
 		if (task->residual_status == SCSI_RESIDUAL_UNDERFLOW)
@@ -898,12 +933,17 @@ static void task_cb(struct iscsi_context *iscsi, int status, void *data,
 		return;
 	case SCSI_STATUS_ERROR:
 	case SCSI_STATUS_CANCELLED:
-		/* the session went away: the next one carries it */
 		if (r->expired) {
 			retry(r, false, "deadline passed");
 			return;
 		}
-		retry(r, true, isd_status_str(status));
+		/* the session went away (libiscsi cancels what it held):
+		 * make a new one; the request waits for it, within its
+		 * deadline */
+		if (iscsi == s->iscsi)
+			reset_session(s, iscsi_get_error(iscsi));
+		s->retries++;
+		issue(r);
 		return;
 	default:
 		bs_error(-EIO, "%s: iscsi: %s: %s", s->dev->name,

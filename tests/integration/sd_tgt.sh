@@ -229,6 +229,17 @@ for ((i = 0; i < 40; i++)); do
 	sleep 0.5
 done
 ((ok)) || fail "no I/O after the target came back: $(cat "$T/qio.log")"
+# the thick device's session comes back too (default policy: 30 s)
+ok=0
+for ((i = 0; i < 60; i++)); do
+	if timeout 40 qemu-io -f raw "$UK" -c "read 0 64k" >"$T/qio.log" 2>&1 &&
+		! grep -qi -e fail -e error "$T/qio.log"; then
+		ok=1
+		break
+	fi
+	sleep 0.5
+done
+((ok)) || fail "thick: no I/O after the target came back: $(cat "$T/qio.log")"
 run_bs 0 -s "$CTL" info thin
 [[ $OUT == *"session"*"logged in"* ]] ||
 	fail "no session after the target came back: $OUT"
