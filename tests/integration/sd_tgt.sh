@@ -209,6 +209,19 @@ for ((i = 0; i < 50; i++)); do
 done
 [[ $(nbd_flag "$U" can_fast_zero) == true ]] || fail "fast zero not back"
 
+note "WRITE SAME UNMAP refused at run time: write-zeroes off, zeroes written"
+# thin provisioning off without a unit attention: the next WRITE SAME
+# with UNMAP meets ILLEGAL REQUEST, as sd would on a changed disk
+qio "$U" -c "write -P 0x44 16M 2M"
+tadm --op update --mode logicalunit --tid 1 --lun 1 --params thin_provisioning=0
+qio "$U" -c "write -z -u 16M 2M" -c "read -P 0 16M 2M"
+is_zero "$T/thin.img" $((16 << 20)) $((2 << 20)) || fail "not zeroed by the fallback"
+run_bs 0 -s "$CTL" explain thin
+[[ $OUT == *"write_zeroes_unmap no"*"WRITE SAME(16) refused with ILLEGAL REQUEST"* ]] ||
+	fail "explain after a refused WRITE SAME: $OUT"
+[[ $(nbd_flag "$U" can_fast_zero) == false ]] || fail "fast zero after WRITE SAME refused"
+tadm --op update --mode logicalunit --tid 1 --lun 1 --params thin_provisioning=1
+
 note "target killed: EIO within the timeout (6 s); back when it returns"
 qio "$U" -c "write -P 7 0 64k"
 stop_tgt
