@@ -648,11 +648,16 @@ static const struct bs_dev_type iscsi_type = {
 	.spec_key = "url",
 	.summary = "a LUN of a remote iSCSI target (libiscsi), decided as Linux's sd",
 	.options =
-		"url=iscsi://HOST[:PORT]/IQN/LUN  the LUN (iscsi:URL)\n"
-		"portal=HOST[:PORT], iqn=IQN, lun=N  the same, as keys\n"
+		"url=iscsi://HOST[:PORT]/IQN/LUN  the LUN (iscsi:URL; user%secret@HOST\n"
+		"                     for CHAP)\n"
+		"portal=HOST[:PORT]   instead of url: the portal (port 3260) ...\n"
+		"iqn=IQN              ... the target's name ...\n"
+		"lun=N                ... and the LUN (0)\n"
 		"initiator=IQN        our name (iqn.2026-12.org.blkstack:initiator-HOST)\n"
-		"chap_user=, chap_secret=  CHAP credentials (none)\n"
-		"target_chap_user=, target_chap_secret=  mutual CHAP (none)\n"
+		"chap_user=NAME       CHAP: our name for the target's challenge (none)\n"
+		"chap_secret=SECRET   CHAP: our secret\n"
+		"target_chap_user=NAME  mutual CHAP: the name the target must give\n"
+		"target_chap_secret=SECRET  mutual CHAP: the target's secret\n"
 		"timeout=SECONDS      longest a request (retries included) or the open\n"
 		"                     may take; then -EIO (30)\n"
 		"max_retries=N        retries of a command, reconnects (5)\n"

@@ -5,7 +5,8 @@
 # other way round; zeroing over data reads zeroes and frees the thin file's
 # blocks; fio verifies with many commands in flight; a unit attention
 # (thin provisioning turned off on the target) reaches NBD's fast zero; a
-# killed target gives EIO within the timeout and the session comes back.
+# killed target gives EIO within the timeout and the session comes back;
+# CHAP and mutual CHAP against a target that requires them.
 #
 # tgtd runs in the foreground on 127.0.0.1, in a mount namespace of its
 # own where /run is a directory of this test, so its control socket is
@@ -102,6 +103,30 @@ note "a LUN that is not there fails the open with a reason"
 run_bs 0 info "iscsi:$URL/9,timeout=5,max_retries=0"
 [[ $OUT == *"state"*"failed"*"LOGICAL_UNIT_NOT_SUPPORTED"* ]] ||
 	fail "lun 9: $OUT"
+
+note "CHAP: refused without, live with; mutual CHAP checks the target"
+tadm --op new --mode target --tid 2 -T "$IQN-chap"
+tadm --op new --mode logicalunit --tid 2 --lun 1 -b "$T/extra.img"
+tadm --op bind --mode target --tid 2 -I ALL
+tadm --mode account --op new --user alice --password alice-secret1
+tadm --mode account --op bind --tid 2 --user alice
+tadm --mode account --op new --user tgt --password target-secret1
+tadm --mode account --op bind --tid 2 --user tgt --outgoing
+C="iscsi:$URL-chap/1"
+run_bs 0 info "$C,timeout=5,max_retries=0"
+[[ $OUT == *"state"*"failed"*"Authentication failure"* ]] || fail "no CHAP: $OUT"
+run_bs 0 info "$C,chap_user=alice,chap_secret=wrong-secret1,timeout=5,max_retries=0"
+[[ $OUT == *"state"*"failed"*"Authentication failure"* ]] || fail "bad CHAP: $OUT"
+run_bs 0 info "$C,chap_user=alice,chap_secret=alice-secret1"
+[[ $OUT == *"state"*"live"* && $OUT == *"chap"*"yes"* ]] || fail "CHAP: $OUT"
+run_bs 0 info "iscsi:iscsi://alice%alice-secret1@127.0.0.1:$IPORT/$IQN-chap/1"
+[[ $OUT == *"state"*"live"* ]] || fail "CHAP in the URL: $OUT"
+run_bs 0 info "$C,chap_user=alice,chap_secret=alice-secret1,target_chap_user=tgt,target_chap_secret=target-secret1"
+[[ $OUT == *"state"*"live"* && $OUT == *"chap"*"mutual"* ]] || fail "mutual CHAP: $OUT"
+run_bs 0 info "$C,chap_user=alice,chap_secret=alice-secret1,target_chap_user=tgt,target_chap_secret=not-the-secret,timeout=5,max_retries=0"
+[[ $OUT == *"state"*"failed"*"CHAP"* ]] || fail "mutual CHAP, target wrong: $OUT"
+run_bs 1 info "$C,chap_user=alice"
+expect_err "chap_user and chap_secret go together"
 
 cat >>"$T/d.ini" <<EOC
 [device thin]
