@@ -132,6 +132,8 @@ static void task_cb(struct iscsi_context *iscsi, int status, void *data,
 		finish(r, -EIO);
 		return;
 	}
+	if (iscsi == s->iscsi)
+		isd_note_activity(s);
 	switch (status) {
 	case SCSI_STATUS_GOOD:
 		if (residual && (r->req->op == BS_OP_READ ||
@@ -473,7 +475,7 @@ static int isd_open(struct bs_dev *dev, struct bs_opts *opts)
 	struct isd *s = calloc(1, sizeof(*s));
 	char host[64] = "localhost", ini[160];
 	uint64_t max_io = 1u << 20;
-	uint32_t timeout = 30, retries = 5, rms = 1000;
+	uint32_t timeout = 30, retries = 5, rms = 1000, poll = 1000;
 	int err;
 
 	if (!s)
@@ -483,18 +485,22 @@ static int isd_open(struct bs_dev *dev, struct bs_opts *opts)
 	if ((err = bs_opts_get_u32(opts, "timeout", &timeout)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "max_retries", &retries)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "reconnect_ms", &rms)) < 0 ||
+	    (err = bs_opts_get_u32(opts, "poll_ms", &poll)) < 0 ||
 	    (err = bs_opts_get_size(opts, "max_io", &max_io)) < 0)
 		goto fail;
 	if (timeout < 1 || timeout > 3600 || retries > 100 || rms < 10 ||
-	    rms > 600000 || max_io < 4096 || max_io > (64u << 20)) {
+	    rms > 600000 || max_io < 4096 || max_io > (64u << 20) ||
+	    (poll && poll < 100) || poll > 3600000) {
 		err = bs_error(-EINVAL, "%s: iscsi: timeout 1..3600 s, "
 			       "max_retries 0..100, reconnect_ms 10..600000, "
-			       "max_io 4K..64M", dev->name);
+			       "poll_ms 0 or 100..3600000, max_io 4K..64M",
+			       dev->name);
 		goto fail;
 	}
 	s->timeout_s = timeout;
 	s->max_retries = retries;
 	s->reconnect_ms = rms;
+	s->poll_ms = poll;
 	s->max_io = (uint32_t)max_io;
 	s->initiator = dup_opt(opts, "initiator");
 	if (!s->initiator) {
@@ -610,8 +616,9 @@ static void isd_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   (unsigned long long)s->reconnects);
 	if (s->last_error[0])
 		kv(arg, "last_error", "%s", s->last_error);
-	kv(arg, "policy", "timeout %u s, max_retries %u, reconnect_ms %u",
-	   s->timeout_s, s->max_retries, s->reconnect_ms);
+	kv(arg, "policy", "timeout %u s, max_retries %u, reconnect_ms %u, "
+	   "poll_ms %u (polls so far %llu)", s->timeout_s, s->max_retries,
+	   s->reconnect_ms, s->poll_ms, (unsigned long long)s->polls);
 	kv(arg, "read_capacity", "%s: %llu blocks of %u, LBPPBE %u",
 	   f->rc16 ? "16" : "10", (unsigned long long)s->nblocks, f->lbs,
 	   f->lbppbe);
@@ -662,6 +669,8 @@ static const struct bs_dev_type iscsi_type = {
 		"                     may take; then -EIO (30)\n"
 		"max_retries=N        retries of a command, reconnects (5)\n"
 		"reconnect_ms=MS      delay before a retry or a new session (1000)\n"
+		"poll_ms=MS           TEST UNIT READY after this long idle, to see a\n"
+		"                     unit attention without a client (1000; 0 off)\n"
 		"max_io=SIZE          largest READ/WRITE, below the target's (1M)\n",
 	.open = isd_open,
 	.close = isd_close,

@@ -61,6 +61,7 @@ struct isd {
 	int lun;
 	uint32_t max_io;
 	unsigned timeout_s, max_retries, reconnect_ms;
+	unsigned poll_ms;		/* TEST UNIT READY when idle, 0 = off */
 
 	/* session */
 	bool logged_in;
@@ -88,6 +89,12 @@ struct isd {
 	uint64_t nblocks;
 	uint8_t *zero;			/* a zero block for WRITE SAME */
 
+	/* the idle poll: a TEST UNIT READY so a unit attention (or a dead
+	 * connection) is seen without waiting for a client's command */
+	uint64_t last_activity_ns;	/* a command last completed */
+	bool tur_busy;
+	uint64_t polls;
+
 	/* requests owned by the driver */
 	struct isd_req *reqs;
 	unsigned nreqs;
@@ -108,6 +115,11 @@ void isd_kick(struct isd *s);
 void isd_reset_session(struct isd *s, const char *why);
 /* Read the target again (a unit attention, a new session). */
 void isd_probe_start(struct isd *s);
+/* A command completed: the session is alive (for the idle poll). */
+static inline void isd_note_activity(struct isd *s)
+{
+	s->last_activity_ns = bs_now_ns();
+}
 
 /* iscsi.c */
 /* Send @r's command, or park it until there is a session. */

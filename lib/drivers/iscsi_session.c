@@ -109,15 +109,59 @@ static void watchdog(struct isd *s)
 	}
 }
 
+static void tur_cb(struct iscsi_context *iscsi, int status, void *data,
+		   void *priv)
+{
+	struct isd *s = priv;
+	struct scsi_task *task = data;
+	bool ua = status == SCSI_STATUS_CHECK_CONDITION && task &&
+		  task->sense.key == SCSI_SENSE_UNIT_ATTENTION;
+
+	if (task)
+		scsi_free_scsi_task(task);
+	if (s->closing || iscsi != s->iscsi)
+		return;
+	s->tur_busy = false;
+	isd_note_activity(s);
+	if (ua) {
+		/* the target's news, with no client command to carry it */
+		s->unit_attentions++;
+		isd_probe_start(s);
+	} else if (status == SCSI_STATUS_ERROR ||
+		   status == SCSI_STATUS_CANCELLED) {
+		isd_reset_session(s, iscsi_get_error(iscsi));
+	}
+}
+
+/* Idle for poll_ms: ask TEST UNIT READY (sd's media-change polling has
+ * the same purpose: learn of the disk's changes without a client). */
+static void idle_poll(struct isd *s)
+{
+	struct scsi_task *t;
+
+	if (!s->poll_ms || !s->iscsi || !s->logged_in || s->tur_busy ||
+	    s->probing || s->opening ||
+	    bs_now_ns() - s->last_activity_ns < s->poll_ms * 1000000ull)
+		return;
+	t = iscsi_testunitready_task(s->iscsi, s->lun, tur_cb, s);
+	if (!t)
+		return;
+	s->tur_busy = true;
+	s->polls++;
+	s->last_activity_ns = bs_now_ns();
+	isd_kick(s);
+}
+
 static void pump_tick(void *lib)
 {
 	struct isd *s = lib;
 
-	/* libiscsi's timeouts and reconnect back-off run in its service */
+	/* libiscsi's timeouts run in its service */
 	if (s->iscsi && iscsi_get_fd(s->iscsi) >= 0 &&
 	    iscsi_service(s->iscsi, 0) < 0)
 		isd_reset_session(s, iscsi_get_error(s->iscsi));
 	watchdog(s);
+	idle_poll(s);
 }
 
 static void pump_error(void *lib, int err)
@@ -155,6 +199,7 @@ static void reset_now(void *arg)
 	s->iscsi = NULL;
 	/* its probe dies with it: the next session probes from the start */
 	s->probing = s->probe_again = false;
+	s->tur_busy = false;
 	if (s->pump)
 		bs_fdpump_update(s->pump);	/* stop watching its fd */
 	if (old)
@@ -237,6 +282,8 @@ static void login_cb(struct iscsi_context *iscsi, int status, void *data,
 		return;
 	}
 	s->logged_in = true;
+	s->tur_busy = false;
+	isd_note_activity(s);
 	s->failed_connects = 0;
 	s->connects++;
 	if (s->connects > 1)
