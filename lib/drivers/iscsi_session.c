@@ -272,7 +272,7 @@ static void login_cb(struct iscsi_context *iscsi, int status, void *data,
 		     void *priv)
 {
 	struct isd *s = priv;
-	struct isd_req *r;
+	struct isd_req *r, *next;
 
 	(void)data;
 	if (iscsi != s->iscsi || s->closing)
@@ -292,11 +292,14 @@ static void login_cb(struct iscsi_context *iscsi, int status, void *data,
 	/* the capacity and VPDs first at open; after a new session the
 	 * target may have changed: read them again */
 	isd_probe_start(s);
-	for (r = s->reqs; r; r = r->next)
+	/* isd_issue() may finish @r (its deadline passed): take next first */
+	for (r = s->reqs; r; r = next) {
+		next = r->next;
 		if (r->waiting && !r->timer) {
 			r->waiting = false;
 			isd_issue(r);
 		}
+	}
 	isd_kick(s);
 }
 
