@@ -519,6 +519,13 @@ static void compare_and_write(void **state)
 	assert_int_equal(be32(R.sense + 3), 700);
 	sth_cmd(s, s->n[0], 0, rd, 16, NULL, 0, 1024, &R);
 	assert_int_equal(R.din[0], 0x55);	/* nothing written */
+	/* the Data-Out must be exactly both halves */
+	memset(buf, 0x55, 1024);
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2047, 0, &R);
+	sth_assert_check(&R, 0x5, 0x2400);
+	cdb[13] = 1;
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2048, 0, &R);
+	sth_assert_check(&R, 0x5, 0x2400);
 	/* too long */
 	cdb[13] = 255;
 	cdb[9] = 0;

@@ -61,6 +61,8 @@ static const struct scsi_op ops[] = {
 	  "PERSISTENT RESERVE IN (READ RESERVATION)", scsi_pr_in, NULL },
 	{ 0x5e, 0x02, 10, 0, RC_ALLOW,
 	  "PERSISTENT RESERVE IN (REPORT CAPABILITIES)", scsi_pr_in, NULL },
+	{ 0x5e, 0x03, 10, 0, RC_ALLOW,
+	  "PERSISTENT RESERVE IN (READ FULL STATUS)", scsi_pr_in, NULL },
 	{ 0x5f, 0x00, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (REGISTER)",
 	  scsi_pr_out, NULL },
 	{ 0x5f, 0x01, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (RESERVE)",

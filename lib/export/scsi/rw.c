@@ -329,7 +329,8 @@ int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if ((rc = scsi_check_range(cmd, lu, lba, n)))
 		return rc;
 	scsi_lu_geometry(lu, &nblocks, &bs);
-	if (!cmd->dout || (uint64_t)cmd->dout_len < 2 * n * bs)
+	/* the verify and the write data, exactly */
+	if (!cmd->dout || (uint64_t)cmd->dout_len != 2 * n * bs)
 		return scsi_bad_cdb(cmd, 13, -1);
 	if (!(io = scsi_io_new(cmd, lu)))
 		return SCSI_DONE;
