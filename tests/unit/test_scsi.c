@@ -299,10 +299,10 @@ static void rw_every_size(void **state)
 	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 1 << 20, &R),
 			 BS_SCSI_GOOD);
 	assert_int_equal(R.din_len, 0);
-	/* a short Data-Out */
+	/* a short Data-Out: INVALID FIELD IN INFORMATION UNIT */
 	sth_cdb_rw(cdb, 10, true, 0, 2);
 	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 512, 0, &R);
-	sth_assert_check(&R, 0x5, 0x2400);
+	sth_assert_check(&R, 0x5, 0x0e03);
 	/* the initiator's expected length cuts the Data-In */
 	sth_cdb_rw(cdb, 10, false, 0, 2);
 	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 100, &R),
@@ -522,15 +522,37 @@ static void compare_and_write(void **state)
 	/* the Data-Out must be exactly both halves */
 	memset(buf, 0x55, 1024);
 	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2047, 0, &R);
-	sth_assert_check(&R, 0x5, 0x2400);
+	sth_assert_check(&R, 0x5, 0x0e03);
 	cdb[13] = 1;
 	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2048, 0, &R);
-	sth_assert_check(&R, 0x5, 0x2400);
-	/* too long */
-	cdb[13] = 255;
+	sth_assert_check(&R, 0x5, 0x0e03);
+	/* past the end */
+	cdb[13] = 2;
 	cdb[9] = 0;
+	put_be64(cdb + 2, 2047);
 	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2048, 0, &R);
+	sth_assert_check(&R, 0x5, 0x2100);
+}
+
+/* COMPARE AND WRITE longer than MAXIMUM TRANSFER LENGTH: invalid field. */
+static void compare_and_write_limit(void **state)
+{
+	struct sth *s = *state;
+	uint8_t cdb[16] = { 0x89 }, *buf = calloc(1, 2 * 9 * 4096);
+
+	sth_lu(s, 0, th_dev(s->ctx, "m", "mem:1M,logical_block_size=4096,"
+			    "max_io=32K"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	assert_int_equal(inquiry(s, s->n[0], 0, true, 0xb0), BS_SCSI_GOOD);
+	assert_int_equal(R.din[5], 8);	/* MAXIMUM COMPARE AND WRITE LENGTH */
+	cdb[13] = 9;
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2 * 9 * 4096, 0, &R);
 	sth_assert_check(&R, 0x5, 0x2400);
+	cdb[13] = 8;
+	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2 * 8 * 4096, 0,
+				 &R),
+			 BS_SCSI_GOOD);
+	free(buf);
 }
 
 /* VERIFY with BYTCHK compares; WRITE AND VERIFY writes. */
@@ -583,6 +605,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(rsoc, sth_setup, sth_teardown),
 		cmocka_unit_test_setup_teardown(compare_and_write, sth_setup,
 						sth_teardown),
+		cmocka_unit_test_setup_teardown(compare_and_write_limit,
+						sth_setup, sth_teardown),
 		cmocka_unit_test_setup_teardown(verify, sth_setup,
 						sth_teardown),
 	};

@@ -350,7 +350,7 @@ int scsi_pr_out(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if (plen != 24)
 		return scsi_check(cmd, SK_ILLEGAL_REQUEST, A_PARAM_LIST_LENGTH);
 	if (!p || cmd->dout_len < 24)
-		return scsi_bad_cdb(cmd, 5, -1);
+		return scsi_short_dout(cmd);
 	key = get64(p);
 	sakey = get64(p + 8);
 	if (sa == PRO_REGISTER || sa == PRO_REGISTER_IGNORE) {

@@ -167,7 +167,7 @@ int scsi_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		return scsi_bad_cdb(cmd, len_byte(opc), -1);
 	scsi_lu_geometry(lu, &nblocks, &bs);
 	if ((uint64_t)cmd->dout_len < n * bs || !cmd->dout)
-		return scsi_bad_cdb(cmd, len_byte(opc), -1);
+		return scsi_short_dout(cmd);
 	if (!(io = scsi_io_new(cmd, lu)))
 		return SCSI_DONE;
 	io->lba = lba;
@@ -266,10 +266,10 @@ int scsi_verify(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		if (n > max_xfer(lu))
 			return scsi_bad_cdb(cmd, len_byte(cmd->cdb[0]), -1);
 		if (!cmd->dout || (uint64_t)cmd->dout_len < n * bs)
-			return scsi_bad_cdb(cmd, len_byte(cmd->cdb[0]), -1);
+			return scsi_short_dout(cmd);
 	} else if (bytchk == 3) {
 		if (!cmd->dout || cmd->dout_len < bs)
-			return scsi_bad_cdb(cmd, len_byte(cmd->cdb[0]), -1);
+			return scsi_short_dout(cmd);
 	}
 	if (!(io = scsi_io_new(cmd, lu)))
 		return SCSI_DONE;
@@ -331,7 +331,7 @@ int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	scsi_lu_geometry(lu, &nblocks, &bs);
 	/* the verify and the write data, exactly */
 	if (!cmd->dout || (uint64_t)cmd->dout_len != 2 * n * bs)
-		return scsi_bad_cdb(cmd, 13, -1);
+		return scsi_short_dout(cmd);
 	if (!(io = scsi_io_new(cmd, lu)))
 		return SCSI_DONE;
 	io->lba = lba;

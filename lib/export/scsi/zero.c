@@ -118,7 +118,7 @@ int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		return rc;
 	/* exactly one block of Data-Out (none with NDOB) */
 	if (!ndob && (!cmd->dout || cmd->dout_len != bs))
-		return scsi_bad_cdb(cmd, ws16 ? 10 : 7, -1);
+		return scsi_short_dout(cmd);
 	if (!n)
 		return scsi_good(cmd);
 	if (!(io = scsi_io_new(cmd, lu)))
@@ -213,7 +213,7 @@ int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if (plen < 8)
 		return scsi_check(cmd, SK_ILLEGAL_REQUEST, A_PARAM_LIST_LENGTH);
 	if (!p || cmd->dout_len < plen)
-		return scsi_bad_cdb(cmd, 7, -1);
+		return scsi_short_dout(cmd);
 	bdl = get16(p + 2);
 	if (get16(p) < 6 || (uint32_t)get16(p) + 2 > plen)
 		return scsi_bad_param(cmd, 0, -1);
