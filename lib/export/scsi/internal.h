@@ -345,6 +345,8 @@ int scsi_read(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_verify(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_orwrite(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_read_defect_data(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_prefetch(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_sync_cache(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
