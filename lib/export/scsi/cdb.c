@@ -80,6 +80,13 @@ static const struct scsi_op ops[] = {
 	{ 0x5f, 0x06, 10, 0, RC_ALLOW,
 	  "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
 	  scsi_pr_out, NULL },
+	{ 0x83, 0x00, 16, F_WRITE, RC_WRITE, "EXTENDED COPY(LID1)",
+	  scsi_extended_copy, NULL },
+	{ 0x84, 0x00, 16, 0, RC_ALLOW, "RECEIVE COPY RESULTS (COPY STATUS)",
+	  scsi_receive_copy_results, NULL },
+	{ 0x84, 0x03, 16, 0, RC_ALLOW,
+	  "RECEIVE COPY RESULTS (OPERATING PARAMETERS)",
+	  scsi_receive_copy_results, NULL },
 	{ 0x88, -1, 16, 0, RC_READ, "READ(16)", scsi_read, NULL },
 	{ 0x89, -1, 16, F_WRITE, RC_WRITE, "COMPARE AND WRITE",
 	  scsi_compare_and_write, NULL },
@@ -114,8 +121,8 @@ static const struct scsi_op ops[] = {
 /* Operation codes whose CDB byte 1 carries a service action. */
 static bool has_sa(uint8_t opcode)
 {
-	return opcode == 0x5e || opcode == 0x5f || opcode == 0x9e ||
-	       opcode == 0xa3;
+	return opcode == 0x5e || opcode == 0x5f || opcode == 0x83 ||
+	       opcode == 0x84 || opcode == 0x9e || opcode == 0xa3;
 }
 
 const struct scsi_op *scsi_op_find(uint8_t opcode, int sa)

@@ -166,8 +166,20 @@ struct bs_scsi_lu {
 	struct bs_scsi_lu *next;
 };
 
+/* The held results of one EXTENDED COPY (LIST ID USAGE 00b / 10b). */
+#define SCSI_COPIES_HELD 4
+struct scsi_copy_result {
+	bool used;
+	uint8_t list_id;
+	uint8_t status;		/* COPY MANAGER STATUS: 0 good, 1 error */
+	uint16_t segments;	/* segments processed */
+	uint32_t kib;		/* KiB copied */
+};
+
 struct bs_scsi_nexus {
 	struct bs_scsi_tgt *tgt;
+	struct scsi_copy_result copies[SCSI_COPIES_HELD]; /* target lock */
+	unsigned copies_next;
 	char *iport;
 	char *tport;
 	uint16_t rel_port;
@@ -315,6 +327,7 @@ struct scsi_io {
 	size_t buf_len;
 	unsigned flags;		/* the command's options (per handler) */
 	const uint8_t *data;	/* Data-Out in use */
+	void *ext;		/* a handler's own state, freed at the end */
 	scsi_io_fn step;	/* next step, on completion */
 	bool write;		/* errors are WRITE errors */
 	/* the write gate */
@@ -352,6 +365,8 @@ int scsi_sync_cache(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_get_lba_status(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_extended_copy(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_receive_copy_results(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_mode_sense(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_mode_select(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_reserve(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
