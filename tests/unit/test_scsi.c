@@ -512,6 +512,8 @@ static void rsoc(void **state)
 	assert_int_equal(R.din[1] & 7, 3);
 	assert_int_equal(R.din[3], 10);
 	assert_int_equal(R.din[4], 0x28);
+	assert_int_equal(R.din[5], 0xfa);	/* RDPROTECT, DPO, FUA, FUA_NV */
+	assert_int_equal(R.din[13], 0x00);	/* control: no NACA */
 	/* with a service action: READ CAPACITY(16) */
 	cdb[2] = 2;
 	cdb[3] = 0x9e;
@@ -520,6 +522,9 @@ static void rsoc(void **state)
 			 BS_SCSI_GOOD);
 	assert_int_equal(R.din[1] & 7, 3);
 	assert_int_equal(R.din[3], 16);
+	assert_int_equal(R.din[4], 0x9e);
+	assert_int_equal(R.din[5], 0x10);	/* the service action itself */
+	assert_int_equal(R.din[4 + 13], 0xff);	/* allocation length */
 	/* not supported */
 	cdb[3] = 0x9e;
 	cdb[5] = 0x1f;
