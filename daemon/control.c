@@ -479,6 +479,7 @@ static int run_cmd(struct ctl_conn *c)
 	struct bs_cmd_env env = {
 		.ctx = c->ctl->d->ctx,
 		.in_daemon = true,
+		.exports = c->ctl->d->set,
 	};
 	int rc;
 

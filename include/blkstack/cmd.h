@@ -16,6 +16,7 @@
 struct bs_ctx;
 struct bs_dev;
 struct bs_config;
+struct bs_exports;
 
 struct bs_cmd_env {
 	struct bs_ctx *ctx;	/* devices of the config / the daemon */
@@ -23,6 +24,9 @@ struct bs_cmd_env {
 	FILE *err;		/* one-line errors, progress */
 	bool tty;		/* env->err is a terminal: progress bars ok */
 	bool in_daemon;		/* running inside blkstackd */
+	/* blkstackd's exports (NULL in the CLI); read on the loop's thread
+	 * only, so by commands that are not threaded */
+	struct bs_exports *exports;
 };
 
 struct bs_cmd {

@@ -8,6 +8,7 @@
 #   unchanged; unit c (a's device, unit.c.readonly = 1) reads a's data and
 #   refuses writes;
 # - each unit claims its device, named after the unit;
+# - blkstack ls lists each export: its units and devices, the listener;
 # - a unit name that another export already serves on the same address is
 #   refused at start with file:line, before anything is created.
 source "$(dirname "$0")/lib/cli-common.bash"
@@ -57,6 +58,14 @@ grep -q "export t unit c (nbd): device da, 4 MiB, read-only" "$T/d.log" ||
 	fail "no read-only ready line for unit c: $(cat "$T/d.log")"
 grep -q "export old (nbd): device old, 1 MiB" "$T/d.log" ||
 	fail "the old export's ready line changed: $(cat "$T/d.log")"
+
+note "blkstack ls shows each export with its units, listener and clients"
+ctl 0 ls
+LS=$OUT
+grep -Eq "^t +nbd +0  127\.0\.0\.1:$PORT +a=da,b=db,c=da\(ro\)$" <<<"$LS" ||
+	fail "ls: no line for target t with its units: $LS"
+grep -Eq "^old +nbd +0  127\.0\.0\.1:$PORT +old$" <<<"$LS" ||
+	fail "ls: no line for export old: $LS"
 
 note "nbdinfo --list shows every unit on the one listener"
 LIST=$(timeout 20 nbdinfo --list --json "$URI")
