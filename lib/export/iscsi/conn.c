@@ -117,6 +117,13 @@ static void ops_detach(const struct iscsi_login_target *t)
 	iscsi_target_detach(t->priv);
 }
 
+static uint32_t ops_block_size(void *arg, const struct iscsi_login_target *t,
+			       uint64_t lun)
+{
+	(void)arg;
+	return iscsi_target_block_size(t->priv, lun);
+}
+
 static const struct iscsi_session_ops session_ops = {
 	.kick = ops_kick,
 	.log = ops_log,
@@ -127,6 +134,7 @@ static const struct iscsi_session_ops session_ops = {
 	.each_target = ops_each_target,
 	.attach = ops_attach,
 	.detach = ops_detach,
+	.block_size = ops_block_size,
 };
 
 /* ---- what the network server asks of iSCSI ------------------------------- */

@@ -60,7 +60,9 @@ struct iscsi_task {
 	bool executing;		/* in the core */
 	bool completed;		/* done() ran */
 	bool aborted;		/* answer dropped (task management) */
-	bool sense_sent;
+	bool res_fixed;		/* residual from the CDB (rw_residual) */
+	uint8_t res_flags;
+	uint32_t residual;
 	unsigned refs;		/* output items pointing at cmd.din */
 	bool linked;		/* in s->tasks */
 };

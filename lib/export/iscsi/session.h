@@ -66,6 +66,9 @@ struct iscsi_session_ops {
 	int (*attach)(void *arg, const struct iscsi_login_target *t,
 		      struct iscsi_session_target *st);
 	void (*detach)(const struct iscsi_login_target *t);
+	/* Logical block size of @lun of target @t, 0 when there is none. */
+	uint32_t (*block_size)(void *arg, const struct iscsi_login_target *t,
+			       uint64_t lun);
 };
 
 struct iscsi_session_stats {

@@ -355,6 +355,17 @@ static uint64_t unit_lun(const struct bs_export_unit *u)
 	return v <= 16383 ? v : u->index;
 }
 
+uint32_t iscsi_target_block_size(struct iscsi_target *t, uint64_t lun)
+{
+	unsigned i;
+
+	for (i = 0; i < t->exp->nunits; i++)
+		if (unit_lun(&t->exp->units[i]) == lun)
+			return bs_dev_limits(t->exp->units[i].dev)->
+				logical_block_size;
+	return 0;
+}
+
 static int target_luns(struct iscsi_target *t)
 {
 	struct bs_export *exp = t->exp;

@@ -67,5 +67,7 @@ void iscsi_target_login_view(struct iscsi_target *t,
 int iscsi_target_attach(struct iscsi_target *t,
 			struct iscsi_session_target *st);
 void iscsi_target_detach(struct iscsi_target *t);
+/* Logical block size of LUN @lun (0: no such LUN); any thread. */
+uint32_t iscsi_target_block_size(struct iscsi_target *t, uint64_t lun);
 
 #endif

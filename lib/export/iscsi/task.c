@@ -137,7 +137,10 @@ static void respond(struct iscsi_session *s, struct iscsi_task *t)
 
 	if (!c->din)
 		send = 0;
-	if (t->read) {
+	if (t->res_fixed) {
+		res = t->res_flags;
+		residual = t->residual;
+	} else if (t->read) {
 		if (c->din_len < t->edtl) {
 			res = ISCSI_RSP_UNDERFLOW;
 			residual = t->edtl - c->din_len;
@@ -209,9 +212,9 @@ static void task_done(struct bs_scsi_cmd *cmd)
 	}
 	if (!t->aborted)
 		respond(s, t);
-	/* the window opens as the task leaves the list */
+	/* the window opens as the task leaves the list (advertised with the
+	 * next PDU: a CmdSN above what the initiator was told stays out) */
 	unlink_task(t);
-	iscsi_window_update(s);
 	iscsi_task_put(t);
 	iscsi_tmf_check(s);
 	iscsi_tasks_idle(s);
@@ -226,6 +229,101 @@ static void exec(struct iscsi_session *s, struct iscsi_task *t)
 	t->cmd.din_max = t->read ? t->edtl : 0;
 	s->stats.commands++;
 	bs_scsi_exec(&t->cmd);
+}
+
+/* ---- SCSI transfer length versus EDTL ------------------------------------ */
+
+/*
+ * The transfer length of a READ / WRITE / WRITE AND VERIFY CDB in blocks
+ * and whether it writes; false for other opcodes (their residuals come
+ * from the data the core produced).
+ */
+static bool rw_blocks(const uint8_t *cdb, uint64_t *blocks, bool *write)
+{
+	switch (cdb[0]) {
+	case 0x08: /* READ(6) */
+	case 0x0a: /* WRITE(6) */
+		*blocks = cdb[4] ? cdb[4] : 256;
+		*write = cdb[0] == 0x0a;
+		return true;
+	case 0x28: /* READ(10) */
+	case 0x2a: /* WRITE(10) */
+	case 0x2e: /* WRITE AND VERIFY(10) */
+		*blocks = iscsi_get16(cdb + 7);
+		*write = cdb[0] != 0x28;
+		return true;
+	case 0xa8: /* READ(12) */
+	case 0xaa: /* WRITE(12) */
+	case 0xae: /* WRITE AND VERIFY(12) */
+		*blocks = iscsi_get32(cdb + 6);
+		*write = cdb[0] != 0xa8;
+		return true;
+	case 0x88: /* READ(16) */
+	case 0x8a: /* WRITE(16) */
+	case 0x8e: /* WRITE AND VERIFY(16) */
+		*blocks = iscsi_get32(cdb + 10);
+		*write = cdb[0] != 0x88;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Write @blocks into the transfer length field (fewer than before). */
+static void rw_set_blocks(uint8_t *cdb, uint32_t blocks)
+{
+	switch (cdb[0]) {
+	case 0x08:
+	case 0x0a:
+		cdb[4] = (uint8_t)blocks;
+		break;
+	case 0x28:
+	case 0x2a:
+	case 0x2e:
+		iscsi_put16(cdb + 7, (uint16_t)blocks);
+		break;
+	case 0xa8:
+	case 0xaa:
+	case 0xae:
+		iscsi_put32(cdb + 6, blocks);
+		break;
+	default:
+		iscsi_put32(cdb + 10, blocks);
+		break;
+	}
+}
+
+/*
+ * RFC 7143 11.4.5.1: when the SCSI transfer length and the Expected Data
+ * Transfer Length differ, the target moves at most EDTL bytes and reports
+ * the difference as a residual overflow or underflow. A write whose EDTL
+ * is short is cut to the whole blocks EDTL holds; a read is cut by the
+ * Data-In length (din_max).
+ */
+static void rw_residual(struct iscsi_session *s, struct iscsi_task *t)
+{
+	uint64_t blocks, tl;
+	uint32_t bs;
+	bool wr;
+
+	if (!rw_blocks(t->cmd.cdb, &blocks, &wr) || wr != t->write ||
+	    (!wr && !t->read) || !s->ops || !s->ops->block_size)
+		return;
+	bs = s->ops->block_size(s->arg, &s->tgt, t->cmd.lun);
+	if (!bs)
+		return;
+	tl = blocks * bs;
+	t->res_fixed = true;
+	if (tl > t->edtl) {
+		t->res_flags = ISCSI_RSP_OVERFLOW;
+		t->residual = (uint32_t)(tl - t->edtl > UINT32_MAX ?
+					 UINT32_MAX : tl - t->edtl);
+		if (wr && (!(t->cmd.cdb[0] == 0x0a) || t->edtl / bs))
+			rw_set_blocks(t->cmd.cdb, t->edtl / bs);
+	} else if (tl < t->edtl) {
+		t->res_flags = ISCSI_RSP_UNDERFLOW;
+		t->residual = (uint32_t)(t->edtl - tl);
+	}
 }
 
 /* ---- R2T ----------------------------------------------------------------------- */
@@ -338,6 +436,7 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 	t->cmd.done = task_done;
 	t->cmd.priv = t;
 	link_task(s, t);
+	rw_residual(s, t);
 
 	if (!wr || !edtl) {
 		if (wr)
