@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The iSCSI target with real initiators (issue 13, part 1):
+# - discovery: iscsi-ls lists both targets sharing one address, each with
+#   its portal; login by TargetName picks each one;
+# - iscsi-inq: standard INQUIRY and VPD B2 with LBPU/LBPWS/LBPWS10/LBPRZ
+#   = 1 on a file device that punches holes, 0 after
+#   `attr DEV queue/write_zeroes_unmap 0` (a unit attention, then the new
+#   answers), 1 again after setting it back;
+# - iscsi-readcapacity16: LBPME and LBPRZ;
+# - qemu-img convert into the LUN and compare: identical;
+# - qemu-io `write -z -u` over written data reads zeroes and the backing
+#   file's allocation drops (du);
+# - a second unit is LUN 1 and holds its own data.
+source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/daemon.bash"
+need iscsi-ls iscsi-inq iscsi-readcapacity16 qemu-img qemu-io python3
+qemu-img --help 2>/dev/null | grep -qw iscsi ||
+	skip "qemu-img without the iscsi block driver (qemu-block-extra)"
+daemon_setup
+cat >>"$T/d.ini" <<EOC
+[device da]
+type = file
+path = $T/a.img
+size = 64M
+[device db]
+type = file
+path = $T/b.img
+size = 8M
+[device dc]
+type = mem
+size = 4M
+[export t0]
+type = iscsi
+listen = 127.0.0.1:$PORT
+unit.a = da
+unit.b = db
+[export other]
+type = iscsi
+iqn = iqn.2026-12.org.example:other
+device = dc
+listen = 127.0.0.1:$PORT
+EOC
+start_daemon "$T/d.ini"
+IQN=iqn.2026-12.org.blkstack:t0
+URL=iscsi://127.0.0.1:$PORT/$IQN
+
+note "discovery lists both targets on the shared address"
+out=$(timeout 20 iscsi-ls -s "iscsi://127.0.0.1:$PORT") || fail "iscsi-ls: $out"
+grep -q "Target:$IQN Portal:127.0.0.1:$PORT,1" <<<"$out" ||
+	fail "t0 not listed: $out"
+grep -q "Target:iqn.2026-12.org.example:other Portal:127.0.0.1:$PORT,1" \
+	<<<"$out" || fail "other not listed: $out"
+grep -q "Lun:0" <<<"$out" && grep -q "Lun:1" <<<"$out" ||
+	fail "iscsi-ls -s shows no LUN 0 and 1: $out"
+
+note "standard INQUIRY"
+out=$(timeout 20 iscsi-inq "$URL/0") || fail "iscsi-inq: $out"
+grep -q "Peripheral Device Type:DIRECT_ACCESS" <<<"$out" || fail "$out"
+grep -q "Vendor:BLKSTACK" <<<"$out" || fail "vendor: $out"
+out=$(timeout 20 iscsi-inq -e 1 -c 0 "$URL/0") || fail "VPD 00: $out"
+grep -q "Page:0xb2" <<<"$out" || fail "VPD B2 not listed: $out"
+
+b2() { timeout 20 iscsi-inq -e 1 -c 178 "$URL/0"; }
+note "VPD B2 on a file device that punches holes"
+out=$(b2) || fail "iscsi-inq -e 1 -c 0xb2: $out"
+for f in lbpu lbpws lbpws10 lbprz; do
+	grep -qx "$f:1" <<<"$out" || fail "$f is not 1: $out"
+done
+out=$(timeout 20 iscsi-readcapacity16 "$URL/0") || fail "$out"
+grep -q "LBPME:1 LBPRZ:1" <<<"$out" || fail "readcapacity16: $out"
+
+note "the knob off: B2 and READ CAPACITY(16) say 0"
+ctl 0 attr da queue/write_zeroes_unmap 0
+out=$(b2) || fail "iscsi-inq after the knob: $out"
+for f in lbpws lbpws10 lbprz; do
+	grep -qx "$f:0" <<<"$out" || fail "$f is not 0 with the knob off: $out"
+done
+out=$(timeout 20 iscsi-readcapacity16 "$URL/0") || fail "$out"
+grep -q "LBPRZ:0" <<<"$out" || fail "readcapacity16 with the knob off: $out"
+ctl 0 attr da queue/write_zeroes_unmap 1
+out=$(b2) || fail "$out"
+grep -qx "lbpws:1" <<<"$out" || fail "lbpws not back to 1: $out"
+
+note "qemu-img convert in, compare identical"
+head -c 16M /dev/urandom >"$T/src.img"
+timeout 120 qemu-img convert -n -f raw -O raw "$T/src.img" "$URL/0" ||
+	fail "qemu-img convert into the LUN"
+timeout 120 qemu-img compare -f raw -F raw "$T/src.img" "$URL/0" >/dev/null ||
+	fail "qemu-img compare: the LUN differs from the source"
+
+note "qemu-io write -z -u over written data: zeroes, blocks freed"
+sync "$T/a.img"
+before=$(allocated "$T/a.img")
+timeout 60 qemu-io -f raw -c "write -z -u 0 8M" "$URL/0" >/dev/null ||
+	fail "qemu-io write -z -u"
+out=$(timeout 60 qemu-io -f raw -c "read -P 0 0 8M" "$URL/0") ||
+	fail "zeroed range does not read back as zeroes: $out"
+after=$(allocated "$T/a.img")
+((after <= before - 7 * 1024 * 1024)) ||
+	fail "allocation did not drop by 8 MiB: $before -> $after"
+
+note "LUN 1 is unit b, its own device"
+timeout 60 qemu-io -f raw -c "write -P 0x5a 0 1M" "$URL/1" >/dev/null ||
+	fail "write to LUN 1"
+cmp -n 1048576 "$T/b.img" <(head -c 1M /dev/zero | tr '\0' 'Z') ||
+	fail "unit b's device does not hold LUN 1's write"
+
+note "the other target serves its own device"
+out=$(timeout 20 iscsi-readcapacity16 \
+	"iscsi://127.0.0.1:$PORT/iqn.2026-12.org.example:other/0") || fail "$out"
+grep -q "Total size:4194304" <<<"$out" || fail "other target size: $out"
+
+note "an unknown target name is refused"
+if out=$(timeout 20 iscsi-inq "iscsi://127.0.0.1:$PORT/iqn.2026-12.org.x:none/0" 2>&1); then
+	fail "login to an unknown target succeeded: $out"
+fi
+grep -q "login refused (status 02/03)" "$T/d.log" ||
+	fail "no 02/03 refusal logged: $(tail -5 "$T/d.log")"
+
+stop_daemon
+echo "PASS: iscsi_clients"
