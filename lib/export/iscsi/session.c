@@ -921,7 +921,8 @@ bool iscsi_session_finished(const struct iscsi_session *s)
 
 unsigned iscsi_session_inflight(const struct iscsi_session *s)
 {
-	return s->ntasks;
+	/* in the core; a write waiting for its Data-Out is the initiator's */
+	return executing(s);
 }
 
 const char *iscsi_session_target(const struct iscsi_session *s)

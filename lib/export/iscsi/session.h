@@ -94,6 +94,7 @@ void iscsi_session_tick(struct iscsi_session *s, uint64_t now_ns);
 void iscsi_session_eof(struct iscsi_session *s);
 void iscsi_session_shutdown(struct iscsi_session *s);
 bool iscsi_session_finished(const struct iscsi_session *s);
+/* Commands in the SCSI core now. */
 unsigned iscsi_session_inflight(const struct iscsi_session *s);
 
 /* The target logged in to (NULL before full feature / discovery). */
