@@ -43,6 +43,20 @@ static uint8_t inquiry(struct sth *s, struct bs_scsi_nexus *n, uint64_t lun,
 	return sth_cmd(s, n, lun, cdb, 6, NULL, 0, 4096, &R);
 }
 
+/* One block at @lba reads as @byte throughout. */
+static bool reads_byte(struct sth *s, uint64_t lba, uint8_t byte)
+{
+	uint8_t cdb[16];
+
+	sth_cdb_rw(cdb, 16, false, lba, 1);
+	if (sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 512, &R) != BS_SCSI_GOOD)
+		return false;
+	for (int i = 0; i < 512; i++)
+		if (R.din[i] != byte)
+			return false;
+	return true;
+}
+
 static uint8_t rc16(struct sth *s, struct bs_scsi_nexus *n, uint64_t lun)
 {
 	uint8_t cdb[16] = { 0x9e, 0x10 };
@@ -299,10 +313,10 @@ static void rw_every_size(void **state)
 	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 1 << 20, &R),
 			 BS_SCSI_GOOD);
 	assert_int_equal(R.din_len, 0);
-	/* a short Data-Out */
+	/* a short Data-Out: INVALID FIELD IN INFORMATION UNIT */
 	sth_cdb_rw(cdb, 10, true, 0, 2);
 	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 512, 0, &R);
-	sth_assert_check(&R, 0x5, 0x2400);
+	sth_assert_check(&R, 0x5, 0x0e03);
 	/* the initiator's expected length cuts the Data-In */
 	sth_cdb_rw(cdb, 10, false, 0, 2);
 	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 100, &R),
@@ -519,11 +533,124 @@ static void compare_and_write(void **state)
 	assert_int_equal(be32(R.sense + 3), 700);
 	sth_cmd(s, s->n[0], 0, rd, 16, NULL, 0, 1024, &R);
 	assert_int_equal(R.din[0], 0x55);	/* nothing written */
-	/* too long */
-	cdb[13] = 255;
-	cdb[9] = 0;
+	/* the Data-Out must be exactly both halves */
+	memset(buf, 0x55, 1024);
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2047, 0, &R);
+	sth_assert_check(&R, 0x5, 0x0e03);
+	cdb[13] = 1;
 	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2048, 0, &R);
+	sth_assert_check(&R, 0x5, 0x0e03);
+	/* past the end */
+	cdb[13] = 2;
+	cdb[9] = 0;
+	put_be64(cdb + 2, 2047);
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2048, 0, &R);
+	sth_assert_check(&R, 0x5, 0x2100);
+}
+
+/* COMPARE AND WRITE longer than MAXIMUM TRANSFER LENGTH: invalid field. */
+static void compare_and_write_limit(void **state)
+{
+	struct sth *s = *state;
+	uint8_t cdb[16] = { 0x89 }, *buf = calloc(1, 2 * 9 * 4096);
+
+	sth_lu(s, 0, th_dev(s->ctx, "m", "mem:1M,logical_block_size=4096,"
+			    "max_io=32K"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	assert_int_equal(inquiry(s, s->n[0], 0, true, 0xb0), BS_SCSI_GOOD);
+	assert_int_equal(R.din[5], 8);	/* MAXIMUM COMPARE AND WRITE LENGTH */
+	cdb[13] = 9;
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2 * 9 * 4096, 0, &R);
 	sth_assert_check(&R, 0x5, 0x2400);
+	cdb[13] = 8;
+	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2 * 8 * 4096, 0,
+				 &R),
+			 BS_SCSI_GOOD);
+	free(buf);
+}
+
+static void flag_done(struct bs_scsi_cmd *cmd)
+{
+	*(bool *)cmd->priv = true;
+}
+
+/*
+ * COMPARE AND WRITE is atomic against writes: a WRITE sent while it runs
+ * waits for it, so the WRITE's data is what stays.
+ */
+static void caw_gate(void **state)
+{
+	struct sth *s = *state;
+	struct bs_scsi_cmd *c1 = calloc(1, sizeof(*c1)), *c2 = calloc(1, sizeof(*c2));
+	uint8_t cawbuf[1024], wbuf[512];
+	bool d1 = false, d2 = false;
+
+	sth_lu(s, 0, th_dev(s->ctx, "m", "mem:1M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	sth_clear_ua(s, s->n[1], 0);
+	memset(cawbuf, 0, 512);		/* the block reads zeroes now */
+	memset(cawbuf + 512, 0x11, 512);
+	memset(wbuf, 0x22, 512);
+	c1->nexus = s->n[0];
+	c1->cdb[0] = 0x89;
+	c1->cdb[9] = 5;
+	c1->cdb[13] = 1;
+	c1->cdb_len = 16;
+	c1->dout = cawbuf;
+	c1->dout_len = 1024;
+	c1->done = flag_done;
+	c1->priv = &d1;
+	c2->nexus = s->n[1];
+	sth_cdb_rw(c2->cdb, 10, true, 5, 1);
+	c2->cdb_len = 16;
+	c2->dout = wbuf;
+	c2->dout_len = 512;
+	c2->done = flag_done;
+	c2->priv = &d2;
+	bs_scsi_exec(c1);
+	bs_scsi_exec(c2);
+	assert_int_equal(bs_ctx_wait(s->ctx, &d1), 0);
+	assert_int_equal(bs_ctx_wait(s->ctx, &d2), 0);
+	assert_int_equal(c1->status, BS_SCSI_GOOD);
+	assert_int_equal(c2->status, BS_SCSI_GOOD);
+	assert_true(reads_byte(s, 5, 0x22));
+	bs_scsi_cmd_release(c1);
+	bs_scsi_cmd_release(c2);
+	free(c1);
+	free(c2);
+}
+
+/* ORWRITE ORs the Data-Out into the blocks; READ DEFECT DATA is empty. */
+static void orwrite(void **state)
+{
+	struct sth *s = *state;
+	uint8_t cdb[16] = { 0x8b }, buf[1024];
+
+	sth_lu(s, 0, th_dev(s->ctx, "m", "mem:1M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	memset(buf, 0xa5, sizeof(buf));
+	sth_cdb_rw(cdb, 16, true, 7, 2);
+	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, buf, 1024, 0, &R),
+			 BS_SCSI_GOOD);
+	cdb[0] = 0x8b;
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, buf, 1024, 0, &R),
+			 BS_SCSI_GOOD);
+	assert_true(reads_byte(s, 7, 0xff));
+	assert_true(reads_byte(s, 8, 0xff));
+	cdb[1] = 0x20;		/* ORPROTECT */
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 1024, 0, &R);
+	sth_assert_check(&R, 0x5, 0x2400);
+	{
+		uint8_t rdd[10] = { 0x37, 0, 0x18 | 5, 0, 0, 0, 0, 0, 32, 0 };
+
+		assert_int_equal(sth_cmd(s, s->n[0], 0, rdd, 10, NULL, 0, 32,
+					 &R),
+				 BS_SCSI_GOOD);
+		assert_int_equal(R.din_len, 4);
+		assert_int_equal(R.din[1], 0x1d);
+		assert_int_equal(R.din[2] | R.din[3], 0);
+	}
 }
 
 /* VERIFY with BYTCHK compares; WRITE AND VERIFY writes. */
@@ -575,6 +702,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(luns, sth_setup, sth_teardown),
 		cmocka_unit_test_setup_teardown(rsoc, sth_setup, sth_teardown),
 		cmocka_unit_test_setup_teardown(compare_and_write, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(compare_and_write_limit,
+						sth_setup, sth_teardown),
+		cmocka_unit_test_setup_teardown(caw_gate, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(orwrite, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(verify, sth_setup,
 						sth_teardown),

@@ -131,6 +131,18 @@ static void pr_register_reserve(void **state)
 	}
 	assert_int_equal(pr_in(s, A, 0), BS_SCSI_GOOD);
 	assert_int_equal(be32(R.din + 4), 8);	/* only B's key left */
+	/* READ FULL STATUS: B's key, holder, its iSCSI TransportID */
+	assert_int_equal(pr_in(s, A, 3), BS_SCSI_GOOD);
+	assert_int_equal(be32(R.din + 4), R.din_len - 8);
+	assert_int_equal(be64(R.din + 8), 0x2222);
+	assert_int_equal(R.din[8 + 12] & 1, 1);		/* R_HOLDER */
+	assert_int_equal(R.din[8 + 13], 3);
+	assert_int_equal(R.din[8 + 24], 0x45);		/* iSCSI, ISID form */
+	assert_string_equal((const char *)R.din + 8 + 28,
+			    "iqn.2026-01.test:b,i,0x000000000002");
+	/* service actions past READ FULL STATUS are invalid */
+	pr_in(s, A, 4);
+	sth_assert_check(&R, 0x5, 0x2400);
 	/* B clears everything */
 	assert_int_equal(pr_out(s, B, 3, 0, 0x2222, 0, 0), BS_SCSI_GOOD);
 	assert_int_equal(rd(s, A), BS_SCSI_GOOD);

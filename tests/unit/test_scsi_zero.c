@@ -181,6 +181,16 @@ static void ws_pattern(void **state)
 		for (int i = 512; i < 1024; i++)
 			assert_int_equal(R.din[i], 0);
 	}
+	/* exactly one block of Data-Out */
+	{
+		uint8_t cdb[16] = { 0x93 }, two[1024] = { 1 };
+
+		cdb[13] = 1;
+		sth_cmd(s, s->n[0], 0, cdb, 16, two, 1024, 0, &R);
+		sth_assert_check(&R, 0x5, 0x0e03);
+		sth_cmd(s, s->n[0], 0, cdb, 16, two, 256, 0, &R);
+		sth_assert_check(&R, 0x5, 0x0e03);
+	}
 	/* ANCHOR is refused; out of range; 0 blocks = to the end */
 	write_same(s, true, 0x10, 0, 1, blk);
 	sth_assert_check(&R, 0x5, 0x2400);
@@ -276,7 +286,7 @@ static void unmap_lists(void **state)
 	sth_assert_check(&R, 0x5, 0x2600);
 	/* the Data-Out is shorter than the parameter list length */
 	assert_int_equal(unmap(s, p, len, 20), BS_SCSI_CHECK_CONDITION);
-	sth_assert_check(&R, 0x5, 0x2400);
+	sth_assert_check(&R, 0x5, 0x0e03);
 	/* a parameter list length under 8 */
 	assert_int_equal(unmap(s, p, 7, 7), BS_SCSI_CHECK_CONDITION);
 	sth_assert_check(&R, 0x5, 0x1a00);
@@ -318,6 +328,21 @@ static void unmap_lists(void **state)
 	free(p);
 }
 
+/* Without discard UNMAP is not offered (VPD B2 LBPU = 0). */
+static void unmap_needs_discard(void **state)
+{
+	struct sth *s = *state;
+	uint8_t p[24];
+	uint64_t lba = 0;
+	uint32_t cnt = 1;
+	uint16_t len = plist_make(p, 1, &lba, &cnt);
+
+	sth_lu(s, 0, th_dev(s->ctx, "m", "mem:1M,max_discard=0"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	assert_int_equal(unmap(s, p, len, len), BS_SCSI_CHECK_CONDITION);
+	sth_assert_check(&R, 0x5, 0x2000);
+}
+
 /* GET LBA STATUS reports the unmapped range as deallocated. */
 static void lba_status(void **state)
 {
@@ -357,6 +382,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ws_max_length, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(unmap_lists, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(unmap_needs_discard, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(lba_status, sth_setup,
 						sth_teardown),

@@ -10,7 +10,8 @@
  *   MAXIMUM TRANSFER LENGTH   min(max_transfer, 8 MiB) in blocks
  *   MAXIMUM WRITE SAME LENGTH max_write_zeroes in blocks when zeroing is
  *                native, 0 (not reported) when emulated or read-only
- *   MAXIMUM UNMAP LBA COUNT   max_discard in blocks (only with discard)
+ *   MAXIMUM UNMAP LBA COUNT   max_discard in blocks, at most 2^20 (only
+ *                with discard)
  */
 #include <errno.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "export/scsi/internal.h"
 
 #define XFER_CAP (8u << 20)
+#define UNMAP_CAP (1u << 20)
 
 void scsi_lu_geometry(const struct bs_scsi_lu *lu, uint64_t *nblocks,
 		      uint32_t *bs)
@@ -81,7 +83,12 @@ uint32_t scsi_max_unmap_blocks(const struct bs_caps *c)
 	if (!c->discard)
 		return 0;
 	b = c->max_discard / lbs;
-	return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+	/*
+	 * Initiators split by it, and a count in the millions is taken for
+	 * garbage by conformance tools (libiscsi's test suite): one UNMAP
+	 * descriptor unmaps at most 2^20 blocks (the core splits further).
+	 */
+	return b > UNMAP_CAP ? UNMAP_CAP : (uint32_t)(b ? b : 1);
 }
 
 bool scsi_lbprz(const struct bs_caps *c)

@@ -48,6 +48,8 @@ static const struct scsi_op ops[] = {
 	{ 0x34, -1, 10, 0, RC_READ, "PRE-FETCH(10)", scsi_prefetch, NULL },
 	{ 0x35, -1, 10, 0, RC_WRITE, "SYNCHRONIZE CACHE(10)", scsi_sync_cache,
 	  NULL },
+	{ 0x37, -1, 10, 0, RC_READ, "READ DEFECT DATA(10)",
+	  scsi_read_defect_data, NULL },
 	{ 0x41, -1, 10, F_WRITE, RC_WRITE, "WRITE SAME(10)", scsi_write_same,
 	  NULL },
 	{ 0x42, -1, 10, F_WRITE, RC_WRITE, "UNMAP", scsi_unmap, NULL },
@@ -61,6 +63,8 @@ static const struct scsi_op ops[] = {
 	  "PERSISTENT RESERVE IN (READ RESERVATION)", scsi_pr_in, NULL },
 	{ 0x5e, 0x02, 10, 0, RC_ALLOW,
 	  "PERSISTENT RESERVE IN (REPORT CAPABILITIES)", scsi_pr_in, NULL },
+	{ 0x5e, 0x03, 10, 0, RC_ALLOW,
+	  "PERSISTENT RESERVE IN (READ FULL STATUS)", scsi_pr_in, NULL },
 	{ 0x5f, 0x00, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (REGISTER)",
 	  scsi_pr_out, NULL },
 	{ 0x5f, 0x01, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (RESERVE)",
@@ -80,6 +84,7 @@ static const struct scsi_op ops[] = {
 	{ 0x89, -1, 16, F_WRITE, RC_WRITE, "COMPARE AND WRITE",
 	  scsi_compare_and_write, NULL },
 	{ 0x8a, -1, 16, F_WRITE, RC_WRITE, "WRITE(16)", scsi_write, NULL },
+	{ 0x8b, -1, 16, F_WRITE, RC_WRITE, "ORWRITE(16)", scsi_orwrite, NULL },
 	{ 0x8e, -1, 16, F_WRITE, RC_WRITE, "WRITE AND VERIFY(16)", scsi_write,
 	  NULL },
 	{ 0x8f, -1, 16, 0, RC_READ, "VERIFY(16)", scsi_verify, NULL },
@@ -100,6 +105,8 @@ static const struct scsi_op ops[] = {
 	{ 0xae, -1, 12, F_WRITE, RC_WRITE, "WRITE AND VERIFY(12)", scsi_write,
 	  NULL },
 	{ 0xaf, -1, 12, 0, RC_READ, "VERIFY(12)", scsi_verify, NULL },
+	{ 0xb7, -1, 12, 0, RC_READ, "READ DEFECT DATA(12)",
+	  scsi_read_defect_data, NULL },
 };
 
 #define NOPS (sizeof(ops) / sizeof(ops[0]))

@@ -35,6 +35,7 @@ enum {
 	A_NOT_READY_MANUAL = ASC(0x04, 0x03),
 	A_WRITE_ERROR = ASC(0x0c, 0x00),
 	A_UNRECOVERED_READ = ASC(0x11, 0x00),
+	A_INVALID_FIELD_IU = ASC(0x0e, 0x03),
 	A_PARAM_LIST_LENGTH = ASC(0x1a, 0x00),
 	A_INVALID_OPCODE = ASC(0x20, 0x00),
 	A_LBA_OUT_OF_RANGE = ASC(0x21, 0x00),
@@ -246,6 +247,9 @@ int scsi_check_info(struct bs_scsi_cmd *cmd, uint8_t key, uint16_t asc,
 /* A device error (-errno) as sense; @write picks WRITE vs READ ERROR. */
 int scsi_check_errno(struct bs_scsi_cmd *cmd, int err, bool write);
 int scsi_good(struct bs_scsi_cmd *cmd);
+/* The Data-Out is not what the CDB asks for: INVALID FIELD IN
+ * INFORMATION UNIT (ILLEGAL REQUEST 0Eh/03h). */
+int scsi_short_dout(struct bs_scsi_cmd *cmd);
 /* Full sense builder: @info_valid/@info, @sks (3 bytes) when non-NULL. */
 uint8_t scsi_sense_fill(uint8_t *buf, bool desc, uint8_t key, uint16_t asc,
 			bool info_valid, uint64_t info, const uint8_t *sks);
@@ -341,6 +345,8 @@ int scsi_read(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_verify(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_orwrite(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_read_defect_data(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_prefetch(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_sync_cache(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);

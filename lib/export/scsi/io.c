@@ -5,7 +5,8 @@
  * WRITE atomic against every other write of the unit.
  *
  * The gate: plain writes (WRITE, WRITE AND VERIFY, WRITE SAME, UNMAP) are
- * admitted side by side; a COMPARE AND WRITE is admitted alone, once the
+ * admitted side by side; a COMPARE AND WRITE (or ORWRITE, also a
+ * read-modify-write) is admitted alone, once the
  * writes admitted before it are done, and whatever arrives while it waits
  * or runs waits behind it, in arrival order. The whole unit is the range:
  * COMPARE AND WRITE is rare (cluster locks), one block long, and a range

@@ -126,7 +126,7 @@ int scsi_mode_select(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if (!plen)
 		return scsi_good(cmd);
 	if (!p || cmd->dout_len < plen)
-		return scsi_bad_cdb(cmd, ten ? 7 : 4, -1);
+		return scsi_short_dout(cmd);
 	if (plen < hdr)
 		return scsi_check(cmd, SK_ILLEGAL_REQUEST, A_PARAM_LIST_LENGTH);
 	bdl = ten ? get16(p + 6) : p[3];

@@ -3,7 +3,8 @@
  * Reservations: RESERVE/RELEASE 6/10 (SPC-2, held by one nexus, dropped
  * when it goes) and PERSISTENT RESERVE IN/OUT (SPC-4: register, register
  * and ignore existing key, reserve, release, clear, preempt, preempt and
- * abort; read keys, read reservation, report capabilities) with the types
+ * abort; read keys, read reservation, report capabilities, read full
+ * status) with the types
  * Write Exclusive, Exclusive Access and their Registrants Only and All
  * Registrants forms. Registrations belong to I_T nexus identities
  * (initiator port name + relative target port) and outlive the nexus;
@@ -166,6 +167,52 @@ int scsi_release(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 
 /* ---- PERSISTENT RESERVE IN ---------------------------------------------------- */
 
+/* An iSCSI TransportID (SPC-4 7.6.4.6) of @iport; its length (x4, >= 20). */
+static uint32_t transport_id(const char *iport, uint8_t *d)
+{
+	uint32_t l = (uint32_t)strlen(iport), n;
+
+	if (l > 220)
+		l = 220;
+	n = (l + 1 + 3) & ~3u;
+	if (n < 16)
+		n = 16;
+	if (d) {
+		/* format 01b (name with ISID) when the port says ",i,0x" */
+		d[0] = (strstr(iport, ",i,0x") ? 0x40 : 0x00) | 0x05;
+		put16(d + 2, (uint16_t)n);
+		memset(d + 4, 0, n);
+		memcpy(d + 4, iport, l);
+	}
+	return 4 + n;
+}
+
+/* READ FULL STATUS: one descriptor per registration. */
+static uint32_t full_status(struct bs_scsi_lu *lu, uint8_t *d)
+{
+	struct scsi_pr_reg *r;
+	uint32_t len = 8, tl;
+
+	put32(d, lu->pr.generation);
+	for (r = lu->pr.regs; r; r = r->next) {
+		uint8_t *e = d + len;
+		bool holds = lu->pr.holder &&
+			     (r == lu->pr.holder || all_reg_type(lu->pr.type));
+
+		put64(e, r->key);
+		if (holds) {
+			e[12] = 0x01;			/* R_HOLDER */
+			e[13] = lu->pr.type;		/* scope 0 */
+		}
+		put16(e + 18, r->rel_port);
+		tl = transport_id(r->iport, e + 24);
+		put32(e + 20, tl);
+		len += 24 + tl;
+	}
+	put32(d + 4, len - 8);
+	return len;
+}
+
 int scsi_pr_in(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 {
 	uint16_t alloc = get16(cmd->cdb + 7);
@@ -175,8 +222,8 @@ int scsi_pr_in(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 
 	pthread_mutex_lock(&lu->tgt->lock);
 	for (r = lu->pr.regs; r; r = r->next)
-		nregs++;
-	d = scsi_din(cmd, 8 + 8 * nregs + 16);
+		nregs += 24 + transport_id(r->iport, NULL);
+	d = scsi_din(cmd, 8 + nregs + 16);
 	if (!d) {
 		pthread_mutex_unlock(&lu->tgt->lock);
 		return scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
@@ -184,10 +231,10 @@ int scsi_pr_in(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	switch (cmd->cdb[1] & 0x1f) {
 	case 0x00:	/* READ KEYS */
 		put32(d, lu->pr.generation);
-		put32(d + 4, 8 * nregs);
 		len = 8;
 		for (r = lu->pr.regs; r; r = r->next, len += 8)
 			put64(d + len, r->key);
+		put32(d + 4, len - 8);
 		break;
 	case 0x01:	/* READ RESERVATION */
 		put32(d, lu->pr.generation);
@@ -199,6 +246,9 @@ int scsi_pr_in(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 			d[21] = lu->pr.type;	/* scope 0: logical unit */
 			len += 16;
 		}
+		break;
+	case 0x03:
+		len = full_status(lu, d);
 		break;
 	default:	/* REPORT CAPABILITIES */
 		put16(d, 8);
@@ -300,7 +350,7 @@ int scsi_pr_out(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if (plen != 24)
 		return scsi_check(cmd, SK_ILLEGAL_REQUEST, A_PARAM_LIST_LENGTH);
 	if (!p || cmd->dout_len < 24)
-		return scsi_bad_cdb(cmd, 5, -1);
+		return scsi_short_dout(cmd);
 	key = get64(p);
 	sakey = get64(p + 8);
 	if (sa == PRO_REGISTER || sa == PRO_REGISTER_IGNORE) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The data commands: READ and WRITE 6/10/12/16, WRITE AND VERIFY, VERIFY,
- * COMPARE AND WRITE, PRE-FETCH, SYNCHRONIZE CACHE.
+ * COMPARE AND WRITE, ORWRITE, PRE-FETCH, SYNCHRONIZE CACHE, READ DEFECT
+ * DATA.
  *
  * Ranges are checked in 64-bit arithmetic (scsi_check_range). A READ or
  * WRITE longer than VPD B0's MAXIMUM TRANSFER LENGTH is refused; VERIFY
@@ -167,7 +168,7 @@ int scsi_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		return scsi_bad_cdb(cmd, len_byte(opc), -1);
 	scsi_lu_geometry(lu, &nblocks, &bs);
 	if ((uint64_t)cmd->dout_len < n * bs || !cmd->dout)
-		return scsi_bad_cdb(cmd, len_byte(opc), -1);
+		return scsi_short_dout(cmd);
 	if (!(io = scsi_io_new(cmd, lu)))
 		return SCSI_DONE;
 	io->lba = lba;
@@ -266,10 +267,10 @@ int scsi_verify(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		if (n > max_xfer(lu))
 			return scsi_bad_cdb(cmd, len_byte(cmd->cdb[0]), -1);
 		if (!cmd->dout || (uint64_t)cmd->dout_len < n * bs)
-			return scsi_bad_cdb(cmd, len_byte(cmd->cdb[0]), -1);
+			return scsi_short_dout(cmd);
 	} else if (bytchk == 3) {
 		if (!cmd->dout || cmd->dout_len < bs)
-			return scsi_bad_cdb(cmd, len_byte(cmd->cdb[0]), -1);
+			return scsi_short_dout(cmd);
 	}
 	if (!(io = scsi_io_new(cmd, lu)))
 		return SCSI_DONE;
@@ -329,8 +330,9 @@ int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if ((rc = scsi_check_range(cmd, lu, lba, n)))
 		return rc;
 	scsi_lu_geometry(lu, &nblocks, &bs);
-	if (!cmd->dout || (uint64_t)cmd->dout_len < 2 * n * bs)
-		return scsi_bad_cdb(cmd, 13, -1);
+	/* the verify and the write data, exactly */
+	if (!cmd->dout || (uint64_t)cmd->dout_len != 2 * n * bs)
+		return scsi_short_dout(cmd);
 	if (!(io = scsi_io_new(cmd, lu)))
 		return SCSI_DONE;
 	io->lba = lba;
@@ -346,6 +348,78 @@ int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	}
 	scsi_gate_enter(io, true, caw_go);
 	return SCSI_ASYNC;
+}
+
+/* ---- ORWRITE(16) ---------------------------------------------------------------------- */
+
+/* Read, OR the Data-Out in, write back: alone in the gate, like CAW. */
+static void orwrite_or(struct scsi_io *io)
+{
+	size_t len = io->nblocks * io->bs, i;
+
+	for (i = 0; i < len; i++)
+		io->buf[i] |= io->data[i];
+	io->write = true;
+	scsi_io_submit(io, BS_OP_WRITE, io->flags, io->lba, io->nblocks,
+		       io->buf, io_good_end);
+}
+
+static void orwrite_go(struct scsi_io *io)
+{
+	scsi_io_submit(io, BS_OP_READ, 0, io->lba, io->nblocks, io->buf,
+		       orwrite_or);
+}
+
+int scsi_orwrite(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
+{
+	struct scsi_io *io;
+	uint64_t lba, n, nblocks;
+	uint32_t bs;
+	int rc;
+
+	if (protect_set(cmd->cdb))	/* ORPROTECT */
+		return scsi_bad_cdb(cmd, 1, 7);
+	scsi_cdb_range(cmd->cdb, &lba, &n);
+	if ((rc = scsi_check_range(cmd, lu, lba, n)))
+		return rc;
+	if (!n)
+		return scsi_good(cmd);
+	if (n > max_xfer(lu))
+		return scsi_bad_cdb(cmd, 10, -1);
+	scsi_lu_geometry(lu, &nblocks, &bs);
+	if (!cmd->dout || (uint64_t)cmd->dout_len < n * bs)
+		return scsi_short_dout(cmd);
+	if (!(io = scsi_io_new(cmd, lu)))
+		return SCSI_DONE;
+	io->lba = lba;
+	io->nblocks = n;
+	io->data = cmd->dout;
+	io->flags = cmd->cdb[1] & 0x08 ? BS_REQ_FUA : 0;
+	io->buf_len = n * bs;
+	io->buf = bs_buf_get(io->buf_len);
+	if (!io->buf) {
+		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
+		scsi_io_end(io);
+		return SCSI_ASYNC;
+	}
+	scsi_gate_enter(io, true, orwrite_go);
+	return SCSI_ASYNC;
+}
+
+/* ---- READ DEFECT DATA ------------------------------------------------------------------- */
+
+int scsi_read_defect_data(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
+{
+	bool twelve = cmd->cdb[0] == 0xb7;
+	uint8_t req = twelve ? cmd->cdb[1] : cmd->cdb[2];
+	uint32_t alloc = twelve ? get32(cmd->cdb + 6) : get16(cmd->cdb + 7);
+	uint8_t *d = scsi_din(cmd, 8);
+
+	if (!d)
+		return scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
+	/* no medium defects are known: the lists asked for, empty */
+	d[1] = req & 0x1f;
+	return scsi_din_done(cmd, twelve ? 8 : 4, alloc);
 }
 
 /* ---- PRE-FETCH, SYNCHRONIZE CACHE -------------------------------------------------- */

@@ -127,6 +127,13 @@ int scsi_check_errno(struct bs_scsi_cmd *cmd, int err, bool write)
 	}
 }
 
+int scsi_short_dout(struct bs_scsi_cmd *cmd)
+{
+	/* FCP-4 / SAM-5: the Data-Out the transport gathered (its expected
+	 * length) does not hold what the CDB asks for: nothing is written */
+	return scsi_check(cmd, SK_ILLEGAL_REQUEST, A_INVALID_FIELD_IU);
+}
+
 int scsi_good(struct bs_scsi_cmd *cmd)
 {
 	cmd->status = BS_SCSI_GOOD;

@@ -116,8 +116,9 @@ int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		return scsi_bad_cdb(cmd, ws16 ? 10 : 7, -1);
 	if ((rc = scsi_check_range(cmd, lu, lba, n)))
 		return rc;
-	if (!ndob && (!cmd->dout || cmd->dout_len < bs))
-		return scsi_bad_cdb(cmd, ws16 ? 10 : 7, -1);
+	/* exactly one block of Data-Out (none with NDOB) */
+	if (!ndob && (!cmd->dout || cmd->dout_len != bs))
+		return scsi_short_dout(cmd);
 	if (!n)
 		return scsi_good(cmd);
 	if (!(io = scsi_io_new(cmd, lu)))
@@ -204,14 +205,15 @@ int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if (cmd->cdb[1] & 0x01)		/* ANCHOR */
 		return scsi_bad_cdb(cmd, 1, 0);
 	scsi_lu_caps(lu, &c);
-	if (!scsi_lbpme(&c))
+	/* served exactly when VPD B2 says LBPU (the device discards) */
+	if (!c.discard)
 		return scsi_check(cmd, SK_ILLEGAL_REQUEST, A_INVALID_OPCODE);
 	if (!plen)
 		return scsi_good(cmd);
 	if (plen < 8)
 		return scsi_check(cmd, SK_ILLEGAL_REQUEST, A_PARAM_LIST_LENGTH);
 	if (!p || cmd->dout_len < plen)
-		return scsi_bad_cdb(cmd, 7, -1);
+		return scsi_short_dout(cmd);
 	bdl = get16(p + 2);
 	if (get16(p) < 6 || (uint32_t)get16(p) + 2 > plen)
 		return scsi_bad_param(cmd, 0, -1);
@@ -221,7 +223,7 @@ int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if (count > SCSI_MAX_UNMAP_DESC)
 		return scsi_bad_param(cmd, 2, -1);
 	scsi_lu_geometry(lu, &nblocks, &bs);
-	max_lbas = c.discard ? scsi_max_unmap_blocks(&c) : 0;
+	max_lbas = scsi_max_unmap_blocks(&c);
 	for (i = 0; i < count; i++) {
 		const uint8_t *d = p + 8 + 16 * i;
 
@@ -240,7 +242,7 @@ int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	io->data = p + 8;
 	io->nblocks = count;
 	io->write = true;
-	io->flags = scsi_lbprz(&c) || !c.discard;
+	io->flags = scsi_lbprz(&c);
 	scsi_gate_enter(io, false, unmap_go);
 	return SCSI_ASYNC;
 }
