@@ -60,6 +60,12 @@ for f in "$T"/ALL.*.log; do
 	awk -v fam="$fam" '/^  Test: / { t = $2 }
 		/FAILED$/ { print "  FAILED " fam "." t }' "$f"
 done
+for f in "$T"/ALL.*.log; do
+	fam=$(basename "$f" .log)
+	awk -v fam="$fam" '/^  Test: / { t = $2; s = 0 }
+		/\[SKIPPED\]/ && !s { s = 1; sub(/.*\[SKIPPED\] */, "");
+			print "  skipped " fam "." t ": " $0 }' "$f"
+done
 ((${#bad[@]} == 0)) || fail "families that crashed or hung: ${bad[*]}"
 stop_daemon
 ((pass >= PASS_FLOOR)) || fail "$pass tests passed, below the floor $PASS_FLOOR"
