@@ -2,7 +2,8 @@
 # libiscsi's iscsi-test-cu against the target (issue 13, part 1): every
 # family in its own process (a crash or hang ends one family, not the
 # run), --dataloss on a scratch thin-provisioned LUN (a file device that
-# punches holes), MultipathIO with the same LUN as a second path. The
+# punches holes), MultipathIO with the same LUN as a second path, ReadOnly
+# on LUN 1 (the same device, read-only). The
 # test counts passed / failed / skipped tests (a test that printed
 # [SKIPPED] and passed counts as skipped), prints every failure, and
 # asserts: no family crashed or hung, and at least PASS_FLOOR passed (the
@@ -11,7 +12,7 @@
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need iscsi-test-cu python3
-PASS_FLOOR=${PASS_FLOOR:-186}
+PASS_FLOOR=${PASS_FLOOR:-188}
 daemon_setup
 cat >>"$T/d.ini" <<EOC
 [device scratch]
@@ -20,7 +21,9 @@ path = $T/scratch.img
 size = 64M
 [export cu]
 type = iscsi
-device = scratch
+unit.0 = scratch
+unit.1 = scratch
+unit.1.readonly = 1
 listen = 127.0.0.1:$PORT
 EOC
 start_daemon "$T/d.ini"
@@ -32,6 +35,8 @@ bad=()
 for f in $families; do
 	args=("$URL")
 	[[ $f == ALL.MultipathIO ]] && args+=("$URL")
+	# the read-only family wants a write-protected LUN: LUN 1
+	[[ $f == ALL.ReadOnly ]] && args=("${URL%/0}/1")
 	rc=0
 	timeout 300 iscsi-test-cu --dataloss -v -t "$f" "${args[@]}" \
 		>"$T/$f.log" 2>&1 || rc=$?

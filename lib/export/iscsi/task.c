@@ -575,7 +575,8 @@ void iscsi_tmf_check(struct iscsi_session *s)
 		if (m->function == ISCSI_TMF_LUN_RESET &&
 		    bs_scsi_lu_reset(s->st.scsi, m->lun, s->nexus) == -ENODEV)
 			m->response = ISCSI_TMF_RSP_NO_LUN;
-		else if (m->function == ISCSI_TMF_TARGET_WARM_RESET)
+		else if (m->function == ISCSI_TMF_TARGET_WARM_RESET ||
+			 m->function == ISCSI_TMF_TARGET_COLD_RESET)
 			bs_scsi_tgt_reset(s->st.scsi, s->nexus);
 	}
 	iscsi_bhs_init(rsp, ISCSI_OP_TMF_RSP, 0, m->itt);
@@ -585,6 +586,11 @@ void iscsi_tmf_check(struct iscsi_session *s)
 	m->pending = false;
 	iscsi_log(s, "task management function %u: response %u",
 		  m->function, m->response);
+	/* RFC 7143 11.5.1: after a cold reset the connection closes (the
+	 * response goes out first) */
+	if (m->function == ISCSI_TMF_TARGET_COLD_RESET &&
+	    m->response == ISCSI_TMF_RSP_COMPLETE)
+		iscsi_end(s, "target cold reset");
 	iscsi_kick(s);
 }
 
@@ -621,6 +627,7 @@ void iscsi_task_tmf(struct iscsi_session *s)
 		}
 		break;
 	case ISCSI_TMF_TARGET_WARM_RESET:
+	case ISCSI_TMF_TARGET_COLD_RESET:
 		for (t = s->tasks; t; t = next) {
 			next = t->next;
 			if (!t->aborted)
