@@ -302,7 +302,8 @@ static void target_put(struct iscsi_target *t)
 
 	if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL))
 		return;
-	for (i = 0; t->lus && i < t->exp->nunits; i++)
+	/* the export may be gone: an orphaned session drops the last ref */
+	for (i = 0; t->lus && i < t->nlus; i++)
 		if (t->lus[i])
 			bs_scsi_lu_remove(t->lus[i]);
 	if (t->scsi)
@@ -385,6 +386,7 @@ static int target_luns(struct iscsi_target *t)
 	t->lus = calloc(exp->nunits, sizeof(*t->lus));
 	if (!t->lus)
 		return -ENOMEM;
+	t->nlus = exp->nunits;
 	for (i = 0; i < exp->nunits; i++) {
 		struct bs_export_unit *u = &exp->units[i];
 		struct bs_scsi_lu_cfg lc = {

@@ -52,6 +52,7 @@ struct iscsi_target {
 	bool shutdown;			/* atomic */
 	struct bs_scsi_tgt *scsi;
 	struct bs_scsi_lu **lus;	/* per unit */
+	unsigned nlus;
 	struct iscsi_listener *ls[ISCSI_MAX_LISTEN];
 	unsigned nls;
 };
