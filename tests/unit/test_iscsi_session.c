@@ -578,6 +578,31 @@ static void abort_a_write_waiting_for_data(void **state)
 	assert_int_equal(r.bhs[2], ISCSI_TMF_RSP_COMPLETE);
 }
 
+static void logout_with_a_write_waiting(void **state)
+{
+	struct h *h = *state;
+	uint8_t cdb[16], bhs[48];
+	struct rx r;
+
+	LOGIN(h, "InitialR2T=Yes\0ImmediateData=No\0", false, false);
+	clear_ua(h);
+	cdb10(cdb, 0x2a, 0, 8);
+	cmd(h, 0xa0, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_R2T);
+	memset(bhs, 0, sizeof(bhs));
+	bhs[0] = ISCSI_OP_LOGOUT_REQ | ISCSI_FLAG_IMMEDIATE;
+	bhs[1] = ISCSI_FLAG_FINAL | ISCSI_LOGOUT_CLOSE_SESSION;
+	iscsi_put32(bhs + 16, 0xa1);
+	iscsi_put32(bhs + 24, h->cmdsn);
+	send_pdu(h, bhs, NULL, 0, false, false);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_LOGOUT_RSP);
+	assert_int_equal(r.bhs[2], ISCSI_LOGOUT_RSP_OK);
+	expect_none(h);
+	assert_true(iscsi_session_finished(h->s));
+}
+
 static void login_first_then_nothing_else(void **state)
 {
 	struct h *h = *state;
@@ -603,6 +628,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(window_nop_text_logout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(abort_a_write_waiting_for_data,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(logout_with_a_write_waiting,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(login_first_then_nothing_else,
 						setup, teardown),

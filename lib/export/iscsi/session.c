@@ -623,9 +623,17 @@ static void do_logout(struct iscsi_session *s)
 		iscsi_reject(s, s->bhs, ISCSI_REJECT_INVALID_FIELD);
 		return;
 	}
+	if (s->logout_rsp != ISCSI_LOGOUT_RSP_OK) {
+		s->logout = true;
+		logout_answer(s);
+		return;
+	}
+	/* the session's tasks end with it (RFC 7143 11.14): a write still
+	 * waiting for its data goes now, commands in the core are waited
+	 * for and their answers dropped */
+	iscsi_tasks_drop(s);
 	s->logout = true;
-	/* the tasks in flight answer first */
-	if (!s->ntasks || s->logout_rsp != ISCSI_LOGOUT_RSP_OK)
+	if (!s->ntasks)
 		logout_answer(s);
 }
 
@@ -758,13 +766,24 @@ static void header_done(struct iscsi_session *s)
 	s->in = IN_REST;
 }
 
+static bool waiting_data(const struct iscsi_session *s)
+{
+	const struct iscsi_task *t;
+
+	for (t = s->tasks; t; t = t->next)
+		if (t->write && !t->executing && !t->completed && !t->aborted)
+			return true;
+	return false;
+}
+
 static bool accepting(const struct iscsi_session *s)
 {
 	if (s->ended || s->eof || s->orphan || s->in == IN_NONE)
 		return false;
 	if (s->out_bytes > ISCSI_OUT_MAX || s->tmf.pending || s->logout)
 		return false;
-	if (s->shutdown && s->in == IN_BHS && !s->have)
+	/* shutting down: no new PDU, unless a write waits for its data */
+	if (s->shutdown && s->in == IN_BHS && !s->have && !waiting_data(s))
 		return false;
 	return true;
 }
