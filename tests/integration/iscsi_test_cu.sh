@@ -12,7 +12,7 @@
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need iscsi-test-cu python3
-PASS_FLOOR=${PASS_FLOOR:-188}
+PASS_FLOOR=${PASS_FLOOR:-191}
 daemon_setup
 cat >>"$T/d.ini" <<EOC
 [device scratch]
@@ -51,7 +51,7 @@ done
 cat "$T"/ALL.*.log | awk '
 	/^  Test: / { if (name) print name, st, sk; name = $2; st = "fail"; sk = 0 }
 	/\[SKIPPED\]/ { sk = 1 }
-	/passed$/ { st = "pass" }
+	/\.\.\.passed|^passed/ { st = "pass" }
 	/FAILED$/ { st = "fail" }
 	END { if (name) print name, st, sk }' >"$T/results"
 pass=$(awk '$2 == "pass" && !$3' "$T/results" | wc -l)
@@ -60,10 +60,12 @@ failed=$(awk '$2 != "pass"' "$T/results" | wc -l)
 total=$(wc -l <"$T/results")
 echo "iscsi-test-cu: $total tests: $pass passed, $failed failed, $skip skipped"
 for f in "$T"/ALL.*.log; do
-	grep -q "FAILED$" "$f" || continue
 	fam=$(basename "$f" .log)
-	awk -v fam="$fam" '/^  Test: / { t = $2 }
-		/FAILED$/ { print "  FAILED " fam "." t }' "$f"
+	awk -v fam="$fam" '
+		/^  Test: / { if (t && !ok) print "  FAILED " fam "." t; t = $2; ok = 0 }
+		/\.\.\.passed|^passed/ { ok = 1 }
+		/FAILED$/ { ok = 0 }
+		END { if (t && !ok) print "  FAILED " fam "." t }' "$f"
 done
 for f in "$T"/ALL.*.log; do
 	fam=$(basename "$f" .log)
