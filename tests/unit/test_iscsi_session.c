@@ -603,6 +603,57 @@ static void logout_with_a_write_waiting(void **state)
 	assert_true(iscsi_session_finished(h->s));
 }
 
+static void pings_of_an_idle_initiator(void **state)
+{
+	struct h *h = *state;
+	uint64_t now = bs_now_ns(), sec = 1000000000ull;
+	uint8_t bhs[48];
+	uint32_t ttt;
+	struct rx r;
+
+	LOGIN(h, "MaxRecvDataSegmentLength=8192\0", false, false);
+	/* busy or recently heard from: no ping */
+	iscsi_session_tick(h->s, now + 10 * sec);
+	settle(h);
+	expect_none(h);
+	iscsi_session_tick(h->s, now + 31 * sec);
+	settle(h);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_NOP_IN);
+	assert_int_equal(iscsi_itt(r.bhs), ISCSI_RSVD_TAG);
+	ttt = iscsi_get32(r.bhs + 20);
+	assert_int_not_equal(ttt, ISCSI_RSVD_TAG);
+	/* one ping at a time */
+	iscsi_session_tick(h->s, now + 40 * sec);
+	settle(h);
+	expect_none(h);
+	/* the answer: NOP-Out, ITT reserved, the TTT, immediate */
+	memset(bhs, 0, sizeof(bhs));
+	bhs[0] = ISCSI_OP_NOP_OUT | ISCSI_FLAG_IMMEDIATE;
+	bhs[1] = ISCSI_FLAG_FINAL;
+	iscsi_put32(bhs + 16, ISCSI_RSVD_TAG);
+	iscsi_put32(bhs + 20, ttt);
+	iscsi_put32(bhs + 24, h->cmdsn);
+	send_pdu(h, bhs, NULL, 0, false, false);
+	expect_none(h);
+	/* past the first ping's timeout: still alive, pinged again */
+	iscsi_session_tick(h->s, now + 62 * sec);
+	settle(h);
+	assert_false(iscsi_session_finished(h->s));
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_NOP_IN);
+	assert_int_not_equal(iscsi_get32(r.bhs + 20), ttt);
+	/* that ping is not answered: 30 s later the session ends */
+	iscsi_session_tick(h->s, now + 91 * sec);
+	settle(h);
+	assert_false(iscsi_session_finished(h->s));
+	iscsi_session_tick(h->s, now + 93 * sec);
+	settle(h);
+	assert_true(iscsi_session_finished(h->s));
+	assert_string_equal(iscsi_session_end_reason(h->s),
+			    "no answer to a NOP-In ping in 30 s");
+}
+
 static void login_first_then_nothing_else(void **state)
 {
 	struct h *h = *state;
@@ -630,6 +681,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(abort_a_write_waiting_for_data,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(logout_with_a_write_waiting,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(pings_of_an_idle_initiator,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(login_first_then_nothing_else,
 						setup, teardown),
