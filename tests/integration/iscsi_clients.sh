@@ -10,7 +10,10 @@
 # - qemu-img convert into the LUN and compare: identical;
 # - qemu-io `write -z -u` over written data reads zeroes and the backing
 #   file's allocation drops (du);
-# - a second unit is LUN 1 and holds its own data.
+# - a second unit is LUN 1 and holds its own data;
+# - max_sessions = 1: a second session while one is open is refused
+#   (03/01), and allowed again once the first has logged out;
+# - an unknown TargetName is refused (02/03).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need iscsi-ls iscsi-inq iscsi-readcapacity16 qemu-img qemu-io python3
@@ -39,6 +42,7 @@ type = iscsi
 iqn = iqn.2026-12.org.example:other
 device = dc
 listen = 127.0.0.1:$PORT
+max_sessions = 1
 EOC
 start_daemon "$T/d.ini"
 IQN=iqn.2026-12.org.blkstack:t0
@@ -109,6 +113,24 @@ note "the other target serves its own device"
 out=$(timeout 20 iscsi-readcapacity16 \
 	"iscsi://127.0.0.1:$PORT/iqn.2026-12.org.example:other/0") || fail "$out"
 grep -q "Total size:4194304" <<<"$out" || fail "other target size: $out"
+
+note "max_sessions = 1: a second session is refused 03/01 while one is open"
+OTHER=iscsi://127.0.0.1:$PORT/iqn.2026-12.org.example:other/0
+timeout 60 qemu-io -f raw -c "sleep 4000" "$OTHER" >"$T/hold.log" 2>&1 &
+hold=$!
+for ((i = 0; i < 100; i++)); do
+	grep -q "login: normal session to iqn.2026-12.org.example:other from iqn.2008-11.org.linux-kvm" \
+		"$T/d.log" && break
+	sleep 0.05
+done
+if out=$(timeout 20 iscsi-readcapacity16 "$OTHER" 2>&1); then
+	fail "a second session beyond max_sessions logged in: $out"
+fi
+grep -q "login refused (status 03/01): target iqn.2026-12.org.example:other: max_sessions reached" \
+	"$T/d.log" || fail "no 03/01 refusal: $(tail -3 "$T/d.log")"
+wait "$hold" || fail "the session holding the target failed: $(cat "$T/hold.log")"
+out=$(timeout 20 iscsi-readcapacity16 "$OTHER") ||
+	fail "no session possible after the first one ended: $out"
 
 note "an unknown target name is refused"
 if out=$(timeout 20 iscsi-inq "iscsi://127.0.0.1:$PORT/iqn.2026-12.org.x:none/0" 2>&1); then
