@@ -451,6 +451,62 @@ static void r2t_sequences_and_data_in_split(void **state)
 	expect_none(h);
 }
 
+static void short_unsolicited_burst(void **state)
+{
+	struct h *h = *state;
+	uint8_t cdb[16], w[16 * KiB], bhs[48];
+	uint32_t off[2], len[2], ttt[2], i;
+	struct rx r;
+
+	LOGIN(h, "InitialR2T=No\0ImmediateData=No\0MaxBurstLength=8192\0"
+		 "FirstBurstLength=8192\0MaxOutstandingR2T=4\0", false, false);
+	clear_ua(h);
+	th_fill(w, sizeof(w), 3);
+	cdb10(cdb, 0x2a, 0, 32);
+	/* F clear: unsolicited Data-Out follows, [0, 8192) */
+	cmd(h, 0x40, cdb, ISCSI_CMD_WRITE, sizeof(w), NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_R2T);
+	assert_int_equal(iscsi_get32(r.bhs + 40), 8192);
+	off[0] = 8192;
+	len[0] = iscsi_get32(r.bhs + 44);
+	ttt[0] = iscsi_get32(r.bhs + 20);
+	expect_none(h);
+	/* the initiator stops its unsolicited burst at 4 KiB */
+	memset(bhs, 0, sizeof(bhs));
+	bhs[0] = ISCSI_OP_DATA_OUT;
+	bhs[1] = ISCSI_FLAG_FINAL;
+	iscsi_put32(bhs + 16, 0x40);
+	iscsi_put32(bhs + 20, ISCSI_RSVD_TAG);
+	send_pdu(h, bhs, w, 4096, false, false);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_R2T);
+	assert_int_equal(iscsi_get32(r.bhs + 40), 4096);
+	off[1] = 4096;
+	len[1] = iscsi_get32(r.bhs + 44);
+	ttt[1] = iscsi_get32(r.bhs + 20);
+	assert_int_equal(len[1], 4096);
+	for (i = 0; i < 2; i++) {
+		memset(bhs, 0, sizeof(bhs));
+		bhs[0] = ISCSI_OP_DATA_OUT;
+		bhs[1] = ISCSI_FLAG_FINAL;
+		iscsi_put32(bhs + 16, 0x40);
+		iscsi_put32(bhs + 20, ttt[i]);
+		iscsi_put32(bhs + 40, off[i]);
+		send_pdu(h, bhs, w + off[i], len[i], false, false);
+	}
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
+	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
+	cdb10(cdb, 0x28, 0, 32);
+	cmd(h, 0x41, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
+	for (i = 0; i < 2; i++) {	/* MaxRecvDataSegmentLength 8192 */
+		assert_true(next_pdu(h, &r));
+		assert_int_equal(r.len, 8192);
+		assert_memory_equal(r.data, w + i * 8192, 8192);
+	}
+}
+
 static void window_nop_text_logout(void **state)
 {
 	struct h *h = *state;
@@ -676,6 +732,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(r2t_sequences_and_data_in_split,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(short_unsolicited_burst, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(window_nop_text_logout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(abort_a_write_waiting_for_data,

@@ -328,6 +328,36 @@ static void rw_residual(struct iscsi_session *s, struct iscsi_task *t)
 
 /* ---- R2T ----------------------------------------------------------------------- */
 
+/* Ask for [@off, @off + @len) in one R2T; false when no slot is free. */
+static bool send_r2t(struct iscsi_session *s, struct iscsi_task *t,
+		     uint32_t off, uint32_t len)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct iscsi_r2t *r = NULL;
+	unsigned i;
+
+	for (i = 0; i < ISCSI_R2T_MAX && !r; i++)
+		if (!t->r2t[i].used)
+			r = &t->r2t[i];
+	if (!r)
+		return false;
+	memset(r, 0, sizeof(*r));
+	r->used = true;
+	r->ttt = new_ttt(s);
+	r->off = off;
+	r->len = len;
+	t->r2t_out++;
+	iscsi_bhs_init(bhs, ISCSI_OP_R2T, 0, t->itt);
+	memcpy(bhs + 8, t->lun_raw, 8);
+	iscsi_put32(bhs + 20, r->ttt);
+	iscsi_put_sn(s, bhs, false);
+	iscsi_put32(bhs + 36, t->r2t_sn++);
+	iscsi_put32(bhs + 40, r->off);
+	iscsi_put32(bhs + 44, r->len);
+	iscsi_out_pdu(s, bhs, NULL, 0, NULL);
+	return true;
+}
+
 static void send_r2ts(struct iscsi_session *s, struct iscsi_task *t)
 {
 	unsigned max = s->p.max_outstanding_r2t;
@@ -335,33 +365,13 @@ static void send_r2ts(struct iscsi_session *s, struct iscsi_task *t)
 	if (max > ISCSI_R2T_MAX)
 		max = ISCSI_R2T_MAX;
 	while (t->r2t_out < max && t->r2t_next < t->edtl) {
-		uint8_t bhs[ISCSI_BHS_LEN];
-		struct iscsi_r2t *r = NULL;
 		uint32_t len = t->edtl - t->r2t_next;
-		unsigned i;
 
-		for (i = 0; i < ISCSI_R2T_MAX && !r; i++)
-			if (!t->r2t[i].used)
-				r = &t->r2t[i];
-		if (!r)
-			return;
 		if (len > s->p.max_burst)
 			len = s->p.max_burst;
-		memset(r, 0, sizeof(*r));
-		r->used = true;
-		r->ttt = new_ttt(s);
-		r->off = t->r2t_next;
-		r->len = len;
-		t->r2t_out++;
+		if (!send_r2t(s, t, t->r2t_next, len))
+			return;
 		t->r2t_next += len;
-		iscsi_bhs_init(bhs, ISCSI_OP_R2T, 0, t->itt);
-		memcpy(bhs + 8, t->lun_raw, 8);
-		iscsi_put32(bhs + 20, r->ttt);
-		iscsi_put_sn(s, bhs, false);
-		iscsi_put32(bhs + 36, t->r2t_sn++);
-		iscsi_put32(bhs + 40, r->off);
-		iscsi_put32(bhs + 44, r->len);
-		iscsi_out_pdu(s, bhs, NULL, 0, NULL);
 	}
 }
 
@@ -502,6 +512,17 @@ void iscsi_task_data_out(struct iscsi_session *s, const uint8_t *data,
 		}
 		t->unsol_data_sn++;
 		t->unsol_next = off + dsl;
+		if (final && t->unsol_next < t->unsol_end) {
+			/* unsolicited data ended short: solicit the gap */
+			uint32_t gap = t->unsol_end - t->unsol_next;
+
+			t->unsol_end = t->unsol_next;
+			if (!send_r2t(s, t, t->unsol_next, gap)) {
+				iscsi_end(s, "no R2T slot for the rest of a "
+					  "short unsolicited burst");
+				return;
+			}
+		}
 	} else {
 		for (i = 0; i < ISCSI_R2T_MAX && !r; i++)
 			if (t->r2t[i].used && t->r2t[i].ttt == ttt)
