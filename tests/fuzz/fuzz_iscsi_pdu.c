@@ -153,6 +153,7 @@ static const struct iscsi_session_ops fz_ops = {
 	.each_target = fz_each,
 	.attach = fz_attach,
 	.detach = fz_detach,
+	.release = fz_detach,
 	.block_size = fz_block_size,
 };
 

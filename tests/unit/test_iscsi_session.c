@@ -111,6 +111,7 @@ static const struct iscsi_session_ops ops = {
 	.kick = o_kick, .log = o_log, .find = o_find,
 	.discovery_params = o_dparams, .tsih = o_tsih, .random = o_random,
 	.each_target = o_each, .attach = o_attach, .detach = o_detach,
+	.release = o_detach,
 	.block_size = o_bs,
 };
 

@@ -52,6 +52,7 @@ static int ops_find(void *arg, const char *name, struct iscsi_login_target *t)
 		struct iscsi_target *tg = c->l->tgts[i];
 
 		if (iscsi_target_active(tg) && !strcmp(tg->iqn, name)) {
+			iscsi_target_get(tg);	/* for the session */
 			iscsi_target_login_view(tg, t);
 			return 0;
 		}
@@ -117,6 +118,11 @@ static void ops_detach(const struct iscsi_login_target *t)
 	iscsi_target_detach(t->priv);
 }
 
+static void ops_release(const struct iscsi_login_target *t)
+{
+	iscsi_target_put(t->priv);
+}
+
 static uint32_t ops_block_size(void *arg, const struct iscsi_login_target *t,
 			       uint64_t lun)
 {
@@ -134,6 +140,7 @@ static const struct iscsi_session_ops session_ops = {
 	.each_target = ops_each_target,
 	.attach = ops_attach,
 	.detach = ops_detach,
+	.release = ops_release,
 	.block_size = ops_block_size,
 };
 
@@ -182,14 +189,16 @@ static size_t p_input(void *sess, const uint8_t *buf, size_t len)
 	struct iscsi_conn *c = sess;
 	size_t n = iscsi_session_feed(c->s, buf, len);
 
-	if (bs_net_conn_in_handshake(c->nc) &&
-	    iscsi_session_full_feature(c->s)) {
-		const char *t = iscsi_session_target(c->s);
+	if (bs_net_conn_in_handshake(c->nc)) {
+		const char *t = iscsi_session_login_target(c->s);
 
-		/* what the main loop knows the initiator by */
-		if (t)
+		/* what the main loop knows the initiator by: set as soon as
+		 * the login names a target, so closing that export closes
+		 * logins in progress too */
+		if (t && !*bs_net_conn_label(c->nc))
 			bs_net_conn_set_label(c->nc, t);
-		bs_net_conn_handshake_done(c->nc);
+		if (iscsi_session_full_feature(c->s))
+			bs_net_conn_handshake_done(c->nc);
 	}
 	return n;
 }

@@ -103,6 +103,7 @@ struct iscsi_session {
 	struct iscsi_login_target tgt;
 	bool attached;
 	void (*detach)(const struct iscsi_login_target *t);
+	void (*release)(const struct iscsi_login_target *t);
 	struct iscsi_session_target st;
 	struct bs_scsi_nexus *nexus;
 	uint32_t stat_sn, exp_cmd_sn, max_cmd_sn;

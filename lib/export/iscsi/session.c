@@ -308,8 +308,11 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 static int l_find(void *arg, const char *name, struct iscsi_login_target *t)
 {
 	struct iscsi_session *s = arg;
+	int err = s->ops ? s->ops->find(s->arg, name, t) : -ENOENT;
 
-	return s->ops ? s->ops->find(s->arg, name, t) : -ENOENT;
+	if (!err)
+		s->release = s->ops->release;	/* the session holds it */
+	return err;
 }
 
 static const struct iscsi_target_params *l_dparams(void *arg)
@@ -951,6 +954,11 @@ const char *iscsi_session_target(const struct iscsi_session *s)
 	return s->ffp && !s->discovery ? s->tgt.name : NULL;
 }
 
+const char *iscsi_session_login_target(const struct iscsi_session *s)
+{
+	return s->login.has_target ? s->login.tgt.name : NULL;
+}
+
 const char *iscsi_session_initiator(const struct iscsi_session *s)
 {
 	return s->login.initiator[0] ? s->login.initiator : NULL;
@@ -984,6 +992,8 @@ void iscsi_session_destroy(struct iscsi_session *s)
 	/* the target (and its SCSI core) outlives every nexus of it */
 	if (s->attached && s->detach)
 		s->detach(&s->tgt);
+	if (s->login.has_target && s->release)
+		s->release(&s->login.tgt);
 	if (s->budget)
 		bs_budget_leave(s->budget, &s->bh);
 	iscsi_login_free(&s->login);

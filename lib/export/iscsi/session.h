@@ -44,8 +44,14 @@ struct iscsi_session_ops {
 	/* Output queued, input possible again, or the session ended. */
 	void (*kick)(void *arg);
 	void (*log)(void *arg, const char *msg);
-	/* Login: the target of @name here (login.h). */
+	/*
+	 * Login: the target of @name here (login.h). A target found is held
+	 * for the session until release() (called once, when the session is
+	 * destroyed; it may run after the connection is gone: no @arg), so
+	 * an export closed during a login never frees it under the session.
+	 */
 	int (*find)(void *arg, const char *name, struct iscsi_login_target *t);
+	void (*release)(const struct iscsi_login_target *t);
 	const struct iscsi_target_params *(*discovery_params)(void *arg);
 	uint16_t (*tsih)(void *arg);
 	void (*random)(void *arg, void *buf, size_t len);
@@ -99,6 +105,8 @@ unsigned iscsi_session_inflight(const struct iscsi_session *s);
 
 /* The target logged in to (NULL before full feature / discovery). */
 const char *iscsi_session_target(const struct iscsi_session *s);
+/* The target named by the login, once found (also during login). */
+const char *iscsi_session_login_target(const struct iscsi_session *s);
 const char *iscsi_session_initiator(const struct iscsi_session *s);
 bool iscsi_session_full_feature(const struct iscsi_session *s);
 const char *iscsi_session_end_reason(const struct iscsi_session *s);

@@ -296,7 +296,12 @@ void iscsi_target_login_view(struct iscsi_target *t,
 	lt->priv = t;
 }
 
-static void target_put(struct iscsi_target *t)
+void iscsi_target_get(struct iscsi_target *t)
+{
+	__atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+void iscsi_target_put(struct iscsi_target *t)
 {
 	unsigned i;
 
@@ -328,7 +333,6 @@ int iscsi_target_attach(struct iscsi_target *t,
 		__atomic_sub_fetch(&t->sessions, 1, __ATOMIC_ACQ_REL);
 		return -EBUSY;
 	}
-	__atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL);
 	st->scsi = t->scsi;
 	st->queue_depth = t->queue_depth;
 	return 0;
@@ -337,7 +341,6 @@ int iscsi_target_attach(struct iscsi_target *t,
 void iscsi_target_detach(struct iscsi_target *t)
 {
 	__atomic_sub_fetch(&t->sessions, 1, __ATOMIC_ACQ_REL);
-	target_put(t);
 }
 
 /* The LUN of unit @u: its name when that is a number, else its place. */
@@ -614,7 +617,7 @@ static void iscsi_close(struct bs_export *exp)
 		listener_remove_target(t->ls[--t->nls], t);
 	exp->priv = NULL;
 	server_put(exp->set);
-	target_put(t);
+	iscsi_target_put(t);
 }
 
 static char *dup_opt(const char *s, int *err)
@@ -667,7 +670,7 @@ static int iscsi_open(struct bs_export *exp, struct bs_opts *opts)
 		err = target_luns(t);
 	if (err) {
 		free(o.words);
-		target_put(t);
+		iscsi_target_put(t);
 		return err;
 	}
 	exp->priv = t;
@@ -675,7 +678,7 @@ static int iscsi_open(struct bs_export *exp, struct bs_opts *opts)
 	if (err) {
 		free(o.words);
 		exp->priv = NULL;
-		target_put(t);
+		iscsi_target_put(t);
 		return err;
 	}
 	for (i = 0; !err && i < o.n; i++)

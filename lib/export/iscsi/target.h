@@ -48,7 +48,8 @@ struct iscsi_target {
 	struct iscsi_target_params tp;
 	uint32_t queue_depth, max_sessions;
 	unsigned sessions;		/* atomic */
-	unsigned refs;			/* atomic: the export + each session */
+	unsigned refs;			/* atomic: the export + each session
+					 * that found it at login */
 	bool shutdown;			/* atomic */
 	struct bs_scsi_tgt *scsi;
 	struct bs_scsi_lu **lus;	/* per unit */
@@ -65,6 +66,9 @@ bool iscsi_target_active(const struct iscsi_target *t);
 /* Fill @lt for login from @t. */
 void iscsi_target_login_view(struct iscsi_target *t,
 			     struct iscsi_login_target *lt);
+/* References: the export holds one, each session that found it one. */
+void iscsi_target_get(struct iscsi_target *t);
+void iscsi_target_put(struct iscsi_target *t);
 int iscsi_target_attach(struct iscsi_target *t,
 			struct iscsi_session_target *st);
 void iscsi_target_detach(struct iscsi_target *t);
