@@ -60,6 +60,21 @@ SEEDS = {
              rec(bytes([0x5a, 0x10, 0x08, 0, 0, 0, 0, 0, 255, 0]))],
     "caw": [rec(TUR), rec(struct.pack(">BBQIBBBB", 0x89, 0, 3, 0, 0, 1, 0, 0),
                           bytes(1024))],
+    "xcopy": [rec(TUR), rec(bytes([0x12, 1, 0x83, 0, 255, 0])),
+              rec(bytes([0x83, 0]) + bytes(8) + struct.pack(">I", 16 + 32 + 28) +
+                  bytes(2),
+                  bytes([1, 0]) + struct.pack(">H", 32) + bytes(4) +
+                  struct.pack(">II", 28, 0) +
+                  bytes([0xe4, 0, 0, 0, 0x01, 0x03, 0, 8]) + bytes(8) +
+                  bytes(13) + bytes([0, 2, 0]) +
+                  bytes([0x02, 0]) + struct.pack(">HHHHHQQ", 24, 0, 0, 0, 8,
+                                                 0, 64)),
+              rec(bytes([0x84, 0, 1]) + bytes(7) + struct.pack(">I", 255) +
+                  bytes(2)),
+              rec(bytes([0x84, 3]) + bytes(8) + struct.pack(">I", 255) +
+                  bytes(2))],
+    "orwrite": [rec(TUR), rec(cdb16(0x8b, 2, 1), b"\x0f" * 512),
+                rec(bytes([0x37, 0, 0x18, 0, 0, 0, 0, 0, 32, 0]))],
     "events": [rec(TUR), event(2), rec(TUR), event(0, 1), rec(TUR, nexus=1),
                rec(bytes([0xa3, 0x0c, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0]))],
 }

@@ -268,6 +268,36 @@ static void read_capacity(void **state)
 	assert_int_equal(be32(R.din + 4), 4096);
 }
 
+/* Physical blocks: READ CAPACITY 16 exponent, VPD B0 granularity. */
+static void physical_blocks(void **state)
+{
+	struct sth *s = *state;
+	uint8_t ms10[10] = { 0x55, 0x10, 0, 0, 0, 0, 0, 0, 0, 0 };
+	uint8_t p[8 + 8 + 12] = { 0 };
+
+	sth_lu(s, 0, th_dev(s->ctx, "m", "mem:4M,physical_block_size=4096"),
+	       false);
+	sth_clear_ua(s, s->n[0], 0);
+	assert_int_equal(rc16(s, s->n[0], 0), BS_SCSI_GOOD);
+	assert_int_equal(R.din[13] & 0x0f, 3);	/* 8 logical per physical */
+	assert_int_equal(inquiry(s, s->n[0], 0, true, 0xb0), BS_SCSI_GOOD);
+	assert_int_equal(R.din[7], 8);		/* OPTIMAL TRANSFER GRANULARITY */
+	/* MODE SELECT(10) with a block descriptor of the right length */
+	p[7] = 8;
+	p[8 + 6] = 0x02;			/* 512 */
+	p[16] = 0x0a;
+	p[17] = 0x0a;
+	p[18] = 0x04;
+	p[19] = 0x10;
+	ms10[8] = sizeof(p);
+	assert_int_equal(sth_cmd(s, s->n[0], 0, ms10, 10, p, sizeof(p), 0, &R),
+			 BS_SCSI_GOOD);
+	/* ... and with another block length: refused */
+	p[8 + 6] = 0x10;
+	sth_cmd(s, s->n[0], 0, ms10, 10, p, sizeof(p), 0, &R);
+	sth_assert_check(&R, 0x5, 0x2600);
+}
+
 /* Every CDB size writes and reads back the same bytes. */
 static void rw_every_size(void **state)
 {
@@ -482,6 +512,8 @@ static void rsoc(void **state)
 	assert_int_equal(R.din[1] & 7, 3);
 	assert_int_equal(R.din[3], 10);
 	assert_int_equal(R.din[4], 0x28);
+	assert_int_equal(R.din[5], 0xfa);	/* RDPROTECT, DPO, FUA, FUA_NV */
+	assert_int_equal(R.din[13], 0x00);	/* control: no NACA */
 	/* with a service action: READ CAPACITY(16) */
 	cdb[2] = 2;
 	cdb[3] = 0x9e;
@@ -490,6 +522,9 @@ static void rsoc(void **state)
 			 BS_SCSI_GOOD);
 	assert_int_equal(R.din[1] & 7, 3);
 	assert_int_equal(R.din[3], 16);
+	assert_int_equal(R.din[4], 0x9e);
+	assert_int_equal(R.din[5], 0x10);	/* the service action itself */
+	assert_int_equal(R.din[4 + 13], 0xff);	/* allocation length */
 	/* not supported */
 	cdb[3] = 0x9e;
 	cdb[5] = 0x1f;
@@ -659,6 +694,36 @@ static void orwrite(void **state)
 	}
 }
 
+/* Device errors become sense: EIO, ENOSPC, EROFS. */
+static void device_errors(void **state)
+{
+	struct sth *s = *state;
+	uint8_t cdb[16], buf[512] = { 0 };
+
+	sth_lu(s, 0, th_dev_kv(s->ctx, "e1", "type=error;size=1M;errno=EIO;"
+			      "ops=read,write"), false);
+	sth_lu(s, 1, th_dev_kv(s->ctx, "e2", "type=error;size=1M;"
+			      "errno=ENOSPC;ops=write"), false);
+	sth_lu(s, 2, th_dev_kv(s->ctx, "e3", "type=error;size=1M;"
+			      "errno=EROFS;ops=write"), false);
+	for (int i = 0; i < 3; i++)
+		sth_clear_ua(s, s->n[0], i);
+	sth_cdb_rw(cdb, 10, false, 0, 1);
+	sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 512, &R);
+	sth_assert_check(&R, 0x3, 0x1100);	/* UNRECOVERED READ ERROR */
+	sth_cdb_rw(cdb, 10, true, 0, 1);
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 512, 0, &R);
+	sth_assert_check(&R, 0x3, 0x0c00);	/* WRITE ERROR */
+	sth_cmd(s, s->n[0], 1, cdb, 16, buf, 512, 0, &R);
+	sth_assert_check(&R, 0x7, 0x2707);	/* SPACE ALLOCATION FAILED */
+	sth_cmd(s, s->n[0], 2, cdb, 16, buf, 512, 0, &R);
+	sth_assert_check(&R, 0x7, 0x2700);	/* WRITE PROTECTED */
+	/* a read of the ENOSPC unit still works */
+	sth_cdb_rw(cdb, 10, false, 0, 1);
+	assert_int_equal(sth_cmd(s, s->n[0], 1, cdb, 16, NULL, 0, 512, &R),
+			 BS_SCSI_GOOD);
+}
+
 /* VERIFY with BYTCHK compares; WRITE AND VERIFY writes. */
 static void verify(void **state)
 {
@@ -699,6 +764,8 @@ int main(void)
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(read_capacity, sth_setup,
 						sth_teardown),
+		cmocka_unit_test_setup_teardown(physical_blocks, sth_setup,
+						sth_teardown),
 		cmocka_unit_test_setup_teardown(rw_every_size, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(range_checks, sth_setup,
@@ -714,6 +781,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(caw_gate, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(orwrite, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(device_errors, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(verify, sth_setup,
 						sth_teardown),

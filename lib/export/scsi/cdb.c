@@ -25,88 +25,160 @@ static int rsoc(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 
 #define NOLU_NOUA (F_NO_LU | F_NO_UA | F_RES2_OK)
 
+/*
+ * CDB usage data (SPC-4 REPORT SUPPORTED OPERATION CODES): a bit set for
+ * every CDB bit the command examines; the operation code and service
+ * action as themselves; the control byte 0 (no NACA, no LINK).
+ */
+#define USAGE(...) ((const uint8_t[]){ __VA_ARGS__ })
+/* READ/WRITE-like CDBs: byte 1 flags, LBA, group number, length */
+#define RW10(op, b1) op, b1, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0
+#define RW12(op, b1) op, b1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, \
+	0x3f, 0
+#define RW16(op, b1) op, b1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, \
+	0xff, 0xff, 0xff, 0xff, 0x3f, 0
+
 static const struct scsi_op ops[] = {
-	{ 0x00, -1, 6, 0, RC_ALLOW, "TEST UNIT READY", tur, NULL },
-	{ 0x03, -1, 6, NOLU_NOUA, RC_ALLOW, "REQUEST SENSE", request_sense, NULL },
-	{ 0x08, -1, 6, 0, RC_READ, "READ(6)", scsi_read, NULL },
-	{ 0x0a, -1, 6, F_WRITE, RC_WRITE, "WRITE(6)", scsi_write, NULL },
-	{ 0x12, -1, 6, NOLU_NOUA, RC_ALLOW, "INQUIRY", scsi_inquiry, NULL },
-	{ 0x15, -1, 6, 0, RC_WRITE, "MODE SELECT(6)", scsi_mode_select, NULL },
-	{ 0x16, -1, 6, 0, RC_WRITE, "RESERVE(6)", scsi_reserve, NULL },
-	{ 0x17, -1, 6, F_RES2_OK, RC_WRITE, "RELEASE(6)", scsi_release, NULL },
-	{ 0x1a, -1, 6, 0, RC_READ, "MODE SENSE(6)", scsi_mode_sense, NULL },
-	{ 0x1b, -1, 6, 0, RC_WRITE, "START STOP UNIT", start_stop, NULL },
+	{ 0x00, -1, 6, 0, RC_ALLOW, "TEST UNIT READY",
+	  tur, USAGE(0x00, 0, 0, 0, 0, 0) },
+	{ 0x03, -1, 6, NOLU_NOUA, RC_ALLOW, "REQUEST SENSE",
+	  request_sense, USAGE(0x03, 0x01, 0, 0, 0xff, 0) },
+	{ 0x08, -1, 6, 0, RC_READ, "READ(6)",
+	  scsi_read, USAGE(0x08, 0x1f, 0xff, 0xff, 0xff, 0) },
+	{ 0x0a, -1, 6, F_WRITE, RC_WRITE, "WRITE(6)",
+	  scsi_write, USAGE(0x0a, 0x1f, 0xff, 0xff, 0xff, 0) },
+	{ 0x12, -1, 6, NOLU_NOUA, RC_ALLOW, "INQUIRY",
+	  scsi_inquiry, USAGE(0x12, 0x01, 0xff, 0xff, 0xff, 0) },
+	{ 0x15, -1, 6, 0, RC_WRITE, "MODE SELECT(6)",
+	  scsi_mode_select, USAGE(0x15, 0x11, 0, 0, 0xff, 0) },
+	{ 0x16, -1, 6, 0, RC_WRITE, "RESERVE(6)",
+	  scsi_reserve, USAGE(0x16, 0, 0, 0, 0, 0) },
+	{ 0x17, -1, 6, F_RES2_OK, RC_WRITE, "RELEASE(6)",
+	  scsi_release, USAGE(0x17, 0, 0, 0, 0, 0) },
+	{ 0x1a, -1, 6, 0, RC_READ, "MODE SENSE(6)",
+	  scsi_mode_sense, USAGE(0x1a, 0x08, 0xff, 0xff, 0xff, 0) },
+	{ 0x1b, -1, 6, 0, RC_WRITE, "START STOP UNIT",
+	  start_stop, USAGE(0x1b, 0x01, 0, 0x0f, 0xf7, 0) },
 	{ 0x1e, -1, 6, 0, RC_READ, "PREVENT ALLOW MEDIUM REMOVAL",
-	  prevent_allow, NULL },
-	{ 0x25, -1, 10, F_RES2_OK, RC_ALLOW, "READ CAPACITY(10)", scsi_read_capacity10,
-	  NULL },
-	{ 0x28, -1, 10, 0, RC_READ, "READ(10)", scsi_read, NULL },
-	{ 0x2a, -1, 10, F_WRITE, RC_WRITE, "WRITE(10)", scsi_write, NULL },
-	{ 0x2e, -1, 10, F_WRITE, RC_WRITE, "WRITE AND VERIFY(10)", scsi_write,
-	  NULL },
-	{ 0x2f, -1, 10, 0, RC_READ, "VERIFY(10)", scsi_verify, NULL },
-	{ 0x34, -1, 10, 0, RC_READ, "PRE-FETCH(10)", scsi_prefetch, NULL },
-	{ 0x35, -1, 10, 0, RC_WRITE, "SYNCHRONIZE CACHE(10)", scsi_sync_cache,
-	  NULL },
+	  prevent_allow, USAGE(0x1e, 0, 0, 0, 0x03, 0) },
+	{ 0x25, -1, 10, F_RES2_OK, RC_ALLOW, "READ CAPACITY(10)",
+	  scsi_read_capacity10, USAGE(0x25, 0, 0xff, 0xff, 0xff, 0xff, 0, 0,
+		0x01, 0) },
+	{ 0x28, -1, 10, 0, RC_READ, "READ(10)",
+	  scsi_read, USAGE(RW10(0x28, 0xfa)) },
+	{ 0x2a, -1, 10, F_WRITE, RC_WRITE, "WRITE(10)",
+	  scsi_write, USAGE(RW10(0x2a, 0xfa)) },
+	{ 0x2e, -1, 10, F_WRITE, RC_WRITE, "WRITE AND VERIFY(10)",
+	  scsi_write, USAGE(RW10(0x2e, 0xf6)) },
+	{ 0x2f, -1, 10, 0, RC_READ, "VERIFY(10)",
+	  scsi_verify, USAGE(RW10(0x2f, 0xf6)) },
+	{ 0x34, -1, 10, 0, RC_READ, "PRE-FETCH(10)",
+	  scsi_prefetch, USAGE(RW10(0x34, 0x02)) },
+	{ 0x35, -1, 10, 0, RC_WRITE, "SYNCHRONIZE CACHE(10)",
+	  scsi_sync_cache, USAGE(RW10(0x35, 0x02)) },
 	{ 0x37, -1, 10, 0, RC_READ, "READ DEFECT DATA(10)",
-	  scsi_read_defect_data, NULL },
-	{ 0x41, -1, 10, F_WRITE, RC_WRITE, "WRITE SAME(10)", scsi_write_same,
-	  NULL },
-	{ 0x42, -1, 10, F_WRITE, RC_WRITE, "UNMAP", scsi_unmap, NULL },
-	{ 0x55, -1, 10, 0, RC_WRITE, "MODE SELECT(10)", scsi_mode_select, NULL },
-	{ 0x56, -1, 10, 0, RC_WRITE, "RESERVE(10)", scsi_reserve, NULL },
-	{ 0x57, -1, 10, F_RES2_OK, RC_WRITE, "RELEASE(10)", scsi_release, NULL },
-	{ 0x5a, -1, 10, 0, RC_READ, "MODE SENSE(10)", scsi_mode_sense, NULL },
+	  scsi_read_defect_data, USAGE(0x37, 0, 0x1f, 0, 0, 0, 0, 0xff, 0xff,
+		0) },
+	{ 0x41, -1, 10, F_WRITE, RC_WRITE, "WRITE SAME(10)",
+	  scsi_write_same, USAGE(RW10(0x41, 0xf8)) },
+	{ 0x42, -1, 10, F_WRITE, RC_WRITE, "UNMAP",
+	  scsi_unmap, USAGE(0x42, 0x01, 0, 0, 0, 0, 0x3f, 0xff, 0xff, 0) },
+	{ 0x55, -1, 10, 0, RC_WRITE, "MODE SELECT(10)",
+	  scsi_mode_select, USAGE(0x55, 0x11, 0, 0, 0, 0, 0, 0xff, 0xff, 0) },
+	{ 0x56, -1, 10, 0, RC_WRITE, "RESERVE(10)",
+	  scsi_reserve, USAGE(0x56, 0x12, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ 0x57, -1, 10, F_RES2_OK, RC_WRITE, "RELEASE(10)",
+	  scsi_release, USAGE(0x57, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ 0x5a, -1, 10, 0, RC_READ, "MODE SENSE(10)",
+	  scsi_mode_sense, USAGE(0x5a, 0x18, 0xff, 0xff, 0, 0, 0, 0xff, 0xff,
+		0) },
 	{ 0x5e, 0x00, 10, 0, RC_ALLOW, "PERSISTENT RESERVE IN (READ KEYS)",
-	  scsi_pr_in, NULL },
+	  scsi_pr_in, USAGE(0x5e, 0x00, 0, 0, 0, 0, 0, 0xff, 0xff, 0) },
 	{ 0x5e, 0x01, 10, 0, RC_ALLOW,
-	  "PERSISTENT RESERVE IN (READ RESERVATION)", scsi_pr_in, NULL },
+	  "PERSISTENT RESERVE IN (READ RESERVATION)",
+	  scsi_pr_in, USAGE(0x5e, 0x01, 0, 0, 0, 0, 0, 0xff, 0xff, 0) },
 	{ 0x5e, 0x02, 10, 0, RC_ALLOW,
-	  "PERSISTENT RESERVE IN (REPORT CAPABILITIES)", scsi_pr_in, NULL },
+	  "PERSISTENT RESERVE IN (REPORT CAPABILITIES)",
+	  scsi_pr_in, USAGE(0x5e, 0x02, 0, 0, 0, 0, 0, 0xff, 0xff, 0) },
 	{ 0x5e, 0x03, 10, 0, RC_ALLOW,
-	  "PERSISTENT RESERVE IN (READ FULL STATUS)", scsi_pr_in, NULL },
+	  "PERSISTENT RESERVE IN (READ FULL STATUS)",
+	  scsi_pr_in, USAGE(0x5e, 0x03, 0, 0, 0, 0, 0, 0xff, 0xff, 0) },
 	{ 0x5f, 0x00, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (REGISTER)",
-	  scsi_pr_out, NULL },
+	  scsi_pr_out, USAGE(0x5f, 0x00, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0) },
 	{ 0x5f, 0x01, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (RESERVE)",
-	  scsi_pr_out, NULL },
+	  scsi_pr_out, USAGE(0x5f, 0x01, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0) },
 	{ 0x5f, 0x02, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (RELEASE)",
-	  scsi_pr_out, NULL },
+	  scsi_pr_out, USAGE(0x5f, 0x02, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0) },
 	{ 0x5f, 0x03, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (CLEAR)",
-	  scsi_pr_out, NULL },
+	  scsi_pr_out, USAGE(0x5f, 0x03, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0) },
 	{ 0x5f, 0x04, 10, 0, RC_ALLOW, "PERSISTENT RESERVE OUT (PREEMPT)",
-	  scsi_pr_out, NULL },
+	  scsi_pr_out, USAGE(0x5f, 0x04, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0) },
 	{ 0x5f, 0x05, 10, 0, RC_ALLOW,
-	  "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)", scsi_pr_out, NULL },
+	  "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)",
+	  scsi_pr_out, USAGE(0x5f, 0x05, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0) },
 	{ 0x5f, 0x06, 10, 0, RC_ALLOW,
 	  "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
-	  scsi_pr_out, NULL },
-	{ 0x88, -1, 16, 0, RC_READ, "READ(16)", scsi_read, NULL },
+	  scsi_pr_out, USAGE(0x5f, 0x06, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0) },
+	{ 0x83, 0x00, 16, F_WRITE, RC_WRITE, "EXTENDED COPY(LID1)",
+	  scsi_extended_copy, USAGE(0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
+		0xff, 0xff, 0xff, 0, 0) },
+	{ 0x84, 0x00, 16, 0, RC_ALLOW, "RECEIVE COPY RESULTS (COPY STATUS)",
+	  scsi_receive_copy_results, USAGE(0x84, 0x00, 0xff, 0, 0, 0, 0, 0, 0,
+		0, 0xff, 0xff, 0xff, 0xff, 0, 0) },
+	{ 0x84, 0x03, 16, 0, RC_ALLOW,
+	  "RECEIVE COPY RESULTS (OPERATING PARAMETERS)",
+	  scsi_receive_copy_results, USAGE(0x84, 0x03, 0xff, 0, 0, 0, 0, 0, 0,
+		0, 0xff, 0xff, 0xff, 0xff, 0, 0) },
+	{ 0x88, -1, 16, 0, RC_READ, "READ(16)",
+	  scsi_read, USAGE(RW16(0x88, 0xfa)) },
 	{ 0x89, -1, 16, F_WRITE, RC_WRITE, "COMPARE AND WRITE",
-	  scsi_compare_and_write, NULL },
-	{ 0x8a, -1, 16, F_WRITE, RC_WRITE, "WRITE(16)", scsi_write, NULL },
-	{ 0x8b, -1, 16, F_WRITE, RC_WRITE, "ORWRITE(16)", scsi_orwrite, NULL },
-	{ 0x8e, -1, 16, F_WRITE, RC_WRITE, "WRITE AND VERIFY(16)", scsi_write,
-	  NULL },
-	{ 0x8f, -1, 16, 0, RC_READ, "VERIFY(16)", scsi_verify, NULL },
-	{ 0x90, -1, 16, 0, RC_READ, "PRE-FETCH(16)", scsi_prefetch, NULL },
-	{ 0x91, -1, 16, 0, RC_WRITE, "SYNCHRONIZE CACHE(16)", scsi_sync_cache,
-	  NULL },
-	{ 0x93, -1, 16, F_WRITE, RC_WRITE, "WRITE SAME(16)", scsi_write_same,
-	  NULL },
+	  scsi_compare_and_write, USAGE(0x89, 0xfa, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0x3f, 0) },
+	{ 0x8a, -1, 16, F_WRITE, RC_WRITE, "WRITE(16)",
+	  scsi_write, USAGE(RW16(0x8a, 0xfa)) },
+	{ 0x8b, -1, 16, F_WRITE, RC_WRITE, "ORWRITE(16)",
+	  scsi_orwrite, USAGE(RW16(0x8b, 0xfa)) },
+	{ 0x8e, -1, 16, F_WRITE, RC_WRITE, "WRITE AND VERIFY(16)",
+	  scsi_write, USAGE(RW16(0x8e, 0xf6)) },
+	{ 0x8f, -1, 16, 0, RC_READ, "VERIFY(16)",
+	  scsi_verify, USAGE(RW16(0x8f, 0xf6)) },
+	{ 0x90, -1, 16, 0, RC_READ, "PRE-FETCH(16)",
+	  scsi_prefetch, USAGE(RW16(0x90, 0x02)) },
+	{ 0x91, -1, 16, 0, RC_WRITE, "SYNCHRONIZE CACHE(16)",
+	  scsi_sync_cache, USAGE(RW16(0x91, 0x02)) },
+	{ 0x93, -1, 16, F_WRITE, RC_WRITE, "WRITE SAME(16)",
+	  scsi_write_same, USAGE(RW16(0x93, 0xf9)) },
 	{ 0x9e, 0x10, 16, F_RES2_OK, RC_ALLOW, "READ CAPACITY(16)",
-	  scsi_read_capacity16, NULL },
-	{ 0x9e, 0x12, 16, 0, RC_READ, "GET LBA STATUS", scsi_get_lba_status,
-	  NULL },
-	{ 0xa0, -1, 12, NOLU_NOUA, RC_ALLOW, "REPORT LUNS", report_luns, NULL },
+	  scsi_read_capacity16, USAGE(0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
+		0xff, 0xff, 0xff, 0, 0) },
+	{ 0x9e, 0x12, 16, 0, RC_READ, "GET LBA STATUS",
+	  scsi_get_lba_status, USAGE(0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0) },
+	{ 0xa0, -1, 12, NOLU_NOUA, RC_ALLOW, "REPORT LUNS",
+	  report_luns, USAGE(0xa0, 0, 0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0,
+		0) },
 	{ 0xa3, 0x0c, 12, F_RES2_OK, RC_ALLOW,
-	  "REPORT SUPPORTED OPERATION CODES", rsoc, NULL },
-	{ 0xa8, -1, 12, 0, RC_READ, "READ(12)", scsi_read, NULL },
-	{ 0xaa, -1, 12, F_WRITE, RC_WRITE, "WRITE(12)", scsi_write, NULL },
-	{ 0xae, -1, 12, F_WRITE, RC_WRITE, "WRITE AND VERIFY(12)", scsi_write,
-	  NULL },
-	{ 0xaf, -1, 12, 0, RC_READ, "VERIFY(12)", scsi_verify, NULL },
+	  "REPORT SUPPORTED OPERATION CODES",
+	  rsoc, USAGE(0xa3, 0x0c, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0, 0) },
+	{ 0xa8, -1, 12, 0, RC_READ, "READ(12)",
+	  scsi_read, USAGE(RW12(0xa8, 0xfa)) },
+	{ 0xaa, -1, 12, F_WRITE, RC_WRITE, "WRITE(12)",
+	  scsi_write, USAGE(RW12(0xaa, 0xfa)) },
+	{ 0xae, -1, 12, F_WRITE, RC_WRITE, "WRITE AND VERIFY(12)",
+	  scsi_write, USAGE(RW12(0xae, 0xf6)) },
+	{ 0xaf, -1, 12, 0, RC_READ, "VERIFY(12)",
+	  scsi_verify, USAGE(RW12(0xaf, 0xf6)) },
 	{ 0xb7, -1, 12, 0, RC_READ, "READ DEFECT DATA(12)",
-	  scsi_read_defect_data, NULL },
+	  scsi_read_defect_data, USAGE(0xb7, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0xff,
+		0xff, 0, 0) },
 };
 
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
@@ -114,8 +186,8 @@ static const struct scsi_op ops[] = {
 /* Operation codes whose CDB byte 1 carries a service action. */
 static bool has_sa(uint8_t opcode)
 {
-	return opcode == 0x5e || opcode == 0x5f || opcode == 0x9e ||
-	       opcode == 0xa3;
+	return opcode == 0x5e || opcode == 0x5f || opcode == 0x83 ||
+	       opcode == 0x84 || opcode == 0x9e || opcode == 0xa3;
 }
 
 const struct scsi_op *scsi_op_find(uint8_t opcode, int sa)
@@ -143,7 +215,7 @@ static bool opcode_known(uint8_t opcode)
 	return false;
 }
 
-/* ---- completion ------------------------------------------------------------- */
+/* ---- completion ---------------------------------------------------------- */
 
 static void finish_work(void *arg)
 {
@@ -201,7 +273,7 @@ void bs_scsi_cmd_release(struct bs_scsi_cmd *cmd)
 	c->din_cap = 0;
 }
 
-/* ---- the decoder ---------------------------------------------------------------- */
+/* ---- the decoder --------------------------------------------------------- */
 
 /* CDB length by group code (SPC-4 4.2.5.1); 0 = variable / vendor. */
 static unsigned group_len(uint8_t opcode)
@@ -276,7 +348,7 @@ void bs_scsi_exec(struct bs_scsi_cmd *cmd)
 		scsi_finish(cmd);
 }
 
-/* ---- simple commands -------------------------------------------------------------- */
+/* ---- simple commands ----------------------------------------------------- */
 
 static int tur(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 {
@@ -349,19 +421,12 @@ static int request_sense(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return scsi_din_done(cmd, len, cmd->cdb[4]);
 }
 
-/* ---- REPORT SUPPORTED OPERATION CODES ---------------------------------------------- */
+/* ---- REPORT SUPPORTED OPERATION CODES ------------------------------------ */
 
-/* The CDB usage map: the operation code, service action, fields in use. */
+/* The CDB usage map of the table entry. */
 static void usage_map(const struct scsi_op *op, uint8_t *u)
 {
-	unsigned i;
-
-	u[0] = op->opcode;
-	for (i = 1; i + 1 < op->cdb_len; i++)
-		u[i] = 0xff;
-	if (op->sa >= 0)
-		u[1] = (uint8_t)op->sa;
-	u[op->cdb_len - 1] = 0x00;	/* control: no NACA, no LINK */
+	memcpy(u, op->usage, op->cdb_len);
 }
 
 static void timeouts(uint8_t *d)

@@ -59,7 +59,7 @@ enum {
 	A_MISCOMPARE_VERIFY = ASC(0x1d, 0x00),
 };
 
-/* ---- big-endian fields ----------------------------------------------------- */
+/* ---- big-endian fields --------------------------------------------------- */
 
 static inline uint16_t get16(const uint8_t *p)
 {
@@ -97,7 +97,7 @@ static inline void put64(uint8_t *p, uint64_t v)
 	put32(p + 4, (uint32_t)v);
 }
 
-/* ---- objects --------------------------------------------------------------- */
+/* ---- objects ------------------------------------------------------------- */
 
 /* Unit attentions queued for one LU on one nexus (oldest first). */
 #define SCSI_UA_MAX 8
@@ -166,8 +166,20 @@ struct bs_scsi_lu {
 	struct bs_scsi_lu *next;
 };
 
+/* The held results of one EXTENDED COPY (LIST ID USAGE 00b / 10b). */
+#define SCSI_COPIES_HELD 4
+struct scsi_copy_result {
+	bool used;
+	uint8_t list_id;
+	uint8_t status;		/* COPY MANAGER STATUS: 0 good, 1 error */
+	uint16_t segments;	/* segments processed */
+	uint32_t kib;		/* KiB copied */
+};
+
 struct bs_scsi_nexus {
 	struct bs_scsi_tgt *tgt;
+	struct scsi_copy_result copies[SCSI_COPIES_HELD]; /* target lock */
+	unsigned copies_next;
 	char *iport;
 	char *tport;
 	uint16_t rel_port;
@@ -198,7 +210,7 @@ static inline struct scsi_core *scsi_core(struct bs_scsi_cmd *cmd)
 	return (struct scsi_core *)(void *)cmd->core;
 }
 
-/* ---- the command table (cdb.c) -------------------------------------------- */
+/* ---- the command table (cdb.c) ------------------------------------------- */
 
 /* Reservation class of a command (which reservations let it through). */
 enum scsi_rclass {
@@ -230,7 +242,7 @@ const struct scsi_op *scsi_op_find(uint8_t opcode, int sa);
 /* Iterate the table (REPORT SUPPORTED OPERATION CODES). */
 const struct scsi_op *scsi_op_at(unsigned i);
 
-/* ---- results (sense.c) ------------------------------------------------------ */
+/* ---- results (sense.c) --------------------------------------------------- */
 
 #define SCSI_DONE 1
 #define SCSI_ASYNC 0
@@ -254,7 +266,7 @@ int scsi_short_dout(struct bs_scsi_cmd *cmd);
 uint8_t scsi_sense_fill(uint8_t *buf, bool desc, uint8_t key, uint16_t asc,
 			bool info_valid, uint64_t info, const uint8_t *sks);
 
-/* ---- Data-In (cdb.c) -------------------------------------------------------- */
+/* ---- Data-In (cdb.c) ----------------------------------------------------- */
 
 /* A zeroed Data-In buffer of @len bytes (NULL: out of memory). */
 uint8_t *scsi_din(struct bs_scsi_cmd *cmd, uint32_t len);
@@ -263,7 +275,7 @@ int scsi_din_done(struct bs_scsi_cmd *cmd, uint32_t len, uint32_t alloc);
 /* Finish a command whose I/O ran (from a completion): defer done(). */
 void scsi_finish(struct bs_scsi_cmd *cmd);
 
-/* ---- target state (tgt.c) ---------------------------------------------------- */
+/* ---- target state (tgt.c) ------------------------------------------------ */
 
 /* Queue @asc on (@n, @lu); caller holds the target's lock. */
 void scsi_ua_queue(struct bs_scsi_nexus *n, uint64_t lun, uint16_t asc);
@@ -289,7 +301,7 @@ uint32_t scsi_max_unmap_blocks(const struct bs_caps *c);
 bool scsi_lbprz(const struct bs_caps *c);
 bool scsi_lbpme(const struct bs_caps *c);
 
-/* ---- reservations (pr.c) ---------------------------------------------------- */
+/* ---- reservations (pr.c) ------------------------------------------------- */
 
 /* Does a reservation stop @op from @n? Lock held. */
 bool scsi_res_conflict(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n,
@@ -298,7 +310,7 @@ bool scsi_res_conflict(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n,
 void scsi_res_drop(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n);
 void scsi_pr_free(struct scsi_pr *pr);
 
-/* ---- I/O (io.c) --------------------------------------------------------------- */
+/* ---- I/O (io.c) ---------------------------------------------------------- */
 
 struct scsi_io;
 typedef void (*scsi_io_fn)(struct scsi_io *io);
@@ -315,6 +327,7 @@ struct scsi_io {
 	size_t buf_len;
 	unsigned flags;		/* the command's options (per handler) */
 	const uint8_t *data;	/* Data-Out in use */
+	void *ext;		/* a handler's own state, freed at the end */
 	scsi_io_fn step;	/* next step, on completion */
 	bool write;		/* errors are WRITE errors */
 	/* the write gate */
@@ -336,7 +349,7 @@ void scsi_io_fail(struct scsi_io *io, int err);
 /* Enter the write gate (@excl for COMPARE AND WRITE), then run @go. */
 void scsi_gate_enter(struct scsi_io *io, bool excl, scsi_io_fn go);
 
-/* ---- handlers ------------------------------------------------------------------ */
+/* ---- handlers ------------------------------------------------------------ */
 
 int scsi_inquiry(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_read_capacity10(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
@@ -352,6 +365,8 @@ int scsi_sync_cache(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_get_lba_status(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_extended_copy(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+int scsi_receive_copy_results(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_mode_sense(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_mode_select(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_reserve(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);

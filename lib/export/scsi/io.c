@@ -48,6 +48,7 @@ void scsi_io_end(struct scsi_io *io)
 		gate_leave(io);
 	if (io->buf)
 		bs_buf_put(io->buf, io->buf_len);
+	free(io->ext);
 	scsi_core(cmd)->io = NULL;
 	free(io);
 	scsi_finish(cmd);

@@ -126,7 +126,7 @@ bool scsi_res_conflict(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n,
 	return op->rclass == RC_WRITE || excl;
 }
 
-/* ---- RESERVE / RELEASE (6 and 10) ------------------------------------------ */
+/* ---- RESERVE / RELEASE (6 and 10) ---------------------------------------- */
 
 int scsi_reserve(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 {
@@ -165,7 +165,7 @@ int scsi_release(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return scsi_good(cmd);
 }
 
-/* ---- PERSISTENT RESERVE IN ---------------------------------------------------- */
+/* ---- PERSISTENT RESERVE IN ----------------------------------------------- */
 
 /* An iSCSI TransportID (SPC-4 7.6.4.6) of @iport; its length (x4, >= 20). */
 static uint32_t transport_id(const char *iport, uint8_t *d)
@@ -263,7 +263,7 @@ int scsi_pr_in(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return scsi_din_done(cmd, len, alloc);
 }
 
-/* ---- PERSISTENT RESERVE OUT ------------------------------------------------------ */
+/* ---- PERSISTENT RESERVE OUT ---------------------------------------------- */
 
 enum { PRO_REGISTER, PRO_RESERVE, PRO_RELEASE, PRO_CLEAR, PRO_PREEMPT,
        PRO_PREEMPT_ABORT, PRO_REGISTER_IGNORE };

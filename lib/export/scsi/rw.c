@@ -110,7 +110,7 @@ int scsi_read(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return SCSI_ASYNC;
 }
 
-/* ---- WRITE, WRITE AND VERIFY ------------------------------------------------ */
+/* ---- WRITE, WRITE AND VERIFY --------------------------------------------- */
 
 static void io_good_end(struct scsi_io *io)
 {
@@ -191,7 +191,7 @@ int scsi_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return SCSI_ASYNC;
 }
 
-/* ---- VERIFY -------------------------------------------------------------------- */
+/* ---- VERIFY -------------------------------------------------------------- */
 
 static void verify_next(struct scsi_io *io);
 
@@ -289,7 +289,7 @@ int scsi_verify(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return SCSI_ASYNC;
 }
 
-/* ---- COMPARE AND WRITE ------------------------------------------------------------ */
+/* ---- COMPARE AND WRITE --------------------------------------------------- */
 
 static void caw_compare(struct scsi_io *io)
 {
@@ -355,7 +355,7 @@ int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return SCSI_ASYNC;
 }
 
-/* ---- ORWRITE(16) ---------------------------------------------------------------------- */
+/* ---- ORWRITE(16) --------------------------------------------------------- */
 
 /* Read, OR the Data-Out in, write back: alone in the gate, like CAW. */
 static void orwrite_or(struct scsi_io *io)
@@ -411,7 +411,7 @@ int scsi_orwrite(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return SCSI_ASYNC;
 }
 
-/* ---- READ DEFECT DATA ------------------------------------------------------------------- */
+/* ---- READ DEFECT DATA ---------------------------------------------------- */
 
 int scsi_read_defect_data(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 {
@@ -427,7 +427,7 @@ int scsi_read_defect_data(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return scsi_din_done(cmd, twelve ? 8 : 4, alloc);
 }
 
-/* ---- PRE-FETCH, SYNCHRONIZE CACHE -------------------------------------------------- */
+/* ---- PRE-FETCH, SYNCHRONIZE CACHE ---------------------------------------- */
 
 int scsi_prefetch(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 {

@@ -67,7 +67,7 @@ void bs_scsi_tgt_free(struct bs_scsi_tgt *t)
 	free(t);
 }
 
-/* ---- unit attentions ------------------------------------------------------ */
+/* ---- unit attentions ----------------------------------------------------- */
 
 static bool ua_is_reset(uint16_t asc)
 {
@@ -143,7 +143,7 @@ static void ua_forget_lun(struct bs_scsi_nexus *n, uint64_t lun)
 	}
 }
 
-/* ---- logical units ---------------------------------------------------------- */
+/* ---- logical units ------------------------------------------------------- */
 
 bool scsi_lu_dsense(const struct bs_scsi_lu *lu)
 {
@@ -270,7 +270,7 @@ void bs_scsi_lu_caps_changed(struct bs_scsi_lu *lu, const struct bs_caps *old,
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* ---- nexuses -------------------------------------------------------------------- */
+/* ---- nexuses ------------------------------------------------------------- */
 
 int bs_scsi_nexus_new(struct bs_scsi_tgt *t, const struct bs_scsi_nexus_cfg *cfg,
 		      struct bs_scsi_nexus **out)
@@ -329,7 +329,7 @@ void bs_scsi_nexus_free(struct bs_scsi_nexus *n)
 	free(n);
 }
 
-/* ---- task management ---------------------------------------------------------- */
+/* ---- task management ----------------------------------------------------- */
 
 static void lu_reset_locked(struct bs_scsi_tgt *t, struct bs_scsi_lu *lu,
 			    uint16_t asc)
@@ -370,7 +370,7 @@ void bs_scsi_tgt_reset(struct bs_scsi_tgt *t, struct bs_scsi_nexus *from)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* ---- LUN fields ------------------------------------------------------------------ */
+/* ---- LUN fields ---------------------------------------------------------- */
 
 uint64_t bs_scsi_lun_decode(const uint8_t raw[8])
 {

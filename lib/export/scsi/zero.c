@@ -64,7 +64,7 @@ static void good_end(struct scsi_io *io)
 	scsi_io_end(io);
 }
 
-/* ---- WRITE SAME ------------------------------------------------------------- */
+/* ---- WRITE SAME ---------------------------------------------------------- */
 
 static void ws_zero_go(struct scsi_io *io)
 {
@@ -146,7 +146,7 @@ int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return SCSI_ASYNC;
 }
 
-/* ---- UNMAP ---------------------------------------------------------------------- */
+/* ---- UNMAP --------------------------------------------------------------- */
 
 /* io->data: the descriptors; io->nblocks: their count; io->pos: next. */
 static void unmap_next(struct scsi_io *io);
@@ -247,7 +247,7 @@ int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return SCSI_ASYNC;
 }
 
-/* ---- GET LBA STATUS ----------------------------------------------------------------- */
+/* ---- GET LBA STATUS ------------------------------------------------------ */
 
 struct lba_walk {
 	uint8_t *d;

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * EXTENDED COPY (LID1) block to block, within a unit and between two
+ * units of the target, named by their VPD 83h NAA designators; the
+ * parameter list checks; COPY ABORTED for what cannot be copied; RECEIVE
+ * COPY RESULTS operating parameters.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers/sth.h"
+#include "helpers/th.h"
+
+static struct sth_res R;
+
+static void put_be(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The NAA designator (header + 8 bytes) of @lun from VPD 83h. */
+static void naa_of(struct sth *s, uint64_t lun, uint8_t out[12])
+{
+	uint8_t cdb[6] = { 0x12, 1, 0x83, 0, 255, 0 };
+	unsigned off;
+
+	assert_int_equal(sth_cmd(s, s->n[0], lun, cdb, 6, NULL, 0, 255, &R),
+			 BS_SCSI_GOOD);
+	for (off = 4; off < R.din_len; off += 4 + R.din[off + 3])
+		if ((R.din[off + 1] & 0x3f) == 0x03) {
+			memcpy(out, R.din + off, 12);
+			return;
+		}
+	fail_msg("no NAA designator");
+}
+
+/* A parameter list: @ntd identification descriptors, @nseg segments. */
+static uint32_t plist(uint8_t *p, const uint8_t (*ids)[12], unsigned ntd,
+		      unsigned nseg, const uint16_t *si, const uint16_t *di,
+		      const uint16_t *n, const uint64_t *src, const uint64_t *dst)
+{
+	uint32_t off = 16;
+
+	memset(p, 0, 16 + 32 * ntd + 28 * nseg);
+	p[1] = 0x18;	/* LIST ID USAGE 11b */
+	put_be(p + 2, 32 * ntd, 2);
+	put_be(p + 8, 28 * nseg, 4);
+	for (unsigned i = 0; i < ntd; i++, off += 32) {
+		p[off] = 0xe4;
+		memcpy(p + off + 4, ids[i], 12);
+		put_be(p + off + 29, 512, 3);
+	}
+	for (unsigned i = 0; i < nseg; i++, off += 28) {
+		p[off] = 0x02;
+		put_be(p + off + 2, 0x18, 2);
+		put_be(p + off + 4, si[i], 2);
+		put_be(p + off + 6, di[i], 2);
+		put_be(p + off + 10, n[i], 2);
+		put_be(p + off + 12, src[i], 8);
+		put_be(p + off + 20, dst[i], 8);
+	}
+	return off;
+}
+
+static uint8_t xcopy(struct sth *s, const uint8_t *p, uint32_t len)
+{
+	uint8_t cdb[16] = { 0x83, 0x00 };
+
+	put_be(cdb + 10, len, 4);
+	return sth_cmd(s, s->n[0], 0, cdb, 16, p, len, 0, &R);
+}
+
+static bool reads_byte(struct sth *s, uint64_t lun, uint64_t lba, uint32_t n,
+		       uint8_t byte)
+{
+	uint8_t cdb[16];
+
+	sth_cdb_rw(cdb, 16, false, lba, n);
+	if (sth_cmd(s, s->n[0], lun, cdb, 16, NULL, 0, n * 512, &R) !=
+	    BS_SCSI_GOOD)
+		return false;
+	for (uint32_t i = 0; i < n * 512; i++)
+		if (R.din[i] != byte)
+			return false;
+	return true;
+}
+
+static void fill(struct sth *s, uint64_t lun, uint64_t lba, uint32_t n,
+		 uint8_t byte)
+{
+	uint8_t cdb[16], *buf = malloc(n * 512);
+
+	memset(buf, byte, n * 512);
+	sth_cdb_rw(cdb, 16, true, lba, n);
+	assert_int_equal(sth_cmd(s, s->n[0], lun, cdb, 16, buf, n * 512, 0,
+				 &R),
+			 BS_SCSI_GOOD);
+	free(buf);
+}
+
+static void copies(void **state)
+{
+	struct sth *s = *state;
+	uint8_t ids[2][12], p[512];
+	uint16_t si[2] = { 0, 0 }, di[2] = { 0, 1 }, n[2] = { 3000, 16 };
+	uint64_t src[2] = { 0, 100 }, dst[2] = { 10000, 50 };
+	uint32_t len;
+
+	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:8M"), false);
+	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:8M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	sth_clear_ua(s, s->n[0], 1);
+	naa_of(s, 0, ids[0]);
+	naa_of(s, 1, ids[1]);
+	fill(s, 0, 0, 2048, 0x61);
+	fill(s, 0, 2048, 2048, 0x62);
+	/* 3000 blocks within LU 0 (more than one chunk), 16 to LU 1 */
+	len = plist(p, ids, 2, 2, si, di, n, src, dst);
+	assert_int_equal(xcopy(s, p, len), BS_SCSI_GOOD);
+	assert_true(reads_byte(s, 0, 10000, 1, 0x61));
+	assert_true(reads_byte(s, 0, 10000 + 2047, 1, 0x61));
+	assert_true(reads_byte(s, 0, 10000 + 2048, 1, 0x62));
+	assert_true(reads_byte(s, 0, 10000 + 2999, 1, 0x62));
+	assert_true(reads_byte(s, 0, 13000, 1, 0x00));
+	assert_true(reads_byte(s, 1, 50, 16, 0x61));
+	assert_true(reads_byte(s, 1, 66, 1, 0x00));
+	/* COPY STATUS: unknown list id 7; after a held copy with id 7 */
+	{
+		uint8_t cdb[16] = { 0x84, 0x00, 7 };
+
+		cdb[13] = 255;
+		sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 255, &R);
+		sth_assert_check(&R, 0x5, 0x2400);
+		len = plist(p, ids, 2, 1, si, di, n, src, dst);
+		p[0] = 7;
+		p[1] = 0;	/* LIST ID USAGE 00b: hold the results */
+		assert_int_equal(xcopy(s, p, len), BS_SCSI_GOOD);
+		assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 255,
+					 &R),
+				 BS_SCSI_GOOD);
+		assert_int_equal(R.din[4], 0);		/* completed, good */
+		assert_int_equal(R.din[6], 1);		/* 1 segment */
+		assert_int_equal(R.din[7], 0xf1);	/* KiB */
+		assert_int_equal(be32(R.din + 8), 3000 * 512 / 1024);
+	}
+	/* a length of 0: nothing */
+	assert_int_equal(xcopy(s, p, 0), BS_SCSI_GOOD);
+	/* the list cut short */
+	{
+		uint8_t cdb[16] = { 0x83 };
+
+		put_be(cdb + 10, 16 + 64 + 27, 4);
+		sth_cmd(s, s->n[0], 0, cdb, 16, p, 16 + 64 + 27, 0, &R);
+		sth_assert_check(&R, 0x5, 0x1a00);
+	}
+	/* a destination index not in the list: COPY ABORTED */
+	di[0] = 2;
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	xcopy(s, p, len);
+	sth_assert_check(&R, 0xa, 0x0d02);
+	/* past the end of the destination */
+	di[0] = 1;
+	dst[0] = 16384 - 10;
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	xcopy(s, p, len);
+	assert_int_equal(sth_key(&R), 0xa);
+	/* an unknown unit */
+	ids[1][11] ^= 0xff;
+	dst[0] = 0;
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	xcopy(s, p, len);
+	sth_assert_check(&R, 0xa, 0x0d02);
+}
+
+static void limits(void **state)
+{
+	struct sth *s = *state;
+	uint8_t ids[3][12], p[2048];
+	uint16_t si[9] = { 0 }, di[9] = { 0 }, n[9] = { 1, 1, 1, 1, 1, 1, 1,
+							1, 1 };
+	uint64_t src[9] = { 0 }, dst[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	uint32_t len;
+
+	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:1M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	naa_of(s, 0, ids[0]);
+	memcpy(ids[1], ids[0], 12);
+	memcpy(ids[2], ids[0], 12);
+	/* RECEIVE COPY RESULTS: the limits the checks below use */
+	{
+		uint8_t cdb[16] = { 0x84, 0x03 };
+
+		cdb[13] = 255;
+		assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 255,
+					 &R),
+				 BS_SCSI_GOOD);
+		assert_int_equal(R.din[9], 2);		/* targets */
+		assert_int_equal(R.din[11], 8);		/* segments */
+		assert_int_equal(be32(R.din + 12), 1024);
+		assert_int_equal(R.din[43], 2);
+		assert_int_equal(R.din[44], 0x02);
+		assert_int_equal(R.din[45], 0xe4);
+	}
+	len = plist(p, ids, 3, 1, si, di, n, src, dst);
+	xcopy(s, p, len);
+	sth_assert_check(&R, 0x5, 0x2606);
+	len = plist(p, ids, 1, 9, si, di, n, src, dst);
+	xcopy(s, p, len);
+	sth_assert_check(&R, 0x5, 0x2608);
+	len = plist(p, ids, 1, 8, si, di, n, src, dst);
+	assert_int_equal(xcopy(s, p, len), BS_SCSI_GOOD);
+	/* unsupported descriptor types */
+	len = plist(p, ids, 1, 1, si, di, n, src, dst);
+	p[16] = 0xe0;
+	xcopy(s, p, len);
+	sth_assert_check(&R, 0x5, 0x2607);
+	p[16] = 0xe4;
+	p[16 + 32] = 0x03;
+	xcopy(s, p, len);
+	sth_assert_check(&R, 0x5, 0x2609);
+	/* more than the maximum list length */
+	memset(p, 0, sizeof(p));
+	put_be(p + 2, 64, 2);
+	put_be(p + 8, 28 * 36, 4);
+	xcopy(s, p, 16 + 64 + 28 * 36);
+	sth_assert_check(&R, 0x5, 0x1a00);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(copies, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(limits, sth_setup,
+						sth_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
