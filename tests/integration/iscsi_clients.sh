@@ -13,7 +13,9 @@
 # - a second unit is LUN 1 and holds its own data;
 # - max_sessions = 1: a second session while one is open is refused
 #   (03/01), and allowed again once the first has logged out;
-# - an unknown TargetName is refused (02/03).
+# - an unknown TargetName is refused (02/03);
+# - SIGTERM ends a session open to a target whose IQN is longer than a
+#   connection label.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need iscsi-ls iscsi-inq iscsi-readcapacity16 qemu-img qemu-io python3
@@ -39,20 +41,21 @@ unit.a = da
 unit.b = db
 [export other]
 type = iscsi
-iqn = iqn.2026-12.org.example:other
+iqn = iqn.2026-12.org.example:a-target-name-longer-than-a-connection-label-holds-0123456789
 device = dc
 listen = 127.0.0.1:$PORT
 max_sessions = 1
 EOC
 start_daemon "$T/d.ini"
 IQN=iqn.2026-12.org.blkstack:t0
+LONG=iqn.2026-12.org.example:a-target-name-longer-than-a-connection-label-holds-0123456789
 URL=iscsi://127.0.0.1:$PORT/$IQN
 
 note "discovery lists both targets on the shared address"
 out=$(timeout 20 iscsi-ls -s "iscsi://127.0.0.1:$PORT") || fail "iscsi-ls: $out"
 grep -q "Target:$IQN Portal:127.0.0.1:$PORT,1" <<<"$out" ||
 	fail "t0 not listed: $out"
-grep -q "Target:iqn.2026-12.org.example:other Portal:127.0.0.1:$PORT,1" \
+grep -q "Target:iqn.2026-12.org.example:a-target-name-longer-than-a-connection-label-holds-0123456789 Portal:127.0.0.1:$PORT,1" \
 	<<<"$out" || fail "other not listed: $out"
 grep -q "Lun:0" <<<"$out" && grep -q "Lun:1" <<<"$out" ||
 	fail "iscsi-ls -s shows no LUN 0 and 1: $out"
@@ -111,22 +114,22 @@ cmp -n 1048576 "$T/b.img" <(head -c 1M /dev/zero | tr '\0' 'Z') ||
 
 note "the other target serves its own device"
 out=$(timeout 20 iscsi-readcapacity16 \
-	"iscsi://127.0.0.1:$PORT/iqn.2026-12.org.example:other/0") || fail "$out"
+	"iscsi://127.0.0.1:$PORT/iqn.2026-12.org.example:a-target-name-longer-than-a-connection-label-holds-0123456789/0") || fail "$out"
 grep -q "Total size:4194304" <<<"$out" || fail "other target size: $out"
 
 note "max_sessions = 1: a second session is refused 03/01 while one is open"
-OTHER=iscsi://127.0.0.1:$PORT/iqn.2026-12.org.example:other/0
+OTHER=iscsi://127.0.0.1:$PORT/iqn.2026-12.org.example:a-target-name-longer-than-a-connection-label-holds-0123456789/0
 timeout 60 qemu-io -f raw -c "sleep 4000" "$OTHER" >"$T/hold.log" 2>&1 &
 hold=$!
 for ((i = 0; i < 100; i++)); do
-	grep -q "login: normal session to iqn.2026-12.org.example:other from iqn.2008-11.org.linux-kvm" \
+	grep -q "login: normal session to iqn.2026-12.org.example:a-target-name-longer-than-a-connection-label-holds-0123456789 from iqn.2008-11.org.linux-kvm" \
 		"$T/d.log" && break
 	sleep 0.05
 done
 if out=$(timeout 20 iscsi-readcapacity16 "$OTHER" 2>&1); then
 	fail "a second session beyond max_sessions logged in: $out"
 fi
-grep -q "login refused (status 03/01): target iqn.2026-12.org.example:other: max_sessions reached" \
+grep -q "login refused (status 03/01): target iqn.2026-12.org.example:a-target-name-longer-than-a-connection-label-holds-0123456789: max_sessions reached" \
 	"$T/d.log" || fail "no 03/01 refusal: $(tail -3 "$T/d.log")"
 wait "$hold" || fail "the session holding the target failed: $(cat "$T/hold.log")"
 out=$(timeout 20 iscsi-readcapacity16 "$OTHER") ||
@@ -139,5 +142,18 @@ fi
 grep -q "login refused (status 02/03)" "$T/d.log" ||
 	fail "no 02/03 refusal logged: $(tail -5 "$T/d.log")"
 
+note "SIGTERM with a session open to the long-named target: it ends"
+logins() { grep -c "login: normal session to $LONG from iqn.2008-11.org.linux-kvm" "$T/d.log"; }
+before=$(logins)
+timeout 60 qemu-io -f raw -c "sleep 30000" "$OTHER" >"$T/hold2.log" 2>&1 &
+hold=$!
+for ((i = 0; i < 200; i++)); do
+	(($(logins) > before)) && break
+	sleep 0.05
+done
+(($(logins) > before)) || fail "the holding session did not log in"
 stop_daemon
+grep -q "close target $LONG initiator iqn.2008-11.org.linux-kvm: .*server shutting down" \
+	"$T/d.log" || fail "the open session was not shut down: $(tail -3 "$T/d.log")"
+wait "$hold" 2>/dev/null || true
 echo "PASS: iscsi_clients"

@@ -190,13 +190,16 @@ static size_t p_input(void *sess, const uint8_t *buf, size_t len)
 	size_t n = iscsi_session_feed(c->s, buf, len);
 
 	if (bs_net_conn_in_handshake(c->nc)) {
-		const char *t = iscsi_session_login_target(c->s);
+		const struct iscsi_login_target *t =
+			iscsi_session_login_target(c->s);
 
-		/* what the main loop knows the initiator by: set as soon as
-		 * the login names a target, so closing that export closes
-		 * logins in progress too */
+		/* what the main loop knows the initiator by (the target's
+		 * short label: an IQN may be longer than a label holds), set
+		 * as soon as the login names a target, so closing that
+		 * export closes logins in progress too */
 		if (t && !*bs_net_conn_label(c->nc))
-			bs_net_conn_set_label(c->nc, t);
+			bs_net_conn_set_label(c->nc,
+				((struct iscsi_target *)t->priv)->label);
 		if (iscsi_session_full_feature(c->s))
 			bs_net_conn_handshake_done(c->nc);
 	}

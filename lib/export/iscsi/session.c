@@ -954,9 +954,10 @@ const char *iscsi_session_target(const struct iscsi_session *s)
 	return s->ffp && !s->discovery ? s->tgt.name : NULL;
 }
 
-const char *iscsi_session_login_target(const struct iscsi_session *s)
+const struct iscsi_login_target *iscsi_session_login_target(
+	const struct iscsi_session *s)
 {
-	return s->login.has_target ? s->login.tgt.name : NULL;
+	return s->login.has_target ? &s->login.tgt : NULL;
 }
 
 const char *iscsi_session_initiator(const struct iscsi_session *s)

@@ -105,8 +105,9 @@ unsigned iscsi_session_inflight(const struct iscsi_session *s);
 
 /* The target logged in to (NULL before full feature / discovery). */
 const char *iscsi_session_target(const struct iscsi_session *s);
-/* The target named by the login, once found (also during login). */
-const char *iscsi_session_login_target(const struct iscsi_session *s);
+/* The target the login found (also during login), or NULL. */
+const struct iscsi_login_target *iscsi_session_login_target(
+	const struct iscsi_session *s);
 const char *iscsi_session_initiator(const struct iscsi_session *s);
 bool iscsi_session_full_feature(const struct iscsi_session *s);
 const char *iscsi_session_end_reason(const struct iscsi_session *s);

@@ -42,6 +42,9 @@
 
 extern const struct bs_export_type iscsi_export_type;
 
+/* Numbers the targets' connection labels. */
+static unsigned target_ids;
+
 static const char *sep(const char *where)
 {
 	return *where ? ": " : "";
@@ -483,7 +486,7 @@ static bool conn_of_target(struct bs_net_conn *c, void *arg)
 {
 	const struct iscsi_target *t = arg;
 
-	return !strcmp(bs_net_conn_label(c), t->iqn);
+	return !strcmp(bs_net_conn_label(c), t->label);
 }
 
 static void listener_remove_target(struct iscsi_listener *l,
@@ -652,6 +655,8 @@ static int iscsi_open(struct bs_export *exp, struct bs_opts *opts)
 	t->exp = exp;
 	t->refs = 1;
 	snprintf(t->iqn, sizeof(t->iqn), "%s", o.iqn);
+	snprintf(t->label, sizeof(t->label), "t%u",
+		 __atomic_add_fetch(&target_ids, 1, __ATOMIC_RELAXED));
 	t->chap_user = dup_opt(o.chap_user, &err);
 	t->chap_secret = dup_opt(o.chap_secret, &err);
 	t->mutual_user = dup_opt(o.mutual_user, &err);
@@ -712,7 +717,7 @@ static void iscsi_shutdown(struct bs_export *exp)
 		     c = bs_net_conn_next(l->nl, c)) {
 			const char *e = bs_net_conn_label(c);
 
-			if (!strcmp(e, t->iqn) || (!*e && all))
+			if (!strcmp(e, t->label) || (!*e && all))
 				bs_net_conn_send_shutdown(c);
 		}
 		bs_net_listener_unlock(l->nl);
@@ -736,7 +741,7 @@ static unsigned iscsi_clients(struct bs_export *exp)
 			const char *e = bs_net_conn_label(c);
 
 			/* logins and discovery count for the first target */
-			if (*e ? !strcmp(e, t->iqn) : l->tgts[0] == t)
+			if (*e ? !strcmp(e, t->label) : l->tgts[0] == t)
 				n++;
 		}
 		bs_net_listener_unlock(l->nl);

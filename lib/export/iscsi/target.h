@@ -44,6 +44,7 @@ struct iscsi_listener {
 struct iscsi_target {
 	struct bs_export *exp;
 	char iqn[ISCSI_NAME_MAX];
+	char label[16];			/* its connections' label: "tN" */
 	char *chap_user, *chap_secret, *mutual_user, *mutual_secret;
 	struct iscsi_target_params tp;
 	uint32_t queue_depth, max_sessions;
