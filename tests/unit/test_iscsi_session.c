@@ -435,6 +435,7 @@ static void r2t_sequences_and_data_in_split(void **state)
 	assert_true(next_pdu(h, &r));
 	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
 	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
+	assert_int_equal(iscsi_get32(r.bhs + 36), 2);	/* ExpDataSN: 2 R2T */
 
 	/* read back: 4 Data-In of 4 KiB, F at each 8 KiB burst, S last */
 	cdb10(cdb, 0x28, 8, 32);

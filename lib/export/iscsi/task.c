@@ -193,8 +193,9 @@ static void respond(struct iscsi_session *s, struct iscsi_task *t)
 		s->stats.bytes_written += t->edtl;
 	if (send && good)
 		return;
+	/* ExpDataSN: the R2T and Data-In PDUs sent for the command */
 	scsi_response(s, t, c->status, c->sense, c->sense_len, res, residual,
-		      data_sn);
+		      data_sn + t->r2t_sn);
 }
 
 static void task_done(struct bs_scsi_cmd *cmd)
