@@ -14,6 +14,10 @@
 # - max_sessions = 1: a second session while one is open is refused
 #   (03/01), and allowed again once the first has logged out;
 # - an unknown TargetName is refused (02/03);
+# - a raw client (lib/iscsi_raw.py): a second login with the same
+#   InitiatorName and ISID reinstates the session (the first connection
+#   closes, admitted at max_sessions = 1); bad PDUs get their Reject
+#   reasons and an oversized data segment closes the connection;
 # - SIGTERM ends a session open to a target whose IQN is longer than a
 #   connection label.
 source "$(dirname "$0")/lib/cli-common.bash"
@@ -141,6 +145,12 @@ if out=$(timeout 20 iscsi-inq "iscsi://127.0.0.1:$PORT/iqn.2026-12.org.x:none/0"
 fi
 grep -q "login refused (status 02/03)" "$T/d.log" ||
 	fail "no 02/03 refusal logged: $(tail -5 "$T/d.log")"
+
+note "raw sessions: reinstatement by ISID at max_sessions = 1, bad PDUs"
+python3 "$(dirname "$0")/lib/iscsi_raw.py" 127.0.0.1 "$PORT" "$LONG" ||
+	fail "iscsi_raw.py: $(tail -5 "$T/d.log")"
+grep -q "reinstating 1 session of iqn.2026-12.org.test:raw,i,0x80123456789a" \
+	"$T/d.log" || fail "no reinstatement logged"
 
 note "SIGTERM with a session open to the long-named target: it ends"
 logins() { grep -c "login: normal session to $LONG from iqn.2008-11.org.linux-kvm" "$T/d.log"; }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/random.h>
 
 #include <blkstack/loop.h>
@@ -106,11 +107,69 @@ static void ops_each_target(void *arg,
 			   c->l->portal[0] ? c->l->portal : NULL);
 }
 
+/* FNV-1a, 64 bits: a short key for "initiator, ISID" in a label. */
+static uint64_t key_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (*s) {
+		h ^= (uint8_t)*s++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * Session reinstatement (RFC 7143 6.3.5): a new session of the same
+ * initiator port (InitiatorName and ISID) to the same target replaces the
+ * old one, whose connection is closed (its tasks end with it, ERL 0). The
+ * key is in the connections' labels: "tN HASH".
+ */
+static unsigned reinstate(struct iscsi_target *tg, struct bs_net_conn *self,
+			  const char *label)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < tg->nls; i++) {
+		struct bs_net_listener *nl = tg->ls[i]->nl;
+		struct bs_net_conn *o;
+
+		bs_net_listener_lock(nl);
+		for (o = bs_net_conn_next(nl, NULL); o;
+		     o = bs_net_conn_next(nl, o)) {
+			if (o == self || strcmp(bs_net_conn_label(o), label))
+				continue;
+			bs_net_conn_send_close(o, "session reinstated: the "
+					       "initiator logged in again with "
+					       "its ISID");
+			n++;
+		}
+		bs_net_listener_unlock(nl);
+	}
+	return n;
+}
+
 static int ops_attach(void *arg, const struct iscsi_login_target *t,
 		      struct iscsi_session_target *st)
 {
-	(void)arg;
-	return iscsi_target_attach(t->priv, st);
+	struct iscsi_conn *c = arg;
+	struct iscsi_target *tg = t->priv;
+	char port[ISCSI_NAME_MAX + 32], label[64];
+	unsigned n;
+	int err;
+
+	snprintf(label, sizeof(label), "%s %016llx", tg->label,
+		 (unsigned long long)key_hash(
+			 iscsi_session_initiator_port(c->s, port,
+						      sizeof(port))));
+	n = reinstate(tg, c->nc, label);
+	if (n)
+		bs_net_conn_log(c->nc, "reinstating %u session%s of %s", n,
+				n == 1 ? "" : "s", port);
+	err = iscsi_target_attach(tg, st, n);
+	if (!err)
+		bs_net_conn_set_label(c->nc, label);
+	return err;
 }
 
 static void ops_detach(const struct iscsi_login_target *t)

@@ -960,6 +960,20 @@ const struct iscsi_login_target *iscsi_session_login_target(
 	return s->login.has_target ? &s->login.tgt : NULL;
 }
 
+const char *iscsi_session_initiator_port(const struct iscsi_session *s,
+					 char *buf, size_t len)
+{
+	char isid[16];
+
+	if (!s->login.initiator[0] || !s->login.started) {
+		snprintf(buf, len, "%s", "");
+		return buf;
+	}
+	hex_isid(s->login.isid, isid);
+	snprintf(buf, len, "%s,i,0x%s", s->login.initiator, isid);
+	return buf;
+}
+
 const char *iscsi_session_initiator(const struct iscsi_session *s)
 {
 	return s->login.initiator[0] ? s->login.initiator : NULL;

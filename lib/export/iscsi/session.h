@@ -109,6 +109,9 @@ const char *iscsi_session_target(const struct iscsi_session *s);
 const struct iscsi_login_target *iscsi_session_login_target(
 	const struct iscsi_session *s);
 const char *iscsi_session_initiator(const struct iscsi_session *s);
+/* "INITIATOR,i,0xISID" once the login has both, else "". */
+const char *iscsi_session_initiator_port(const struct iscsi_session *s,
+					 char *buf, size_t len);
 bool iscsi_session_full_feature(const struct iscsi_session *s);
 const char *iscsi_session_end_reason(const struct iscsi_session *s);
 const struct iscsi_session_stats *iscsi_session_stats(

@@ -324,15 +324,22 @@ void iscsi_target_put(struct iscsi_target *t)
 	free(t);
 }
 
+bool iscsi_target_label_is(const struct iscsi_target *t, const char *e)
+{
+	size_t n = strlen(t->label);
+
+	return !strncmp(e, t->label, n) && (e[n] == '\0' || e[n] == ' ');
+}
+
 int iscsi_target_attach(struct iscsi_target *t,
-			struct iscsi_session_target *st)
+			struct iscsi_session_target *st, unsigned replaced)
 {
 	unsigned n;
 
 	if (!iscsi_target_active(t))
 		return -ENOENT;
 	n = __atomic_add_fetch(&t->sessions, 1, __ATOMIC_ACQ_REL);
-	if (n > t->max_sessions) {
+	if (n > t->max_sessions + replaced) {
 		__atomic_sub_fetch(&t->sessions, 1, __ATOMIC_ACQ_REL);
 		return -EBUSY;
 	}
@@ -486,7 +493,7 @@ static bool conn_of_target(struct bs_net_conn *c, void *arg)
 {
 	const struct iscsi_target *t = arg;
 
-	return !strcmp(bs_net_conn_label(c), t->label);
+	return iscsi_target_label_is(t, bs_net_conn_label(c));
 }
 
 static void listener_remove_target(struct iscsi_listener *l,
@@ -717,7 +724,7 @@ static void iscsi_shutdown(struct bs_export *exp)
 		     c = bs_net_conn_next(l->nl, c)) {
 			const char *e = bs_net_conn_label(c);
 
-			if (!strcmp(e, t->label) || (!*e && all))
+			if (iscsi_target_label_is(t, e) || (!*e && all))
 				bs_net_conn_send_shutdown(c);
 		}
 		bs_net_listener_unlock(l->nl);
@@ -741,7 +748,7 @@ static unsigned iscsi_clients(struct bs_export *exp)
 			const char *e = bs_net_conn_label(c);
 
 			/* logins and discovery count for the first target */
-			if (*e ? !strcmp(e, t->label) : l->tgts[0] == t)
+			if (*e ? iscsi_target_label_is(t, e) : l->tgts[0] == t)
 				n++;
 		}
 		bs_net_listener_unlock(l->nl);

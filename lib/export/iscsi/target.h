@@ -70,8 +70,14 @@ void iscsi_target_login_view(struct iscsi_target *t,
 /* References: the export holds one, each session that found it one. */
 void iscsi_target_get(struct iscsi_target *t);
 void iscsi_target_put(struct iscsi_target *t);
+/*
+ * Count a session in full feature (-EBUSY over max_sessions; @replaced
+ * sessions being reinstated do not count against it).
+ */
 int iscsi_target_attach(struct iscsi_target *t,
-			struct iscsi_session_target *st);
+			struct iscsi_session_target *st, unsigned replaced);
+/* Is connection label @e one of @t's ("tN" or "tN KEY")? */
+bool iscsi_target_label_is(const struct iscsi_target *t, const char *e);
 void iscsi_target_detach(struct iscsi_target *t);
 /* Logical block size of LUN @lun (0: no such LUN); any thread. */
 uint32_t iscsi_target_block_size(struct iscsi_target *t, uint64_t lun);
