@@ -417,8 +417,6 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 		check_condition(s, itt, 0x05, 0x24, 0x00);
 		return true;
 	}
-	if (!rd && !wr)
-		edtl = iscsi_get32(bhs + 20);
 	if ((rd || wr) && !iscsi_budget_take(s, edtl))
 		return false;	/* held until the budget has room */
 
@@ -658,7 +656,7 @@ void iscsi_task_tmf(struct iscsi_session *s)
 		break;
 	case ISCSI_TMF_TASK_REASSIGN:
 		/* ErrorRecoveryLevel 0: no allegiance to reassign */
-		m->response = 4;
+		m->response = ISCSI_TMF_RSP_NO_REASSIGN;
 		break;
 	default:
 		m->response = ISCSI_TMF_RSP_NOT_SUPPORTED;
