@@ -63,8 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const uint64_t luns[4] = { 0, 1, 2, 300 };
 	struct bs_scsi_tgt_cfg tc = { .name = "iqn.2026-01.fuzz:t" };
 	struct bs_scsi_nexus_cfg nc[2] = {
-		{ "iqn.2026-01.fuzz:a,i,0x1", "iqn.2026-01.fuzz:t,t,0x1", 1, 1 },
-		{ "iqn.2026-01.fuzz:b,i,0x2", "iqn.2026-01.fuzz:t,t,0x1", 1, 1 },
+		{ "iqn.2026-01.fuzz:a,i,0x1", "iqn.2026-01.fuzz:t,t,0x1",
+		  1, 1 },
+		{ "iqn.2026-01.fuzz:b,i,0x2", "iqn.2026-01.fuzz:t,t,0x1",
+		  1, 1 },
 	};
 	struct bs_scsi_nexus *nx[2] = { NULL, NULL };
 	struct bs_scsi_lu *lu0 = NULL;
@@ -85,9 +87,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct bs_scsi_lu_cfg c0 = { .lun = 0, .dev = d0,
 					     .readonly = data[0] & 4,
 					     .name = "d0" };
-		struct bs_scsi_lu_cfg c1 = { .lun = 1, .dev = d1, .name = "d1" };
+		struct bs_scsi_lu_cfg c1 = { .lun = 1, .dev = d1,
+					     .name = "d1" };
 
-		if (bs_scsi_lu_add(t, &c0, &lu0) || bs_scsi_lu_add(t, &c1, NULL))
+		if (bs_scsi_lu_add(t, &c0, &lu0) ||
+		    bs_scsi_lu_add(t, &c1, NULL))
 			goto out;
 	}
 	if (bs_scsi_nexus_new(t, &nc[0], &nx[0]) ||
@@ -151,8 +155,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (cmd->din_len > cmd->din_max ||
 		    (cmd->status == BS_SCSI_CHECK_CONDITION && !cmd->sense_len))
 			abort();
-		if (cmd->din_len)	/* touch what the transport would send */
-			(void)*(volatile uint8_t *)(cmd->din + cmd->din_len - 1);
+		/* touch what the transport would send */
+		if (cmd->din_len)
+			(void)*(volatile uint8_t *)&cmd->din[cmd->din_len - 1];
 		bs_scsi_cmd_release(cmd);
 	}
 	free(cmd);

@@ -281,7 +281,8 @@ static void physical_blocks(void **state)
 	assert_int_equal(rc16(s, s->n[0], 0), BS_SCSI_GOOD);
 	assert_int_equal(R.din[13] & 0x0f, 3);	/* 8 logical per physical */
 	assert_int_equal(inquiry(s, s->n[0], 0, true, 0xb0), BS_SCSI_GOOD);
-	assert_int_equal(R.din[7], 8);		/* OPTIMAL TRANSFER GRANULARITY */
+	/* OPTIMAL TRANSFER GRANULARITY */
+	assert_int_equal(R.din[7], 8);
 	/* MODE SELECT(10) with a block descriptor of the right length */
 	p[7] = 8;
 	p[8 + 6] = 0x02;			/* 512 */
@@ -512,7 +513,8 @@ static void rsoc(void **state)
 	assert_int_equal(R.din[1] & 7, 3);
 	assert_int_equal(R.din[3], 10);
 	assert_int_equal(R.din[4], 0x28);
-	assert_int_equal(R.din[5], 0xfa);	/* RDPROTECT, DPO, FUA, FUA_NV */
+	/* RDPROTECT, DPO, FUA, FUA_NV */
+	assert_int_equal(R.din[5], 0xfa);
 	assert_int_equal(R.din[13], 0x00);	/* control: no NACA */
 	/* with a service action: READ CAPACITY(16) */
 	cdb[2] = 2;
@@ -622,7 +624,8 @@ static void flag_done(struct bs_scsi_cmd *cmd)
 static void caw_gate(void **state)
 {
 	struct sth *s = *state;
-	struct bs_scsi_cmd *c1 = calloc(1, sizeof(*c1)), *c2 = calloc(1, sizeof(*c2));
+	struct bs_scsi_cmd *c1 = calloc(1, sizeof(*c1));
+	struct bs_scsi_cmd *c2 = calloc(1, sizeof(*c2));
 	uint8_t cawbuf[1024], wbuf[512];
 	bool d1 = false, d2 = false;
 

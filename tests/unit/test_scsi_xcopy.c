@@ -44,7 +44,8 @@ static void naa_of(struct sth *s, uint64_t lun, uint8_t out[12])
 /* A parameter list: @ntd identification descriptors, @nseg segments. */
 static uint32_t plist(uint8_t *p, const uint8_t (*ids)[12], unsigned ntd,
 		      unsigned nseg, const uint16_t *si, const uint16_t *di,
-		      const uint16_t *n, const uint64_t *src, const uint64_t *dst)
+		      const uint16_t *n, const uint64_t *src,
+		      const uint64_t *dst)
 {
 	uint32_t off = 16;
 

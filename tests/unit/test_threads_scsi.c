@@ -159,8 +159,9 @@ static void caw_across_threads(void **state)
 	assert_int_equal(bs_scsi_lu_add(t, &lc, &lu), 0);
 	for (i = 0; i < NCLIENTS; i++) {
 		char port[64];
-		struct bs_scsi_nexus_cfg nc = { port, "iqn.2026-01.test:mt,t,0x1",
-						1, 1 };
+		struct bs_scsi_nexus_cfg nc = {
+			port, "iqn.2026-01.test:mt,t,0x1", 1, 1
+		};
 
 		snprintf(port, sizeof(port), "iqn.2026-01.test:c%u,i,0x%u", i,
 			 i);

@@ -195,7 +195,8 @@ const struct scsi_op *scsi_op_find(uint8_t opcode, int sa)
 	unsigned i;
 
 	for (i = 0; i < NOPS; i++)
-		if (ops[i].opcode == opcode && (ops[i].sa < 0 || ops[i].sa == sa))
+		if (ops[i].opcode == opcode &&
+		    (ops[i].sa < 0 || ops[i].sa == sa))
 			return &ops[i];
 	return NULL;
 }
@@ -235,7 +236,8 @@ void scsi_finish(struct bs_scsi_cmd *cmd)
 	if (loop)
 		bs_loop_defer(loop, &c->work);
 	else
-		cmd->done(cmd);	/* no loop on this thread: nothing to defer to */
+		/* no loop on this thread: nothing to defer to */
+		cmd->done(cmd);
 }
 
 uint8_t *scsi_din(struct bs_scsi_cmd *cmd, uint32_t len)
@@ -407,7 +409,7 @@ static int request_sense(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		key = SK_ILLEGAL_REQUEST;
 		asc = A_LU_NOT_SUPPORTED;
 	} else {
-		/* SPC-4: a pending unit attention is reported here, and cleared */
+		/* SPC-4: a pending unit attention is reported, and cleared */
 		pthread_mutex_lock(&lu->tgt->lock);
 		asc = scsi_ua_take(cmd->nexus, lu->lun);
 		pthread_mutex_unlock(&lu->tgt->lock);

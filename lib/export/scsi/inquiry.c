@@ -25,7 +25,8 @@ static void pad_ascii(uint8_t *d, const char *s, size_t n)
 static uint32_t inq_std(struct bs_scsi_tgt *t, struct bs_scsi_lu *lu,
 			uint8_t *d)
 {
-	d[0] = lu ? 0x00 : 0x7f;	/* direct access block device; or PQ 3 */
+	/* direct access block device; or PQ 3 */
+	d[0] = lu ? 0x00 : 0x7f;
 	d[2] = 0x06;			/* SPC-4 */
 	d[3] = 0x10 | 0x02;		/* HISUP, response data format 2 */
 	d[4] = INQ_STD_LEN - 5;
@@ -85,7 +86,8 @@ static uint32_t vpd83(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu,
 	memcpy(id + 8, lu->serial, l);
 	n += desig(d + n, 0x02, 0x01, id, 8 + l);
 	memset(id, 0, 4);
-	put16(id + 2, cmd->nexus->rel_port);		/* relative target port */
+	/* relative target port */
+	put16(id + 2, cmd->nexus->rel_port);
 	n += desig(d + n, 0x51, 0x80 | 0x10 | 0x04, id, 4);
 	n += name_desig(d + n, 1, cmd->nexus->tport);	/* target port */
 	n += name_desig(d + n, 2, t->name);		/* target device */

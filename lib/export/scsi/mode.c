@@ -140,8 +140,10 @@ int scsi_mode_select(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		if (bdl != (lng ? 16u : 8u))
 			return scsi_bad_param(cmd, ten ? 6 : 3, -1);
 		/* the block length cannot change */
-		if ((lng ? get32(p + hdr + 12) : get32(p + hdr + 4) & 0xffffff) !=
-		    bs)
+		uint32_t blen = lng ? get32(p + hdr + 12)
+				    : get32(p + hdr + 4) & 0xffffff;
+
+		if (blen != bs)
 			return scsi_bad_param(cmd, hdr + (lng ? 12 : 5), -1);
 	}
 	for (off = hdr + bdl; off < plen; off += l) {

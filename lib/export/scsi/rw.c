@@ -278,7 +278,8 @@ int scsi_verify(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	io->nblocks = n;
 	io->flags = bytchk;
 	io->data = cmd->dout;
-	io->buf_len = n * bs < CHUNK ? n * bs : (CHUNK / bs ? CHUNK / bs : 1) * bs;
+	io->buf_len = n * bs < CHUNK ? n * bs
+				     : (CHUNK / bs ? CHUNK / bs : 1) * bs;
 	io->buf = bs_buf_get(io->buf_len);
 	if (!io->buf) {
 		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);

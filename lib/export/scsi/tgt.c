@@ -39,8 +39,8 @@ int bs_scsi_tgt_new(const struct bs_scsi_tgt_cfg *cfg, struct bs_scsi_tgt **out)
 	if ((cfg->vendor && strlen(cfg->vendor) > 8) ||
 	    (cfg->product && strlen(cfg->product) > 16) ||
 	    (cfg->revision && strlen(cfg->revision) > 4))
-		return bs_error(-EINVAL, "scsi: %s: vendor (8), product (16) or "
-				"revision (4) too long", cfg->name);
+		return bs_error(-EINVAL, "scsi: %s: vendor (8), product (16) "
+				"or revision (4) too long", cfg->name);
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->name = strdup(cfg->name))) {
 		free(t);
@@ -272,7 +272,8 @@ void bs_scsi_lu_caps_changed(struct bs_scsi_lu *lu, const struct bs_caps *old,
 
 /* ---- nexuses ------------------------------------------------------------- */
 
-int bs_scsi_nexus_new(struct bs_scsi_tgt *t, const struct bs_scsi_nexus_cfg *cfg,
+int bs_scsi_nexus_new(struct bs_scsi_tgt *t,
+		      const struct bs_scsi_nexus_cfg *cfg,
 		      struct bs_scsi_nexus **out)
 {
 	struct bs_scsi_nexus *n;
@@ -282,7 +283,8 @@ int bs_scsi_nexus_new(struct bs_scsi_tgt *t, const struct bs_scsi_nexus_cfg *cfg
 	if (!n)
 		return -ENOMEM;
 	n->tgt = t;
-	n->iport = strdup(cfg && cfg->initiator_port ? cfg->initiator_port : "");
+	n->iport = strdup(cfg && cfg->initiator_port ? cfg->initiator_port
+						     : "");
 	n->tport = strdup(cfg && cfg->target_port ? cfg->target_port : t->name);
 	n->rel_port = cfg && cfg->rel_port_id ? cfg->rel_port_id : 1;
 	n->tpg = cfg ? cfg->tpg : 1;

@@ -131,9 +131,9 @@ int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		scsi_gate_enter(io, false, ws_zero_go);
 		return SCSI_ASYNC;
 	}
-	io->buf_len = n * bs < PATTERN_MAX ? n * bs
-					   : (PATTERN_MAX / bs ? PATTERN_MAX / bs
-							       : 1) * bs;
+	io->buf_len = PATTERN_MAX / bs ? PATTERN_MAX / bs * bs : bs;
+	if (io->buf_len > n * bs)
+		io->buf_len = n * bs;
 	io->buf = bs_buf_get(io->buf_len);
 	if (!io->buf) {
 		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
@@ -267,14 +267,16 @@ static bool walk_emit(struct lba_walk *w)
 	start = w->cur_start / w->bs;
 	blocks = (w->cur_end - w->cur_start) / w->bs;
 	while (blocks) {
-		uint32_t b = blocks > UINT32_MAX ? UINT32_MAX : (uint32_t)blocks;
+		uint32_t b = blocks > UINT32_MAX ? UINT32_MAX
+						 : (uint32_t)blocks;
 
 		if (w->n == w->max)
 			return false;
 		e = w->d + 8 + 16 * w->n++;
 		put64(e, start);
 		put32(e + 8, b);
-		e[12] = w->cur_hole ? 0x01 : 0x00;	/* deallocated : mapped */
+		/* deallocated : mapped */
+		e[12] = w->cur_hole ? 0x01 : 0x00;
 		start += b;
 		blocks -= b;
 	}
