@@ -327,7 +327,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		run(loop, s);
 		drain(s);
 		if (iscsi_session_inflight(s) || !iscsi_session_finished(s))
-			abort();	/* an ended session must be able to close */
+			abort();	/* an ended session must close */
 	}
 	(void)iscsi_session_end_reason(s);
 	(void)iscsi_session_stats(s);

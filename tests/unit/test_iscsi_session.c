@@ -115,7 +115,7 @@ static const struct iscsi_session_ops ops = {
 	.block_size = o_bs,
 };
 
-/* ---- harness --------------------------------------------------------------- */
+/* ---- harness ------------------------------------------------------------- */
 
 static void settle(struct h *h)
 {
@@ -338,7 +338,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* ---- tests ------------------------------------------------------------------ */
+/* ---- tests --------------------------------------------------------------- */
 
 static void data_digests_both_ways(void **state)
 {
@@ -501,7 +501,8 @@ static void short_unsolicited_burst(void **state)
 	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
 	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
 	cdb10(cdb, 0x28, 0, 32);
-	cmd(h, 0x41, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
+	cmd(h, 0x41, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL,
+	    0);
 	for (i = 0; i < 2; i++) {	/* MaxRecvDataSegmentLength 8192 */
 		assert_true(next_pdu(h, &r));
 		assert_int_equal(r.len, 8192);

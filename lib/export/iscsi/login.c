@@ -404,7 +404,8 @@ int iscsi_login_pdu(struct iscsi_login *l, const uint8_t *bhs,
 		return 0;
 	n = 0;
 	if (l->clen) {
-		n = iscsi_text_parse(l->cbuf, l->clen, kv, ISCSI_TEXT_PAIRS_MAX);
+		n = iscsi_text_parse(l->cbuf, l->clen, kv,
+				     ISCSI_TEXT_PAIRS_MAX);
 		l->clen = 0;
 	}
 	if (n < 0)

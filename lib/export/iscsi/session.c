@@ -68,7 +68,7 @@ void iscsi_kick(struct iscsi_session *s)
 		s->ops->kick(s->arg);
 }
 
-/* ---- output ---------------------------------------------------------------- */
+/* ---- output -------------------------------------------------------------- */
 
 static void put_le32(uint8_t *p, uint32_t v)
 {
@@ -209,7 +209,7 @@ void iscsi_session_out_advance(struct iscsi_session *s, size_t n)
 		iscsi_kick(s);
 }
 
-/* ---- numbering ------------------------------------------------------------- */
+/* ---- numbering ----------------------------------------------------------- */
 
 void iscsi_window_update(struct iscsi_session *s)
 {
@@ -268,7 +268,7 @@ static bool cmd_sn_take(struct iscsi_session *s, const uint8_t *bhs)
 	return true;
 }
 
-/* ---- budget ---------------------------------------------------------------- */
+/* ---- budget -------------------------------------------------------------- */
 
 bool iscsi_budget_take(struct iscsi_session *s, size_t n)
 {
@@ -303,7 +303,7 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 	iscsi_kick(s);
 }
 
-/* ---- login ----------------------------------------------------------------- */
+/* ---- login --------------------------------------------------------------- */
 
 static int l_find(void *arg, const char *name, struct iscsi_login_target *t)
 {
@@ -435,7 +435,7 @@ static void do_login(struct iscsi_session *s, const uint8_t *data,
 	}
 }
 
-/* ---- text ------------------------------------------------------------------ */
+/* ---- text ---------------------------------------------------------------- */
 
 struct st_ctx {
 	struct iscsi_text_out *out;
@@ -569,7 +569,7 @@ static void do_text(struct iscsi_session *s, const uint8_t *data,
 	text_send(s);
 }
 
-/* ---- NOP, logout ----------------------------------------------------------- */
+/* ---- NOP, logout --------------------------------------------------------- */
 
 static void do_nop(struct iscsi_session *s, const uint8_t *data, uint32_t dsl)
 {
@@ -646,7 +646,7 @@ void iscsi_tasks_idle(struct iscsi_session *s)
 		logout_answer(s);
 }
 
-/* ---- dispatch -------------------------------------------------------------- */
+/* ---- dispatch ------------------------------------------------------------ */
 
 /* Refuse anything but Login before the full feature phase. */
 static void login_only(struct iscsi_session *s)
@@ -841,7 +841,7 @@ size_t iscsi_session_feed(struct iscsi_session *s, const uint8_t *buf,
 	return used;
 }
 
-/* ---- life ------------------------------------------------------------------ */
+/* ---- life ---------------------------------------------------------------- */
 
 void iscsi_session_tick(struct iscsi_session *s, uint64_t now_ns)
 {

@@ -203,10 +203,10 @@ static int read_opts(const char *name, struct bs_opts *opts,
 		const char *w = bs_opts_where(opts, "iqn");
 
 		if (!good_iqn(iqn))
-			return bs_error(-EINVAL, "%s%sexport %s: iqn '%s': give "
-					"an iSCSI name (iqn.YYYY-MM.domain:"
-					"name; lower case, digits, '.-:')", w,
-					sep(w), name, iqn);
+			return bs_error(-EINVAL, "%s%sexport %s: iqn '%s': "
+					"give an iSCSI name (iqn.YYYY-MM."
+					"domain:name; lower case, digits, "
+					"'.-:')", w, sep(w), name, iqn);
 		snprintf(o->iqn, sizeof(o->iqn), "%s", iqn);
 	} else {
 		char *p;
@@ -279,7 +279,7 @@ static int iscsi_check(const char *name, struct bs_opts *opts)
 	return err;
 }
 
-/* ---- targets -------------------------------------------------------------- */
+/* ---- targets ------------------------------------------------------------- */
 
 bool iscsi_target_active(const struct iscsi_target *t)
 {
@@ -421,7 +421,7 @@ static int target_luns(struct iscsi_target *t)
 	return 0;
 }
 
-/* ---- listeners ------------------------------------------------------------ */
+/* ---- listeners ----------------------------------------------------------- */
 
 static struct iscsi_server **server_slot(struct bs_exports *set)
 {
@@ -571,7 +571,7 @@ static int listener_open(struct iscsi_server *srv, struct iscsi_target *t,
 	return 0;
 }
 
-/* ---- the export type ------------------------------------------------------ */
+/* ---- the export type ----------------------------------------------------- */
 
 static int server_get(struct bs_export *exp, struct iscsi_server **out)
 {

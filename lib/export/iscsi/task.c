@@ -76,7 +76,7 @@ void iscsi_task_put(struct iscsi_task *t)
 	free(t);
 }
 
-/* ---- responses --------------------------------------------------------------- */
+/* ---- responses ----------------------------------------------------------- */
 
 static uint8_t sam_attr(uint8_t iscsi_attr)
 {
@@ -327,7 +327,7 @@ static void rw_residual(struct iscsi_session *s, struct iscsi_task *t)
 	}
 }
 
-/* ---- R2T ----------------------------------------------------------------------- */
+/* ---- R2T ----------------------------------------------------------------- */
 
 /* Ask for [@off, @off + @len) in one R2T; false when no slot is free. */
 static bool send_r2t(struct iscsi_session *s, struct iscsi_task *t,
@@ -376,7 +376,7 @@ static void send_r2ts(struct iscsi_session *s, struct iscsi_task *t)
 	}
 }
 
-/* ---- SCSI Command ------------------------------------------------------------ */
+/* ---- SCSI Command -------------------------------------------------------- */
 
 bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 			const uint8_t *data, uint32_t dsl)
@@ -479,7 +479,7 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 	return true;
 }
 
-/* ---- Data-Out ------------------------------------------------------------------- */
+/* ---- Data-Out ------------------------------------------------------------ */
 
 void iscsi_task_data_out(struct iscsi_session *s, const uint8_t *data,
 			 uint32_t dsl)
@@ -530,7 +530,8 @@ void iscsi_task_data_out(struct iscsi_session *s, const uint8_t *data,
 			iscsi_reject(s, bhs, ISCSI_REJECT_INVALID_FIELD);
 			return;
 		}
-		if (off < r->off || (uint64_t)off + dsl > (uint64_t)r->off + r->len ||
+		if (off < r->off ||
+		    (uint64_t)off + dsl > (uint64_t)r->off + r->len ||
 		    data_sn != r->data_sn ||
 		    (s->p.data_pdu_in_order && off != r->off + r->got)) {
 			iscsi_reject(s, bhs, ISCSI_REJECT_PROTOCOL);
@@ -561,7 +562,7 @@ void iscsi_task_data_out(struct iscsi_session *s, const uint8_t *data,
 		send_r2ts(s, t);
 }
 
-/* ---- task management ------------------------------------------------------------ */
+/* ---- task management ----------------------------------------------------- */
 
 static void abort_task(struct iscsi_task *t)
 {

@@ -118,7 +118,8 @@ const char *iscsi_text_find(const char *buf, size_t len, const char *key)
 		const char *pair = buf + off;
 		size_t plen = strnlen(pair, len - off);
 
-		if (plen > klen && !memcmp(pair, key, klen) && pair[klen] == '=')
+		if (plen > klen && !memcmp(pair, key, klen) &&
+		    pair[klen] == '=')
 			return pair + klen + 1;
 		off += plen + 1;
 	}

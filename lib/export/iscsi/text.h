@@ -74,7 +74,8 @@ struct iscsi_target_params {
 /* The negotiated values of one session / connection. */
 struct iscsi_params {
 	bool header_digest, data_digest;
-	uint32_t max_xmit_dsl;		/* the initiator's MaxRecvDataSegmentLength */
+	uint32_t max_xmit_dsl;		/* the initiator's
+					 * MaxRecvDataSegmentLength */
 	uint32_t max_recv_dsl;		/* ours, as declared */
 	uint32_t max_burst, first_burst;
 	uint32_t max_outstanding_r2t;
@@ -93,7 +94,7 @@ struct iscsi_neg {
 	const struct iscsi_target_params *tp;
 	struct iscsi_params *p;
 	bool discovery;			/* session type Discovery */
-	uint64_t seen;			/* operational keys seen (bit per key) */
+	uint64_t seen;			/* operational keys seen, a bit each */
 	bool declared_mrdsl;		/* our MaxRecvDataSegmentLength sent */
 };
 
