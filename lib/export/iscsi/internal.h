@@ -94,6 +94,9 @@ struct iscsi_session {
 	uint8_t *rbuf;		/* AHS, header digest, data, pad, digest */
 	size_t rlen, rhave;
 	bool held;		/* a complete PDU waits (budget, TMF) */
+	size_t dstart;		/* where the data segment starts in rest */
+	uint8_t *ddst;		/* zero-copy: a Data-Out's data goes here */
+	bool ddecided;		/* ddst chosen for this PDU */
 
 	/* login */
 	struct iscsi_login login;
@@ -171,6 +174,8 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 			const uint8_t *data, uint32_t dsl);
 void iscsi_task_data_out(struct iscsi_session *s, const uint8_t *data,
 			 uint32_t dsl);
+/* Where the data of the Data-Out in s->bhs goes, if it will be taken. */
+uint8_t *iscsi_task_data_out_dst(struct iscsi_session *s, uint32_t dsl);
 void iscsi_task_tmf(struct iscsi_session *s);
 /* Drop a task's reference (output sent) and free it when the last goes. */
 void iscsi_task_put(struct iscsi_task *t);

@@ -481,34 +481,74 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 
 /* ---- Data-Out ------------------------------------------------------------ */
 
+/*
+ * Check the Data-Out in s->bhs against its task: 0 (*@tp, *@rp set; @rp
+ * NULL for unsolicited data), a Reject reason, or -1 to drop it silently.
+ * No state changes here (the zero-copy path asks before the data comes).
+ */
+static int data_out_check(struct iscsi_session *s, uint32_t dsl,
+			  struct iscsi_task **tp, struct iscsi_r2t **rp)
+{
+	const uint8_t *bhs = s->bhs;
+	uint32_t ttt = iscsi_get32(bhs + 20);
+	uint32_t data_sn = iscsi_get32(bhs + 36), off = iscsi_get32(bhs + 40);
+	struct iscsi_task *t = find_task(s, iscsi_itt(bhs));
+	struct iscsi_r2t *r = NULL;
+	unsigned i;
+
+	if (!t || !t->write || t->executing || t->completed)
+		/* unsolicited data of a command already answered: dropped */
+		return ttt != ISCSI_RSVD_TAG ? ISCSI_REJECT_INVALID_FIELD : -1;
+	if ((uint64_t)off + dsl > t->edtl)
+		return ISCSI_REJECT_INVALID_FIELD;
+	if (ttt == ISCSI_RSVD_TAG) {
+		if ((uint64_t)off + dsl > t->unsol_end ||
+		    data_sn != t->unsol_data_sn ||
+		    (s->p.data_pdu_in_order && off != t->unsol_next))
+			return ISCSI_REJECT_PROTOCOL;
+	} else {
+		for (i = 0; i < ISCSI_R2T_MAX && !r; i++)
+			if (t->r2t[i].used && t->r2t[i].ttt == ttt)
+				r = &t->r2t[i];
+		if (!r)
+			return ISCSI_REJECT_INVALID_FIELD;
+		if (off < r->off ||
+		    (uint64_t)off + dsl > (uint64_t)r->off + r->len ||
+		    data_sn != r->data_sn ||
+		    (s->p.data_pdu_in_order && off != r->off + r->got))
+			return ISCSI_REJECT_PROTOCOL;
+	}
+	*tp = t;
+	*rp = r;
+	return 0;
+}
+
+uint8_t *iscsi_task_data_out_dst(struct iscsi_session *s, uint32_t dsl)
+{
+	struct iscsi_task *t;
+	struct iscsi_r2t *r;
+
+	if (data_out_check(s, dsl, &t, &r))
+		return NULL;
+	return t->buf + iscsi_get32(s->bhs + 40);
+}
+
 void iscsi_task_data_out(struct iscsi_session *s, const uint8_t *data,
 			 uint32_t dsl)
 {
 	const uint8_t *bhs = s->bhs;
-	uint32_t itt = iscsi_itt(bhs), ttt = iscsi_get32(bhs + 20);
-	uint32_t data_sn = iscsi_get32(bhs + 36), off = iscsi_get32(bhs + 40);
+	uint32_t off = iscsi_get32(bhs + 40);
 	bool final = bhs[1] & ISCSI_FLAG_FINAL;
-	struct iscsi_task *t = find_task(s, itt);
+	struct iscsi_task *t = NULL;
 	struct iscsi_r2t *r = NULL;
-	unsigned i;
+	int rc = data_out_check(s, dsl, &t, &r);
 
-	if (!t || !t->write || t->executing || t->completed) {
-		/* unsolicited data of a command already answered: dropped */
-		if (ttt != ISCSI_RSVD_TAG)
-			iscsi_reject(s, bhs, ISCSI_REJECT_INVALID_FIELD);
+	if (rc) {
+		if (rc > 0)
+			iscsi_reject(s, bhs, (uint8_t)rc);
 		return;
 	}
-	if ((uint64_t)off + dsl > t->edtl) {
-		iscsi_reject(s, bhs, ISCSI_REJECT_INVALID_FIELD);
-		return;
-	}
-	if (ttt == ISCSI_RSVD_TAG) {
-		if ((uint64_t)off + dsl > t->unsol_end ||
-		    data_sn != t->unsol_data_sn ||
-		    (s->p.data_pdu_in_order && off != t->unsol_next)) {
-			iscsi_reject(s, bhs, ISCSI_REJECT_PROTOCOL);
-			return;
-		}
+	if (!r) {
 		t->unsol_data_sn++;
 		t->unsol_next = off + dsl;
 		if (final && t->unsol_next < t->unsol_end) {
@@ -523,24 +563,12 @@ void iscsi_task_data_out(struct iscsi_session *s, const uint8_t *data,
 			}
 		}
 	} else {
-		for (i = 0; i < ISCSI_R2T_MAX && !r; i++)
-			if (t->r2t[i].used && t->r2t[i].ttt == ttt)
-				r = &t->r2t[i];
-		if (!r) {
-			iscsi_reject(s, bhs, ISCSI_REJECT_INVALID_FIELD);
-			return;
-		}
-		if (off < r->off ||
-		    (uint64_t)off + dsl > (uint64_t)r->off + r->len ||
-		    data_sn != r->data_sn ||
-		    (s->p.data_pdu_in_order && off != r->off + r->got)) {
-			iscsi_reject(s, bhs, ISCSI_REJECT_PROTOCOL);
-			return;
-		}
 		r->data_sn++;
 		r->got += dsl;
 	}
-	memcpy(t->buf + off, data, dsl);
+	/* zero-copy: the data may already be in place */
+	if (data != t->buf + off)
+		memcpy(t->buf + off, data, dsl);
 	t->received += dsl;
 	if (s->budget)
 		bs_budget_progress(&s->bh);
