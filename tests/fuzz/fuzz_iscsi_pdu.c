@@ -304,10 +304,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		canned_login(s, loop, cfg & 4);
 
 	for (pos = 0; pos < size && stalls < 64;) {
-		size_t n = size - pos, used;
+		size_t n = size - pos, used, room;
+		uint8_t *dst;
 
 		if (n > step)
 			n = step;
+		/* as the connection does: a Data-Out's data in place */
+		room = iscsi_session_in_direct(s, &dst);
+		if (room) {
+			if (n > room)
+				n = room;
+			memcpy(dst, data + pos, n);
+			iscsi_session_in_direct_done(s, n);
+			pos += n;
+			run(loop, s);
+			if (!lazy)
+				drain(s);
+			stalls = 0;
+			continue;
+		}
 		used = iscsi_session_feed(s, data + pos, n);
 		if (used > n)
 			abort();

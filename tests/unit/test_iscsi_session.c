@@ -510,6 +510,57 @@ static void short_unsolicited_burst(void **state)
 	}
 }
 
+/* A Data-Out whose data is read straight into the task's buffer. */
+static void zero_copy_data_out(void **state)
+{
+	struct h *h = *state;
+	uint8_t cdb[16], w[32 * KiB], bhs[48], tail[8], *dst;
+	uint32_t ttt, i;
+	size_t room;
+	struct rx r;
+
+	LOGIN(h, "InitialR2T=Yes\0ImmediateData=No\0MaxBurstLength=65536\0"
+		 "DataDigest=CRC32C\0MaxRecvDataSegmentLength=65536\0",
+	      false, true);
+	clear_ua(h);
+	th_fill(w, sizeof(w), 5);
+	cdb10(cdb, 0x2a, 64, 64);
+	cmd(h, 0x50, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(w), NULL,
+	    0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_R2T);
+	ttt = iscsi_get32(r.bhs + 20);
+	/* nothing to take in place before a Data-Out header */
+	assert_int_equal(iscsi_session_in_direct(h->s, &dst), 0);
+	memset(bhs, 0, sizeof(bhs));
+	bhs[0] = ISCSI_OP_DATA_OUT;
+	bhs[1] = ISCSI_FLAG_FINAL;
+	iscsi_put24(bhs + 5, sizeof(w));
+	iscsi_put32(bhs + 16, 0x50);
+	iscsi_put32(bhs + 20, ttt);
+	feed(h, bhs, sizeof(bhs));
+	/* the data, in two reads straight into place */
+	for (i = 0; i < 2; i++) {
+		room = iscsi_session_in_direct(h->s, &dst);
+		assert_int_equal(room, sizeof(w) - i * 16 * KiB);
+		memcpy(dst, w + i * 16 * KiB, 16 * KiB);
+		iscsi_session_in_direct_done(h->s, 16 * KiB);
+	}
+	assert_int_equal(iscsi_session_in_direct(h->s, &dst), 0);
+	/* the data digest comes through the input buffer */
+	le32(tail, iscsi_crc32c(w, sizeof(w)));
+	feed(h, tail, 4);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
+	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
+	cdb10(cdb, 0x28, 64, 64);
+	cmd(h, 0x51, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL,
+	    0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.len, sizeof(w));
+	assert_memory_equal(r.data, w, sizeof(w));
+}
+
 static void window_nop_text_logout(void **state)
 {
 	struct h *h = *state;
@@ -736,6 +787,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(r2t_sequences_and_data_in_split,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(short_unsolicited_burst, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(zero_copy_data_out, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(window_nop_text_logout, setup,
 						teardown),

@@ -15,6 +15,7 @@
 
 #include <blkstack/loop.h>
 
+#include "export/iscsi/pdu.h"
 #include "export/iscsi/target.h"
 
 #define TICK_MS 1000
@@ -272,6 +273,20 @@ static bool p_wants_input(void *sess)
 	return iscsi_session_wants_input(c->s);
 }
 
+static size_t p_in_direct(void *sess, uint8_t **dst)
+{
+	struct iscsi_conn *c = sess;
+
+	return iscsi_session_in_direct(c->s, dst);
+}
+
+static void p_in_direct_done(void *sess, size_t n)
+{
+	struct iscsi_conn *c = sess;
+
+	iscsi_session_in_direct_done(c->s, n);
+}
+
 static int p_output(void *sess, struct iovec *iov, int max)
 {
 	struct iscsi_conn *c = sess;
@@ -348,9 +363,14 @@ static void p_close(void *sess, const char *why)
 const struct bs_net_proto iscsi_net_proto = {
 	.name = "iscsi",
 	.inbuf = ISCSI_CONN_INBUF,
+	.direct_min = ISCSI_CONN_DIRECT_MIN,
+	/* after a payload: its tail (pad, digest) and the next BHS + digest */
+	.direct_hdr = 3 + ISCSI_DIGEST_LEN + ISCSI_BHS_LEN + ISCSI_DIGEST_LEN,
 	.start = p_start,
 	.input = p_input,
 	.wants_input = p_wants_input,
+	.in_direct = p_in_direct,
+	.in_direct_done = p_in_direct_done,
 	.output = p_output,
 	.out_bytes = p_out_bytes,
 	.sent = p_sent,

@@ -671,7 +671,9 @@ static bool dispatch(struct iscsi_session *s)
 	uint32_t ahs_len = iscsi_ahs_len(bhs), dsl = iscsi_dsl(bhs);
 	bool hd = s->ffp && s->p.header_digest;
 	bool dd = s->ffp && s->p.data_digest;
-	const uint8_t *data = s->rbuf + ahs_len + (hd ? ISCSI_DIGEST_LEN : 0);
+	/* the data segment's place in rbuf; its bytes may be in ddst */
+	const uint8_t *seg = s->rbuf + ahs_len + (hd ? ISCSI_DIGEST_LEN : 0);
+	const uint8_t *data = s->ddst ? s->ddst : seg;
 	uint8_t op = iscsi_opcode(bhs);
 
 	if (hd) {
@@ -686,9 +688,10 @@ static bool dispatch(struct iscsi_session *s)
 	}
 	if (dd && dsl) {
 		uint32_t pad = iscsi_pad4(dsl);
-		uint32_t crc = iscsi_crc32c(data, dsl + pad);
+		uint32_t crc = iscsi_crc32c_update(~0u, data, dsl);
 
-		if (crc != get_le32(data + dsl + pad)) {
+		crc = ~iscsi_crc32c_update(crc, seg + dsl, pad);
+		if (crc != get_le32(seg + dsl + pad)) {
 			iscsi_reject(s, bhs, ISCSI_REJECT_DIGEST);
 			return true;
 		}
@@ -766,7 +769,47 @@ static void header_done(struct iscsi_session *s)
 	s->rlen = iscsi_pdu_rest_len(s->bhs, s->ffp && s->p.header_digest,
 				     s->ffp && s->p.data_digest);
 	s->rhave = 0;
+	s->dstart = iscsi_ahs_len(s->bhs) +
+		    (s->ffp && s->p.header_digest ? ISCSI_DIGEST_LEN : 0);
+	s->ddst = NULL;
+	s->ddecided = false;
 	s->in = IN_REST;
+}
+
+/*
+ * At the start of a data segment: does a Data-Out's data go straight to
+ * its task's buffer? Only when the header is trusted (its digest checked
+ * here) and the task will take the data (the same checks as later).
+ */
+static void decide_direct(struct iscsi_session *s)
+{
+	uint32_t dsl = iscsi_dsl(s->bhs);
+
+	s->ddecided = true;
+	if (!s->ffp || iscsi_opcode(s->bhs) != ISCSI_OP_DATA_OUT || !dsl ||
+	    iscsi_ahs_len(s->bhs))
+		return;
+	if (s->p.header_digest &&
+	    iscsi_crc32c(s->bhs, ISCSI_BHS_LEN) != get_le32(s->rbuf))
+		return;
+	s->ddst = iscsi_task_data_out_dst(s, dsl);
+}
+
+/* Where the next input byte of the rest of the PDU goes, and how many
+ * may go there in one piece. */
+static uint8_t *rest_dst(struct iscsi_session *s, size_t *room)
+{
+	size_t dend = s->dstart + iscsi_dsl(s->bhs);
+
+	if (!s->ddecided && s->rhave == s->dstart)
+		decide_direct(s);
+	if (s->ddst && s->rhave >= s->dstart && s->rhave < dend) {
+		*room = dend - s->rhave;
+		return s->ddst + (s->rhave - s->dstart);
+	}
+	/* stop at the data segment's start: the choice is made there */
+	*room = (s->rhave < s->dstart ? s->dstart : s->rlen) - s->rhave;
+	return s->rbuf + s->rhave;
 }
 
 static bool waiting_data(const struct iscsi_session *s)
@@ -794,6 +837,33 @@ static bool accepting(const struct iscsi_session *s)
 bool iscsi_session_wants_input(const struct iscsi_session *s)
 {
 	return accepting(s) && !s->held;
+}
+
+size_t iscsi_session_in_direct(struct iscsi_session *s, uint8_t **dst)
+{
+	size_t room;
+	uint8_t *p;
+
+	if (!accepting(s) || s->held || s->in != IN_REST ||
+	    s->rhave == s->rlen)
+		return 0;
+	p = rest_dst(s, &room);
+	if (!s->ddst || p < s->ddst ||
+	    p >= s->ddst + iscsi_dsl(s->bhs))
+		return 0;	/* only a Data-Out's data goes zero-copy */
+	*dst = p;
+	return room;
+}
+
+void iscsi_session_in_direct_done(struct iscsi_session *s, size_t n)
+{
+	if (!n)
+		return;
+	s->rhave += n;
+	s->last_rx_ns = bs_now_ns();
+	/* a PDU complete without a tail (no padding, no digest) is taken
+	 * now: no more bytes may come until it is answered */
+	iscsi_session_feed(s, NULL, 0);
 }
 
 size_t iscsi_session_feed(struct iscsi_session *s, const uint8_t *buf,
@@ -830,10 +900,11 @@ size_t iscsi_session_feed(struct iscsi_session *s, const uint8_t *buf,
 			if (s->have == ISCSI_BHS_LEN)
 				header_done(s);
 		} else if (s->in == IN_REST) {
-			n = s->rlen - s->rhave;
+			uint8_t *dst = rest_dst(s, &n);
+
 			if (n > len - used)
 				n = len - used;
-			memcpy(s->rbuf + s->rhave, buf + used, n);
+			memcpy(dst, buf + used, n);
 			s->rhave += n;
 			used += n;
 		}

@@ -89,6 +89,14 @@ int iscsi_session_new(struct bs_ctx *ctx, struct bs_exports *set,
 size_t iscsi_session_feed(struct iscsi_session *s, const uint8_t *buf,
 			  size_t len);
 bool iscsi_session_wants_input(const struct iscsi_session *s);
+/*
+ * Zero-copy input: while a Data-Out's data segment is being received and
+ * its task will take it, where the next bytes go (the task's buffer) and
+ * how many; 0 at any other time. Report what was read with
+ * _in_direct_done(); only valid with no earlier input held elsewhere.
+ */
+size_t iscsi_session_in_direct(struct iscsi_session *s, uint8_t **dst);
+void iscsi_session_in_direct_done(struct iscsi_session *s, size_t n);
 
 int iscsi_session_out_iov(struct iscsi_session *s, struct iovec *iov, int max);
 size_t iscsi_session_out_bytes(const struct iscsi_session *s);

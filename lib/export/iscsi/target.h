@@ -21,6 +21,8 @@
 
 #define ISCSI_MAX_LISTEN 16
 #define ISCSI_CONN_INBUF (256u << 10)
+/* Data-Out data still missing from which it is received in place. */
+#define ISCSI_CONN_DIRECT_MIN (16u << 10)
 
 struct iscsi_server {
 	struct bs_exports *set;
