@@ -16,7 +16,7 @@ BUILD ?= build
 SAN ?= 0
 CC ?= cc
 
-PKGS := liburing jansson
+PKGS := liburing jansson nettle
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # optional libraries, used by the rooms that need them

@@ -8,7 +8,7 @@ BUILD ?= build
 FUZZ_BUILD ?= $(BUILD)/fuzz
 FUZZ_CC ?= clang
 
-PKGS := liburing jansson
+PKGS := liburing jansson nettle
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd 2>/dev/null)
