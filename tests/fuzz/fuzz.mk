@@ -11,7 +11,7 @@ FUZZ_CC ?= clang
 PKGS := liburing jansson nettle
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd 2>/dev/null)
+EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd libiscsi 2>/dev/null)
 EXTRA_CFLAGS := $(shell pkg-config --cflags ext2fs libnbd 2>/dev/null)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
