@@ -64,7 +64,14 @@ note "the daemon dies mid-reply: the client says so and fails"
 	r=0
 	timeout 60 "$BS" -s "$CTL" fs cat v /big 2>"$T/err" || r=$?
 	echo "$r" >"$T/rc"
-} | { sleep 1; kill -KILL "$DPID"; cat >/dev/null; }
+} | {
+	# kill once the reply has begun (a fixed sleep raced a slow
+	# daemon under TSan, which had not answered yet): 64 KiB of it
+	# are here, and 20 MB cannot all be in the socket buffers
+	head -c 65536 >/dev/null
+	kill -KILL "$DPID"
+	cat >/dev/null
+}
 wait "$DPID" 2>/dev/null || true
 DPID=
 rc=$(cat "$T/rc")
