@@ -20,7 +20,7 @@ PKGS := liburing jansson nettle
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # optional libraries, used by the rooms that need them
-EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd 2>/dev/null)
+EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd libiscsi 2>/dev/null)
 EXTRA_CFLAGS := $(shell pkg-config --cflags ext2fs libnbd 2>/dev/null)
 
 CFLAGS_BASE := -std=gnu17 -g -O2 -Wall -Wextra -Werror -Wno-unused-parameter \

@@ -7,7 +7,7 @@ PKGS=(
 	build-essential pkg-config
 	liburing-dev libjansson-dev libcmocka-dev
 	libnbd-dev libnbd-bin nbdkit qemu-utils
-	libiscsi-dev libiscsi-bin nettle-dev
+	libiscsi-dev libiscsi-bin tgt nettle-dev
 	libext2fs-dev e2fsprogs
 	fio clang libclang-rt-14-dev valgrind
 	util-linux bsdutils coreutils jq python3

@@ -26,7 +26,7 @@ UNITS=(test_threads test_sync test_workers test_control test_budget
 # nbd_budget, which bounds the daemon's RSS (TSan's shadow and allocator
 # add hundreds of MiB).
 SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
-	nbd_mirror nbd_clients nbd_resilience hostbdev_loop)
+	nbd_mirror nbd_clients nbd_resilience hostbdev_loop sd_tgt)
 
 source scripts/lib/runner.bash
 

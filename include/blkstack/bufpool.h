@@ -36,7 +36,7 @@ struct bs_loop;
 /* Largest pooled size; larger buffers are mapped and unmapped each time. */
 #define BS_BUFPOOL_MAX_CLASS (32u << 20)
 /* Cache limit per thread unless bs_bufpool_set_limit() says otherwise. */
-#define BS_BUFPOOL_CACHE_DEFAULT (64u << 20)
+#define BS_BUFPOOL_CACHE_DEFAULT (256u << 20)
 /* A cached buffer unused for this long is given back. */
 #define BS_BUFPOOL_IDLE_MS 1000u
 

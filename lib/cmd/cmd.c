@@ -163,6 +163,13 @@ int bs_cmd_find_dev(struct bs_cmd_env *env, const char *arg,
 		bs_error(err, "%s", copy);
 		return err;
 	}
+	/*
+	 * A spec opened here that connects somewhere (iscsi:URL) is seen
+	 * once it opened or failed: "opening" would tell nothing. The state
+	 * (and a failure's reason) is the command's to show.
+	 */
+	if (dev->state == BS_DEV_OPENING)
+		(void)bs_dev_wait_live(dev, BS_CMD_OPEN_WAIT_MS);
 	*out = dev;
 	return 0;
 }

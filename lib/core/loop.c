@@ -389,6 +389,9 @@ void bs_loop_cancel_timer(struct bs_loop *loop, int id)
 	}
 }
 
+/* Rounds of deferred work and prepoll hooks before one epoll_wait. */
+#define LOOP_ROUNDS 4
+
 static bool run_deferred(struct bs_loop *loop)
 {
 	struct bs_work *w;
@@ -455,24 +458,39 @@ static void run_timers(struct bs_loop *loop)
 	}
 }
 
-int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
+/*
+ * One iteration. @settle: the caller waits for a condition that work may
+ * have met, so an iteration that ran work must not block (bs_loop_run_once
+ * callers check their flag between iterations); bs_loop_run is woken by
+ * bs_loop_stop() itself and blocks regardless, saving an epoll_wait(0)
+ * per burst of work.
+ */
+static int run_once(struct bs_loop *loop, int timeout_ms, bool settle)
 {
 	struct epoll_event evs[64];
 	struct prepoll *p, *pn;
-	int n, i;
-
-	bool ran;
+	int n, i, round;
+	bool ran = false;
 
 	tls_loop = loop;
 	__atomic_add_fetch(&loop->iterations, 1, __ATOMIC_SEQ_CST);
-	/* work that ran may have satisfied the caller: do not block then */
-	ran = run_deferred(loop);
-
-	for (p = loop->prepolls; p; p = pn) {
-		pn = p->next;
-		p->fn(p->arg);
+	/*
+	 * Run work and the prepoll hooks (a driver's batched submission,
+	 * which may complete at once) a few rounds while they queue more:
+	 * one request's steps (parsed, submitted, completed, answered) then
+	 * cost no epoll_wait(0) between them. Bounded, so that work which
+	 * keeps queueing work cannot keep descriptors waiting.
+	 */
+	for (round = 0; round < LOOP_ROUNDS; round++) {
+		ran |= run_deferred(loop);
+		for (p = loop->prepolls; p; p = pn) {
+			pn = p->next;
+			p->fn(p->arg);
+		}
+		if (!loop->dq_head)
+			break;
 	}
-	if (ran || loop->dq_head)
+	if ((settle && ran) || loop->dq_head)
 		timeout_ms = 0;
 	if (loop->timers) {
 		uint64_t now = bs_now_ns(), due = loop->timers->due_ns;
@@ -512,6 +530,11 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
 		free_dead(loop);
 	run_timers(loop);
 	return 0;
+}
+
+int bs_loop_run_once(struct bs_loop *loop, int timeout_ms)
+{
+	return run_once(loop, timeout_ms, true);
 }
 
 bool bs_loop_is_current(const struct bs_loop *loop)
@@ -570,7 +593,7 @@ int bs_loop_run(struct bs_loop *loop)
 	tls_loop = loop;
 	/* a stop asked before the run began counts (a thread starting late) */
 	while (!__atomic_load_n(&loop->stop, __ATOMIC_SEQ_CST) && !err)
-		err = bs_loop_run_once(loop, -1);
+		err = run_once(loop, -1, false);
 	/* consumed: the loop may be run again */
 	__atomic_store_n(&loop->stop, false, __ATOMIC_SEQ_CST);
 	return err;

@@ -131,12 +131,26 @@ static void dio_align(struct file_dev *f, const struct stat *st, uint32_t *lbs)
 	f->dio_align_from = "st_blksize";
 }
 
+/*
+ * Buffered writes up to this size are written on the serving thread: on
+ * ext4, io_uring hands every buffered write to a worker thread (no
+ * non-blocking buffered writes there), which for a 4 KiB write costs more
+ * than the copy. Measured on the 2-core VM (fio nbd, 4 KiB random
+ * writes): depth 1 from 37-46 to 23 us of daemon CPU per write and 1.3-1.7x
+ * the IOPS; depth 32 over 4 connections 8-9 instead of 11-16 us. Bigger
+ * writes still go to the workers, so a 1 MiB copy does not hold up the
+ * other clients of the thread. The cost: a write that the kernel throttles
+ * (dirty page limits) blocks the thread's loop while it waits.
+ */
+#define FILE_INLINE_WRITE_MAX (64u << 10)
+
 static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 {
 	struct file_dev *f;
 	const char *path = bs_opts_get(opts, "path");
 	uint64_t size = 0;
 	uint32_t lbs = 512, depth = 128;
+	uint64_t inline_max = FILE_INLINE_WRITE_MAX;
 	bool direct = false, lock = true;
 	struct statfs sfs;
 	struct stat st;
@@ -156,8 +170,14 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 	if ((err = bs_opts_get_u32(opts, "logical_block_size", &lbs)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "queue_depth", &depth)) < 0 ||
 	    (err = bs_opts_get_bool(opts, "direct", &direct)) < 0 ||
-	    (err = bs_opts_get_bool(opts, "lock", &lock)) < 0)
+	    (err = bs_opts_get_bool(opts, "lock", &lock)) < 0 ||
+	    (err = bs_opts_get_size(opts, "inline_write_max", &inline_max)) < 0)
 		return err;
+	if (inline_max > (1u << 20))
+		return bs_error(-EINVAL, "%s: inline_write_max %llu: at most 1M "
+				"(a bigger copy would hold up the loop thread's "
+				"other clients)", dev->name,
+				(unsigned long long)inline_max);
 	if (lbs < 512 || lbs > 65536 || (lbs & (lbs - 1)))
 		return bs_error(-EINVAL, "%s: logical_block_size %u is not a "
 				"power of two from 512 to 64K", dev->name, lbs);
@@ -235,6 +255,8 @@ static int file_open(struct bs_dev *dev, struct bs_opts *opts)
 		snprintf(f->fstype, sizeof(f->fstype), "%s", fs_name(sfs.f_type));
 	probe(f);
 
+	/* O_DIRECT writes are not buffered: they go through the ring */
+	f->uring.inline_write_max = direct ? 0 : (uint32_t)inline_max;
 	err = drv_uring_init(&f->uring, dev, f->fd, depth, &file_uring_ops,
 			     "file");
 	if (err)
@@ -426,6 +448,7 @@ static void file_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	else
 		kv(arg, "direct", "0");
 	kv(arg, "zeroes", "%s", zeroes_modes[f->zeroes]);
+	kv(arg, "inline_write_max", "%u", f->uring.inline_write_max);
 	kv(arg, "probe", "punch_hole=%s zero_range=%s write_zeroes=%s",
 	   f->can_punch ? "yes" : "no", f->can_zero_range ? "yes" : "no",
 	   f->can_write_zeroes ? "yes" : "no");
@@ -443,6 +466,9 @@ static const struct bs_dev_type file_type = {
 		"logical_block_size=N 512..65536 (512)\n"
 		"zeroes=unmap|write|none  what zeroing may do (unmap)\n"
 		"queue_depth=N        io_uring entries (128)\n"
+		"inline_write_max=SIZE  buffered writes up to SIZE are written on the\n"
+		"                     serving thread (pwritev), larger ones through\n"
+		"                     io_uring workers; 0 = all through io_uring (64K)\n"
 		"lock=0|1             OFD-lock the file: write lock read-write, read\n"
 		"                     lock readonly; in use elsewhere -> EBUSY (1)\n",
 	.open = file_open,

@@ -291,6 +291,29 @@ static void wait_push(struct drv_uring_ring *rg, struct bs_req *req)
 	rg->wait_tail = req;
 }
 
+/*
+ * A small buffered write, done here: true when @req is finished (written
+ * or failed); false to go through the ring for what is left (interrupted,
+ * or written in part: r->done says how much).
+ */
+static bool write_inline(const struct drv_uring *u, struct bs_req *req)
+{
+	ssize_t n = pwritev(u->fd, req->iov, req->iovcnt,
+			    (off_t)req->offset);
+
+	if (n == (ssize_t)req->len) {
+		bs_req_complete(req, 0);
+		return true;
+	}
+	if (n < 0 && errno != EINTR && errno != EAGAIN) {
+		bs_req_complete(req, -errno);
+		return true;
+	}
+	if (n > 0)
+		drv_uring_req(req)->done = (uint64_t)n;
+	return false;
+}
+
 void drv_uring_submit(struct drv_uring *u, struct bs_req *req)
 {
 	int err = 0;
@@ -300,6 +323,10 @@ void drv_uring_submit(struct drv_uring *u, struct bs_req *req)
 		bs_req_complete(req, err);
 		return;
 	}
+	if (req->op == BS_OP_WRITE && req->len <= u->inline_write_max &&
+	    !u->mem_align && !(req->flags & BS_REQ_FUA) && !rg->wait_head &&
+	    write_inline(u, req))
+		return;
 	/* the core gave a zeroed context: no bounce, nothing done */
 	if (rg->wait_head || !queue_sqe(rg, req))
 		wait_push(rg, req);
@@ -320,6 +347,13 @@ static void uring_prepoll(void *arg)
 	if (rg->dirty) {
 		rg->dirty = false;
 		io_uring_submit(&rg->ring);
+		/*
+		 * What completed inside the submit (a read from the page
+		 * cache) is reaped now rather than after an epoll_wait that
+		 * reports the ring readable: one wakeup less per request.
+		 */
+		if (!rg->reaping && io_uring_cq_ready(&rg->ring))
+			uring_reap(rg, EPOLLIN);
 	}
 }
 
@@ -369,6 +403,7 @@ static void uring_reap(void *arg, uint32_t events)
 	struct io_uring_cqe *cqe;
 
 	(void)events;
+	rg->reaping = true;
 	while (io_uring_peek_cqe(&rg->ring, &cqe) == 0) {
 		struct bs_req *req = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
@@ -398,4 +433,5 @@ again:
 	}
 	if (rg->dirty || rg->wait_head)
 		uring_prepoll(rg);
+	rg->reaping = false;
 }

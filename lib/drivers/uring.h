@@ -68,6 +68,7 @@ struct drv_uring_ring {
 	unsigned bounces;		/* bounce buffers in use */
 	struct bs_req *wait_head, *wait_tail;
 	bool dirty;			/* SQEs queued, not submitted */
+	bool reaping;			/* in uring_reap(): no inline reap */
 };
 
 struct drv_uring {
@@ -79,6 +80,14 @@ struct drv_uring {
 	size_t mem_align;
 	uint64_t bounced;		/* requests bounced, ever (atomic) */
 	bool eof_zeroes;		/* reads past EOF give zeroes (files) */
+	/*
+	 * Buffered writes up to this many bytes are written with pwritev()
+	 * on the loop thread instead of through the ring (0 = never). On
+	 * ext4 io_uring cannot write buffered without blocking
+	 * (RWF_NOWAIT is EOPNOTSUPP there), so every such write is handed to
+	 * an io_uring worker: two context switches per 4 KiB write.
+	 */
+	uint32_t inline_write_max;
 	/* per loop index, made by that loop (atomic pointers) */
 	struct drv_uring_ring *rings[BS_THREADS_MAX + 1];
 };

@@ -67,11 +67,14 @@ static void io_done(struct bs_req *req)
 	(*io->pending)--;
 }
 
-/* Many requests in flight at once; every byte compared with a model. */
-static void async_model(void **state)
+/*
+ * Many requests in flight at once; every byte compared with a model.
+ * Writes of 512 B to 128 KiB: with the default inline_write_max (64K)
+ * some are written on the loop thread, the others through io_uring.
+ */
+static void model_run(struct fx *x, const char *extra)
 {
-	struct fx *x = *state;
-	struct bs_dev *d = open_file(x, "");
+	struct bs_dev *d = open_file(x, extra);
 	uint8_t *model = calloc(1, SIZE), *got = malloc(SIZE);
 	struct io ios[64];
 	uint64_t seed = 42;
@@ -110,6 +113,51 @@ static void async_model(void **state)
 	assert_true(d->stats.ops[BS_OP_FLUSH] >= 1);
 	free(model);
 	free(got);
+	assert_int_equal(bs_dev_destroy(d), 0);
+}
+
+static void async_model(void **state)
+{
+	model_run(*state, "");
+}
+
+static void kv_inline(void *arg, const char *key, const char *fmt, ...)
+{
+	char *out = arg;
+	va_list ap;
+
+	if (strcmp(key, "inline_write_max"))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out, 64, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * inline_write_max: every write through the ring (0), every write of the
+ * model inline (1M), the same bytes either way; above 1M refused; shown
+ * by describe; off under direct=1 (O_DIRECT writes are not buffered).
+ */
+static void inline_writes(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = NULL;
+	char spec[256], got[64] = "";
+
+	model_run(x, ",inline_write_max=0");
+	model_run(x, ",inline_write_max=1M");
+	snprintf(spec, sizeof(spec), "file:%s,inline_write_max=2M", x->path);
+	assert_int_equal(th_dev_try(x->ctx, "g", spec, &d), -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "inline_write_max"));
+	d = open_file(x, "");
+	bs_dev_describe(d, kv_inline, got);
+	assert_string_equal(got, "65536");
+	assert_int_equal(bs_dev_destroy(d), 0);
+	snprintf(spec, sizeof(spec), "file:%s,direct=1", x->path);
+	if (th_dev_try(x->ctx, "h", spec, &d) == 0) {
+		bs_dev_describe(d, kv_inline, got);
+		assert_string_equal(got, "0");
+	}
 }
 
 static void errors_and_knob(void **state)
@@ -311,6 +359,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(async_model, setup, teardown),
+		cmocka_unit_test_setup_teardown(inline_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(errors_and_knob, setup, teardown),
 		cmocka_unit_test_setup_teardown(zeroes_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(block_status, setup, teardown),

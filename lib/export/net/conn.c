@@ -399,7 +399,7 @@ static bool read_input(struct bs_net_conn *c)
 	const struct bs_net_proto *p = c->l->proto;
 	size_t cap = p->inbuf ? p->inbuf : 4096;
 
-	while (wants_input(c)) {
+	while (wants_input(c) && !c->rd_empty) {
 		ssize_t n;
 		size_t want, room = 0;
 
@@ -415,6 +415,7 @@ static bool read_input(struct bs_net_conn *c)
 				if (n > 0) {
 					activity(c);
 					c->after_direct = true;
+					c->rd_empty = (size_t)n < room;
 					p->in_direct_done(c->sess, (size_t)n);
 					continue;
 				}
@@ -444,6 +445,8 @@ got:
 			/* the header is in (or this was a full-size read) */
 			if ((size_t)n == want)
 				c->after_direct = false;
+			else
+				c->rd_empty = true;
 			c->in_len += (size_t)n;
 			feed(c);
 			continue;
@@ -454,8 +457,10 @@ got:
 		}
 		if (errno == EINTR)
 			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			c->rd_empty = true;
 			break;
+		}
 		{
 			char why[96];
 			snprintf(why, sizeof(why), "read: %s", strerror(errno));
@@ -549,6 +554,8 @@ static void on_event(void *arg, uint32_t events)
 	struct bs_net_conn *c = arg;
 	const struct bs_net_proto *p = c->l->proto;
 
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+		c->rd_empty = false;
 	if (!(events & (EPOLLERR | EPOLLHUP))) {
 		pump(c);
 		return;

@@ -62,6 +62,13 @@ struct bs_net_conn {
 	uint32_t events;
 	bool rd_eof, eof_told;
 	bool after_direct;	/* last input went zero-copy: read a header */
+	/*
+	 * The last read found the socket empty (EAGAIN, or fewer bytes than
+	 * asked): do not read again before epoll reports it readable (it is
+	 * level-triggered, so nothing that arrives meanwhile is missed). Saves
+	 * the recv() that would fail with EAGAIN after each reply.
+	 */
+	bool rd_empty;
 	bool handshake;		/* still negotiating */
 	bool queued, dead;
 	struct bs_work work;
