@@ -184,8 +184,9 @@ void bs_scsi_cmd_release(struct bs_scsi_cmd *cmd);
 
 /*
  * Task management, called by the transport (which aborts its own tasks
- * and waits for their completions itself). Both queue the unit attentions
- * SAM gives to the other nexuses and drop RESERVE/RELEASE reservations.
+ * and waits for their completions itself). Both queue the unit attention
+ * SAM gives to every nexus (@from's included: SAM-5 names all I_T
+ * nexuses) and drop RESERVE/RELEASE reservations.
  * 0, or -ENODEV (no such LUN).
  */
 int bs_scsi_lu_reset(struct bs_scsi_tgt *t, uint64_t lun,

@@ -540,6 +540,12 @@ static void compare_and_write(void **state)
 	cdb[13] = 1;
 	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2048, 0, &R);
 	sth_assert_check(&R, 0x5, 0x0e03);
+	/* a count of 256 does not fit its byte: 0 with 256 blocks of data */
+	cdb[13] = 0;
+	sth_cmd(s, s->n[0], 0, cdb, 16, buf, 2048, 0, &R);
+	sth_assert_check(&R, 0x5, 0x2400);
+	assert_int_equal(sth_cmd(s, s->n[0], 0, cdb, 16, NULL, 0, 0, &R),
+			 BS_SCSI_GOOD);
 	/* past the end */
 	cdb[13] = 2;
 	cdb[9] = 0;

@@ -319,7 +319,16 @@ static void resets_and_ua_queue(void **state)
 	sth_cmd(s, B, 0, tur, 6, NULL, 0, 0, &R);
 	sth_assert_check(&R, 0x6, 0x2903);
 	assert_int_equal(rd(s, B), BS_SCSI_GOOD);	/* reservation gone */
-	assert_int_equal(rd(s, A), BS_SCSI_GOOD);	/* no UA for A */
+	/* the nexus that sent the reset hears of it too (SAM-5) */
+	rd(s, A);
+	sth_assert_check(&R, 0x6, 0x2903);
+	assert_int_equal(rd(s, A), BS_SCSI_GOOD);
+	/* a target reset: 29h/02h everywhere */
+	bs_scsi_tgt_reset(s->tgt, B);
+	rd(s, B);
+	sth_assert_check(&R, 0x6, 0x2902);
+	rd(s, A);
+	sth_assert_check(&R, 0x6, 0x2902);
 	/* many changes: bounded queue, each condition once */
 	lu = NULL;
 	{

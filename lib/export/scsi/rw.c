@@ -323,8 +323,13 @@ int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 
 	if (protect_set(cmd->cdb))
 		return scsi_bad_cdb(cmd, 1, 7);
+	/*
+	 * 0 blocks is nothing to do; with a Data-Out it is a count that did
+	 * not fit its byte (256 blocks and more): too long, not nothing
+	 */
 	if (!n)
-		return scsi_good(cmd);
+		return cmd->dout_len ? scsi_bad_cdb(cmd, 13, -1)
+				     : scsi_good(cmd);
 	if (n > (max < SCSI_MAX_CAW_BLOCKS ? max : SCSI_MAX_CAW_BLOCKS))
 		return scsi_bad_cdb(cmd, 13, -1);
 	if ((rc = scsi_check_range(cmd, lu, lba, n)))

@@ -332,16 +332,18 @@ void bs_scsi_nexus_free(struct bs_scsi_nexus *n)
 /* ---- task management ---------------------------------------------------------- */
 
 static void lu_reset_locked(struct bs_scsi_tgt *t, struct bs_scsi_lu *lu,
-			    uint16_t asc, struct bs_scsi_nexus *from)
+			    uint16_t asc)
 {
 	struct bs_scsi_nexus *n;
 
 	if (lu->res_holder)
 		scsi_res_drop(lu, lu->res_holder);
-	/* SAM-5: the other nexuses learn of the reset; the caller knows */
+	/*
+	 * SAM-5: a unit attention for every I_T nexus, the one the reset came
+	 * from included (iscsi-test-cu's MultipathIO.Reset checks every path)
+	 */
 	for (n = t->nexuses; n; n = n->next)
-		if (n != from)
-			scsi_ua_queue(n, lu->lun, asc);
+		scsi_ua_queue(n, lu->lun, asc);
 }
 
 int bs_scsi_lu_reset(struct bs_scsi_tgt *t, uint64_t lun,
@@ -353,7 +355,7 @@ int bs_scsi_lu_reset(struct bs_scsi_tgt *t, uint64_t lun,
 	for (lu = t->lus; lu && lu->lun != lun; lu = lu->next)
 		;
 	if (lu)
-		lu_reset_locked(t, lu, A_LU_RESET, from);
+		lu_reset_locked(t, lu, A_LU_RESET);
 	pthread_mutex_unlock(&t->lock);
 	return lu ? 0 : -ENODEV;
 }
@@ -364,7 +366,7 @@ void bs_scsi_tgt_reset(struct bs_scsi_tgt *t, struct bs_scsi_nexus *from)
 
 	pthread_mutex_lock(&t->lock);
 	for (lu = t->lus; lu; lu = lu->next)
-		lu_reset_locked(t, lu, A_BUS_RESET, from);
+		lu_reset_locked(t, lu, A_BUS_RESET);
 	pthread_mutex_unlock(&t->lock);
 }
 
