@@ -361,6 +361,6 @@ census_table() {
 }
 
 case " $TABLES " in *" data "*) data_table ;; esac
-case " $TABLES " in *" census "*) census_table ;; esac
 case " $TABLES " in *" zeroing "*) zeroing_table ;; esac
+case " $TABLES " in *" census "*) census_table ;; esac
 own_targets_summary

@@ -242,7 +242,7 @@ machine_info() {
 	echo "- filesystem under test: $(df -T "${BENCH_TMP:-/var/tmp}" | awk 'NR==2 {print $2 " on " $1}')"
 	echo "- blkstack: $(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null)"
 	echo "- servers in the data-path and latency rows: $(bench_servers); ${JOB_SECONDS} s per fio job$([ "$BENCH_QUICK" = 1 ] && echo ", BENCH_QUICK (a trial, not results)")"
-	echo "- peers: $(nbdkit --version 2>/dev/null | head -1); $(qemu-nbd --version | head -1); $(fio --version); $(qemu-io --version | head -1)"
+	echo "- peers: $(nbdkit --version 2>/dev/null | head -1); $(qemu-nbd --version | head -1); $(fio --version); $(qemu-io --version | head -1)$(command -v tgtd >/dev/null && echo "; tgtd $(tgtd --version 2>/dev/null); libiscsi-bin $(dpkg-query -W -f '${Version}' libiscsi-bin 2>/dev/null)")"
 }
 
 # ---- rows that compare blkstackd with its peers ----------------------------
