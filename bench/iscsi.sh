@@ -86,8 +86,9 @@ run_perf() {	# SERVER PORT MODE(seq|rand) BS QD N OUTBASE
 # session. qemu-img bench counts requests instead of seconds, so a probe
 # of one session first measures the rate, and each session then gets
 # rate * JOB_SECONDS / N requests. Sequential: step = BS from the
-# session's own slice; "random": a step of about 0.618 of the image (an
-# odd number of 4 KiB blocks, so it visits every block before repeating),
+# session's own slice; "random": a step of about 0.382 of the image (an
+# odd number of 4 KiB blocks below 2 GiB, qemu-img's limit, so it visits
+# every block before repeating),
 # which scatters the offsets the target sees. IOPS = all requests / the
 # slowest session's time. Prints "iops gib_moved".
 run_qbench() {	# SERVER PORT MODE(seq|rand) BS QD N OUTBASE WRITE(0|1)
@@ -95,7 +96,10 @@ run_qbench() {	# SERVER PORT MODE(seq|rand) BS QD N OUTBASE WRITE(0|1)
 	local probe t count i pids=() wr=()
 	bsb=$(numfmt --from=iec "$bs")
 	if [ "$mode" = rand ]; then
-		step=$(((IMG_GIB * 262144 * 618 / 1000) | 1))
+		# qemu-img takes a step below 2 GiB only: 0.382 of the image
+		# (the golden section again), else 2^19 - 1 blocks
+		step=$(((IMG_GIB * 262144 * 382 / 1000) | 1))
+		((step < 524288)) || step=524287
 		step=$((step * 4096))
 	else
 		step=$bsb
