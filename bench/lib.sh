@@ -103,7 +103,9 @@ stop_server() {
 	local child i
 	# time(1) forwards nothing: signal its child, the server itself
 	child=$(pgrep -P "$SERVER_PID" | head -1)
-	[ -n "$child" ] && kill -TERM "$child" 2>/dev/null
+	# STOP_SIGNAL=KILL for a server that ignores SIGTERM (tgtd with
+	# targets defined): time -v still reports its CPU and peak RSS
+	[ -n "$child" ] && kill -"${STOP_SIGNAL:-TERM}" "$child" 2>/dev/null
 	# often called as $(stop_server): a subshell cannot wait(1) for it
 	for ((i = 0; i < ${STOP_SECONDS:-40} * 20; i++)); do
 		kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -152,6 +154,71 @@ start_qemu_nbd() {	# IMG PORT
 	start_server qemu-nbd "$2" qemu-nbd -f raw -x vol0 -b 127.0.0.1 -p "$2" -e 32 -t --aio=io_uring "$1"
 }
 
+# ---- iSCSI targets (bench/iscsi.sh) ---------------------------------------
+
+BENCH_IQN=iqn.2026-12.org.blkstack:bench
+
+# blkstackd serving IMG as LUN 0 of an iSCSI target on 127.0.0.1:PORT
+# (BD_THREADS as above).
+start_blkstackd_iscsi() {	# IMG PORT
+	mkdir -p "$BENCH_DIR/state"
+	cat >"$BENCH_DIR/bdi.$2.ini" <<CONF
+[daemon]
+state_dir = $BENCH_DIR/state
+${BD_THREADS:+threads = $BD_THREADS}
+[device vol0]
+type = file
+path = $1
+[export vol0]
+type = iscsi
+device = vol0
+listen = 127.0.0.1:$2
+iqn = $BENCH_IQN
+CONF
+	start_server blkstackd "$2" "$BLKSTACKD" -f -c "$BENCH_DIR/bdi.$2.ini"
+}
+
+# tgtd and tgtadm in a mount namespace of their own where /run is a
+# directory of the bench, so the control socket is private (no clash with
+# a system tgtd or a test running at the same time): the approach of
+# tests/integration/sd_tgt.sh. unshare, sh and tgtd are one process (exec),
+# so time -v's child is tgtd itself. Needs root.
+tgt_ns() {	# CMD...
+	unshare -m --propagation private sh -c \
+		'mount --bind "$0" /run && exec "$@"' "$BENCH_DIR/tgt-run" "$@"
+}
+
+tgt_adm() {	# TGTADM_ARGS...
+	tgt_ns tgtadm -C "$TGT_CPORT" --lld iscsi "$@" >>"$BENCH_DIR/tgtadm.log" 2>&1 || {
+		tail -3 "$BENCH_DIR/tgtadm.log" >&2
+		return 1
+	}
+}
+
+# tgtd serving IMG as LUN 1 (LUN 0 is tgt's controller) of BENCH_IQN on
+# 127.0.0.1:PORT, thin provisioned (WRITE SAME UNMAP and UNMAP punch
+# holes), open to every initiator. tgtd ignores SIGTERM while it has
+# targets: stop it with STOP_SIGNAL=KILL.
+start_tgtd() {	# IMG PORT
+	local i
+	mkdir -p "$BENCH_DIR/tgt-run"
+	# the "control port" only names the socket under our private /run
+	TGT_CPORT=$((1000 + $2 % 30000))
+	start_server tgtd "$2" unshare -m --propagation private sh -c \
+		'mount --bind "$0" /run && exec "$@"' "$BENCH_DIR/tgt-run" \
+		tgtd -f -C "$TGT_CPORT" --iscsi portal=127.0.0.1:"$2" || return 1
+	for ((i = 0; i < 100; i++)); do
+		tgt_ns tgtadm -C "$TGT_CPORT" --lld iscsi --op show --mode target \
+			>/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	tgt_adm --op new --mode target --tid 1 -T "$BENCH_IQN" &&
+		tgt_adm --op new --mode logicalunit --tid 1 --lun 1 -b "$1" &&
+		tgt_adm --op update --mode logicalunit --tid 1 --lun 1 \
+			--params thin_provisioning=1 &&
+		tgt_adm --op bind --mode target --tid 1 -I ALL
+}
+
 # Seconds (float) that a command takes.
 time_cmd() {
 	local s e
@@ -175,7 +242,7 @@ machine_info() {
 	echo "- filesystem under test: $(df -T "${BENCH_TMP:-/var/tmp}" | awk 'NR==2 {print $2 " on " $1}')"
 	echo "- blkstack: $(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null)"
 	echo "- servers in the data-path and latency rows: $(bench_servers); ${JOB_SECONDS} s per fio job$([ "$BENCH_QUICK" = 1 ] && echo ", BENCH_QUICK (a trial, not results)")"
-	echo "- peers: $(nbdkit --version 2>/dev/null | head -1); $(qemu-nbd --version | head -1); $(fio --version); $(qemu-io --version | head -1)"
+	echo "- peers: $(nbdkit --version 2>/dev/null | head -1); $(qemu-nbd --version | head -1); $(fio --version); $(qemu-io --version | head -1)$(command -v tgtd >/dev/null && echo "; tgtd $(tgtd --version 2>/dev/null); libiscsi-bin $(dpkg-query -W -f '${Version}' libiscsi-bin 2>/dev/null)")"
 }
 
 # ---- rows that compare blkstackd with its peers ----------------------------
@@ -308,7 +375,8 @@ targets_summary() {	# [FILE]
 	echo
 	echo "blkstackd rows below 1.0x the best peer's throughput, above the best"
 	echo "peer's CPU per GiB, or above 1.5x nbdkit's peak RSS; zeroing under load"
-	echo "above its cost targets:"
+	echo "above its cost targets; iSCSI rows below 1.2x tgtd's throughput, above"
+	echo "its CPU per GiB or 1.5x its peak RSS:"
 	echo
 	if [ -s "$f" ]; then
 		cat "$f"
