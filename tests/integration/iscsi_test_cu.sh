@@ -12,7 +12,7 @@
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need iscsi-test-cu python3
-PASS_FLOOR=${PASS_FLOOR:-199}
+PASS_FLOOR=${PASS_FLOOR:-200}
 daemon_setup
 cat >>"$T/d.ini" <<EOC
 [device scratch]
