@@ -112,58 +112,52 @@ static void open_finish(struct nvmf *m, int err)
 	bs_dev_open_done(m->dev, err);
 }
 
-static void refuse(struct nvmf *m, struct nvc *c, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void refuse(struct nvmf *m, struct nvc *c, const char *fmt, ...)
+static int refuse(struct nvc *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int refuse(struct nvc *c, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
 	va_end(ap);
-	/* lose it as any failed path (it is tried again later: the target
-	 * may be fixed), but say it was refused */
-	nvc_lost(c, c->last_error);
-	c->state = NVC_REFUSED;
-	(void)m;
+	return -EINVAL;
 }
 
-void nvmf_path_up(struct nvmf *m, struct nvc *c)
+int nvmf_path_up(struct nvmf *m, struct nvc *c)
 {
 	const char *field = NULL;
 
-	if (nvmf_config_decide(&c->facts, m->max_io, &c->cfg)) {
-		refuse(m, c, "refused: logical block size 2^%u is not one "
-		       "blkstack can use", c->facts.lbads);
-		return;
-	}
-	if (c->facts.no_write_zeroes || c->facts.no_dsm)
-		(void)0;
+	if (nvmf_config_decide(&c->facts, m->max_io, &c->cfg))
+		return refuse(c, "refused: logical block size 2^%u is not "
+			      "one blkstack can use", c->facts.lbads);
 	if (m->have_shape) {
-		if (nvmf_ids_match(&m->ids, &c->ids, &field)) {
-			refuse(m, c, "refused: %s differs from the device's "
-			       "(not the same namespace)", field);
-			return;
-		}
-		if (c->facts.lbads != m->lbads || c->facts.nsze != m->nsze) {
-			refuse(m, c, "refused: %s differs from the device's",
-			       c->facts.lbads != m->lbads ? "block size"
-							  : "size");
-			return;
-		}
-	} else {
+		if (nvmf_ids_match(&m->ids, &c->ids, &field))
+			return refuse(c, "refused: %s differs from the "
+				      "device's (not the same namespace)",
+				      field);
+		if (c->facts.lbads != m->lbads || c->facts.nsze != m->nsze)
+			return refuse(c, "refused: %s differs from the "
+				      "device's", c->facts.lbads != m->lbads
+				      ? "block size" : "size");
+	}
+	if (m->npaths > 1 && !(c->nmic & 1))
+		return refuse(c, "refused: namespace not shared (NMIC bit 0 "
+			      "clear): no multipath");
+	if (!m->have_shape) {
 		m->ids = c->ids;
 		m->nsze = c->facts.nsze;
 		m->lbads = c->facts.lbads;
 		m->have_shape = true;
 		m->dev->size = m->nsze << m->lbads;
 	}
-	if (m->npaths > 1 && !(c->nmic & 1)) {
-		refuse(m, c, "refused: namespace not shared (NMIC bit 0 "
-		       "clear): no multipath");
-		return;
-	}
 	c->last_error[0] = 0;
+	return 0;
+}
+
+void nvmf_path_live(struct nvmf *m, struct nvc *c)
+{
+	(void)c;
 	apply_limits(m);
 	if (m->opening)
 		open_finish(m, 0);
@@ -806,8 +800,15 @@ static const struct bs_dev_type nvmf_type = {
 		   "multipath over several controllers",
 	.options =
 		"url=nvme+tcp://HOST[:PORT]/SUBNQN/NSID  the namespace (port 4420)\n"
-		"url.2=URL .. url.8=URL  more paths to the same namespace\n"
-		"                     (joined when NQN, NGUID/EUI64/UUID match)\n"
+		"url.2=URL            a second path to the same namespace (native\n"
+		"                     multipath: joined when the subsystem NQN and\n"
+		"                     NGUID/EUI64/UUID match, else refused)\n"
+		"url.3=URL            a third path (and so on, up to url.8)\n"
+		"url.4=URL\n"
+		"url.5=URL\n"
+		"url.6=URL\n"
+		"url.7=URL\n"
+		"url.8=URL\n"
 		"policy=round-robin|failover  how paths share requests (round-robin)\n"
 		"hostnqn=NQN          our NQN (nqn.2026-12.org.blkstack:host-HOST)\n"
 		"hdgst=0|1            header digest (0)\n"

@@ -188,8 +188,13 @@ struct nvmf {
 	uint64_t retries, expired, failovers;
 };
 
-/* A path became live (joined), or changed (re-identified), or was lost. */
-void nvmf_path_up(struct nvmf *m, struct nvc *c);
+/*
+ * A path is up: join it (0), or refuse it (-EINVAL, c->last_error says
+ * why); then, once its timers run, nvmf_path_live() makes it serve.
+ * A path changed (re-identified), or was lost.
+ */
+int nvmf_path_up(struct nvmf *m, struct nvc *c);
+void nvmf_path_live(struct nvmf *m, struct nvc *c);
 void nvmf_path_changed(struct nvmf *m, struct nvc *c);
 void nvmf_path_down(struct nvmf *m, struct nvc *c);
 /* A path has room: send what waits. */

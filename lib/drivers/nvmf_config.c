@@ -159,6 +159,8 @@ void nvmf_mpath_limits(const struct bs_limits *const *paths,
 	}
 	/* seed: the multipath device starts with unmap zeroing on */
 	bs_limits_init_stacking(out);
+	/* FUA stays only when every path has it (stacking clears it) */
+	out->features |= BS_FEAT_FUA;
 	for (i = 0; i < n; i++) {
 		if (!lacking && !bs_limits_write_zeroes_unmap(paths[i]))
 			lacking = names[i];

@@ -61,6 +61,7 @@ const char *nvc_state_name(enum nvc_state s)
 
 static void admin_done(void *arg, const uint8_t *cqe, int err);
 static void step(struct nvc *c);
+static void reconnect(void *arg);
 
 static uint16_t cqe_status(const uint8_t *cqe)
 {
@@ -338,6 +339,21 @@ static void step(struct nvc *c)
 		return;
 	case S_LIVE:
 		c->state = NVC_LIVE;
+		if (nvmf_path_up(m, c)) {
+			/* not the device's namespace: down, and tried again
+			 * (slowly) in case the target is put right */
+			c->state = NVC_CONNECTING;
+			nvc_lost(c, c->last_error);
+			c->state = NVC_REFUSED;
+			if (c->timer)
+				bs_loop_cancel_timer(m->loop, c->timer);
+			c->timer = bs_loop_add_timer(m->loop,
+						     m->reconnect_ms * 10ull,
+						     reconnect, c);
+			if (c->timer < 0)
+				c->timer = 0;
+			return;
+		}
 		c->connects++;
 		c->failed_connects = 0;
 		post_aer(c);
@@ -345,7 +361,7 @@ static void step(struct nvc *c)
 						ka_fire, c);
 		if (c->ka_timer < 0)
 			c->ka_timer = 0;
-		nvmf_path_up(m, c);
+		nvmf_path_live(m, c);
 		return;
 	case S_RE_LOG:
 		sqe[0] = OPC_GET_LOG;
@@ -563,8 +579,12 @@ static void close_queues(struct nvc *c)
 {
 	unsigned i;
 
-	for (i = 0; i < c->nio; i++)
+	/* quietly: the path is going already */
+	for (i = 0; i < c->nio; i++) {
+		c->io[i].event = NULL;
 		nvq_close(&c->io[i], -ECONNABORTED);
+	}
+	c->admin.event = NULL;
 	nvq_close(&c->admin, -ECONNABORTED);
 }
 
@@ -588,11 +608,8 @@ void nvc_lost(struct nvc *c, const char *why)
 	struct nvmf *m = c->m;
 	bool was_live = c->state == NVC_LIVE;
 
-	if (c->state == NVC_DOWN || c->state == NVC_REFUSED) {
-		if (why && why != c->last_error)
-			snprintf(c->last_error, sizeof(c->last_error), "%s", why);
-		return;
-	}
+	if (c->state == NVC_DOWN || c->state == NVC_REFUSED)
+		return;		/* already lost: keep the first reason */
 	if (why && why != c->last_error)
 		snprintf(c->last_error, sizeof(c->last_error), "%s", why);
 	c->state = NVC_DOWN;
