@@ -32,15 +32,9 @@
 
 #include <blkstack/opts.h>
 
+#include <blkstack/nvme.h>
 #include "drivers/nvmf.h"
 
-#define OPC_FLUSH 0x00
-#define OPC_WRITE 0x01
-#define OPC_READ 0x02
-#define OPC_WRITE_ZEROES 0x08
-#define OPC_DSM 0x09
-#define CDW12_FUA (1u << 30)
-#define CDW12_DEAC (1u << 25)
 
 static const char *const policy_names[] = { "round-robin", "failover", NULL };
 
@@ -383,21 +377,21 @@ static void issue(struct nvmf_req *r)
 		cdw12 = (uint32_t)(n - 1);
 	switch (req->op) {
 	case BS_OP_READ:
-		sqe[0] = OPC_READ;
+		sqe[0] = BS_NVME_CMD_READ;
 		in = req->iov;
 		incnt = req->iovcnt;
 		len = (uint32_t)req->len;
 		break;
 	case BS_OP_WRITE:
-		sqe[0] = OPC_WRITE;
+		sqe[0] = BS_NVME_CMD_WRITE;
 		out = req->iov;
 		outcnt = req->iovcnt;
 		len = (uint32_t)req->len;
 		if (req->flags & BS_REQ_FUA)
-			cdw12 |= CDW12_FUA;
+			cdw12 |= BS_NVME_RW_FUA;
 		break;
 	case BS_OP_FLUSH:
-		sqe[0] = OPC_FLUSH;
+		sqe[0] = BS_NVME_CMD_FLUSH;
 		memset(sqe + 40, 0, 8);
 		cdw12 = 0;
 		break;
@@ -406,21 +400,21 @@ static void issue(struct nvmf_req *r)
 			finish(r, -EOPNOTSUPP);
 			return;
 		}
-		sqe[0] = OPC_WRITE_ZEROES;
+		sqe[0] = BS_NVME_CMD_WRITE_ZEROES;
 		/* DEAC only when the blocks may go, the knob allows it and
 		 * the namespace reads deallocated blocks as zeroes */
 		if (!(req->flags & BS_REQ_NOUNMAP) && c->cfg.deac &&
 		    bs_dev_write_zeroes_unmap(m->dev))
-			cdw12 |= CDW12_DEAC;
+			cdw12 |= BS_NVME_RW_DEAC;
 		if (req->flags & BS_REQ_FUA)
-			cdw12 |= CDW12_FUA;
+			cdw12 |= BS_NVME_RW_FUA;
 		break;
 	case BS_OP_DISCARD:
 		if (!c->cfg.max_dsm_blocks) {
 			finish(r, -EOPNOTSUPP);
 			return;
 		}
-		sqe[0] = OPC_DSM;
+		sqe[0] = BS_NVME_CMD_DSM;
 		memset(sqe + 40, 0, 8);
 		put32(sqe + 44, 1u << 2);	/* AD: deallocate */
 		cdw12 = 0;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/nvme.h>
 #include "drivers/nvmf.h"
 
 enum {
@@ -35,15 +36,6 @@ enum {
 	S_RE_LOG, S_RE_NS, S_RE_DESC,
 };
 
-#define OPC_FABRICS 0x7f
-#define FCT_PROP_SET 0x00
-#define FCT_CONNECT 0x01
-#define FCT_PROP_GET 0x04
-#define OPC_GET_LOG 0x02
-#define OPC_IDENTIFY 0x06
-#define OPC_SET_FEATURES 0x09
-#define OPC_AER 0x0c
-#define OPC_KEEP_ALIVE 0x18
 
 #define REG_CAP 0x00
 #define REG_CC 0x14
@@ -101,8 +93,8 @@ static void connect_sqe(struct nvc *c, uint8_t *sqe, uint16_t qid,
 			uint16_t depth)
 {
 	memset(sqe, 0, 64);
-	sqe[0] = OPC_FABRICS;
-	sqe[4] = FCT_CONNECT;
+	sqe[0] = BS_NVME_FABRICS_OPC;
+	sqe[4] = BS_NVME_FCTYPE_CONNECT;
 	put16(sqe + 42, qid);
 	put16(sqe + 44, (uint16_t)(depth - 1));
 	if (!qid)
@@ -114,8 +106,8 @@ static void prop(struct nvc *c, bool set, uint32_t off, bool wide,
 {
 	uint8_t sqe[64] = { 0 };
 
-	sqe[0] = OPC_FABRICS;
-	sqe[4] = set ? FCT_PROP_SET : FCT_PROP_GET;
+	sqe[0] = BS_NVME_FABRICS_OPC;
+	sqe[4] = set ? BS_NVME_FCTYPE_PROP_SET : BS_NVME_FCTYPE_PROP_GET;
 	sqe[40] = wide ? 1 : 0;
 	put32(sqe + 44, off);
 	if (set)
@@ -127,7 +119,7 @@ static void identify(struct nvc *c, uint8_t cns, uint32_t nsid, uint8_t csi)
 {
 	uint8_t sqe[64] = { 0 };
 
-	sqe[0] = OPC_IDENTIFY;
+	sqe[0] = BS_NVME_ADMIN_IDENTIFY;
 	put32(sqe + 4, nsid);
 	put32(sqe + 40, cns);
 	put32(sqe + 44, (uint32_t)csi << 24);
@@ -140,7 +132,7 @@ static void post_aer(struct nvc *c)
 
 	if (c->aer_posted || !(c->oaes_lo & (1u << 8)))
 		return;
-	sqe[0] = OPC_AER;
+	sqe[0] = BS_NVME_ADMIN_ASYNC_EVENT;
 	if (!admin(c, sqe, 0, NULL, 0))
 		c->aer_posted = true;
 }
@@ -153,7 +145,7 @@ static void ka_fire(void *arg)
 	c->ka_timer = 0;
 	if (c->state != NVC_LIVE)
 		return;
-	sqe[0] = OPC_KEEP_ALIVE;
+	sqe[0] = BS_NVME_ADMIN_KEEP_ALIVE;
 	c->keepalives++;
 	if (admin(c, sqe, 0, NULL, 0))
 		return;
@@ -314,13 +306,13 @@ static void step(struct nvc *c)
 		identify(c, 0x06, 0, 0);
 		return;
 	case S_NQUEUES:
-		sqe[0] = OPC_SET_FEATURES;
+		sqe[0] = BS_NVME_ADMIN_SET_FEATURES;
 		put32(sqe + 40, 0x07);
 		put32(sqe + 44, (c->nio - 1) | (c->nio - 1) << 16);
 		admin(c, sqe, 0, NULL, 0);
 		return;
 	case S_AEC:
-		sqe[0] = OPC_SET_FEATURES;
+		sqe[0] = BS_NVME_ADMIN_SET_FEATURES;
 		put32(sqe + 40, 0x0b);
 		put32(sqe + 44, 1u << 8);	/* namespace attribute notices */
 		admin(c, sqe, 0, NULL, 0);
@@ -364,7 +356,7 @@ static void step(struct nvc *c)
 		nvmf_path_live(m, c);
 		return;
 	case S_RE_LOG:
-		sqe[0] = OPC_GET_LOG;
+		sqe[0] = BS_NVME_ADMIN_GET_LOG_PAGE;
 		put32(sqe + 4, 0xffffffff);
 		put32(sqe + 40, 0x04 | ((4096 / 4 - 1) << 16));
 		admin(c, sqe, 4096, NULL, 0);
@@ -405,7 +397,7 @@ static void admin_done(void *arg, const uint8_t *cqe, int err)
 	st = cqe_status(cqe);
 	opc = c->admin.slots ? c->admin.slots[get16(cqe + 12) %
 			      c->admin.depth].sqe[0] : 0;
-	if (opc == OPC_AER) {
+	if (opc == BS_NVME_ADMIN_ASYNC_EVENT) {
 		if (st) {
 			c->aer_posted = false;	/* refused: not again */
 			return;
@@ -413,7 +405,7 @@ static void admin_done(void *arg, const uint8_t *cqe, int err)
 		on_event(c, get32(cqe));
 		return;
 	}
-	if (opc == OPC_KEEP_ALIVE) {
+	if (opc == BS_NVME_ADMIN_KEEP_ALIVE) {
 		if (st)
 			nvc_lost(c, "Keep Alive refused");
 		return;

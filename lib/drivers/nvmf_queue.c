@@ -23,23 +23,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <blkstack/nvme.h>
 #include "drivers/nvmf.h"
 #include "export/iscsi/crc32c.h"
 
-/* PDU types and flags (NVMe/TCP) */
-enum {
-	PDU_ICREQ = 0x00, PDU_ICRESP = 0x01, PDU_H2C_TERM = 0x02,
-	PDU_C2H_TERM = 0x03, PDU_CMD = 0x04, PDU_RSP = 0x05,
-	PDU_H2C_DATA = 0x06, PDU_C2H_DATA = 0x07, PDU_R2T = 0x09,
-};
-#define F_HDGST 0x01
-#define F_DDGST 0x02
-#define F_LAST 0x04
-#define F_SUCCESS 0x08
-
-/* SGL descriptor types: in-capsule data (offset), and transport data */
-#define SGL_ICD 0x01
-#define SGL_TRANSPORT 0x5a
 
 #define IN_CHUNK 65536
 #define PDU_MAX (16u << 20)
@@ -184,9 +171,9 @@ static int put_pdu(struct nvq *q, uint8_t *hdr, uint8_t hlen,
 	}
 	plen = (len ? pdo + (uint32_t)len + dd : hlen + hd);
 	if (q->hdgst)
-		hdr[1] |= F_HDGST;
+		hdr[1] |= BS_NVME_TCP_F_HDGST;
 	if (dd)
-		hdr[1] |= F_DDGST;
+		hdr[1] |= BS_NVME_TCP_F_DDGST;
 	hdr[2] = hlen;
 	hdr[3] = (uint8_t)pdo;
 	put32(hdr + 4, plen);
@@ -276,9 +263,9 @@ static int send_h2c(struct nvq *q, struct nvq_slot *s, uint16_t cid,
 		uint32_t n = len > q->maxh2cdata ? q->maxh2cdata : len;
 
 		memset(h, 0, sizeof(h));
-		h[0] = PDU_H2C_DATA;
+		h[0] = BS_NVME_TCP_H2C_DATA;
 		if (n == len)
-			h[1] = F_LAST;
+			h[1] = BS_NVME_TCP_F_DATA_LAST;
 		put16(h + 8, cid);
 		put16(h + 10, ttag);
 		put32(h + 12, off);
@@ -302,7 +289,7 @@ static struct nvq_slot *slot_of(struct nvq *q, uint16_t cid)
 static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 {
 	uint8_t type = p[0], flags = p[1], hlen = p[2], pdo = p[3];
-	uint32_t hd = (flags & F_HDGST) ? 4 : 0, dd, dlen = 0;
+	uint32_t hd = (flags & BS_NVME_TCP_F_HDGST) ? 4 : 0, dd, dlen = 0;
 	struct nvq_slot *s;
 	uint16_t cid;
 
@@ -313,7 +300,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		return q_err(q, -EPROTO, "PDU type %u: header digest mismatch",
 			     type);
 	switch (type) {
-	case PDU_ICRESP:
+	case BS_NVME_TCP_ICRESP:
 		if (q->state != NVQ_IC || hlen != 128)
 			return q_err(q, -EPROTO, "unexpected ICResp");
 		if (get16(p + 8) != 0)
@@ -328,10 +315,10 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		q->state = NVQ_READY;
 		q->event(q->owner, q, 0);
 		return 0;
-	case PDU_C2H_TERM:
+	case BS_NVME_TCP_C2H_TERM:
 		return q_err(q, -ECONNRESET, "C2HTermReq: FES 0x%x",
 			     get16(p + 8));
-	case PDU_RSP:
+	case BS_NVME_TCP_RSP:
 		if (hlen != 24)
 			return q_err(q, -EPROTO, "capsule response hlen %u", hlen);
 		cid = get16(p + 8 + 12);
@@ -340,7 +327,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 				     cid);
 		slot_finish(q, s, p + 8, 0);
 		return 0;
-	case PDU_R2T:
+	case BS_NVME_TCP_R2T:
 		if (hlen != 24)
 			return q_err(q, -EPROTO, "R2T hlen %u", hlen);
 		cid = get16(p + 8);
@@ -348,7 +335,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 			return q_err(q, -EPROTO, "R2T for unknown cid %u", cid);
 		return send_h2c(q, s, cid, get16(p + 10), get32(p + 12),
 				get32(p + 16));
-	case PDU_C2H_DATA: {
+	case BS_NVME_TCP_C2H_DATA: {
 		uint32_t off, len;
 
 		if (hlen != 24)
@@ -356,7 +343,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		cid = get16(p + 8);
 		off = get32(p + 12);
 		len = get32(p + 16);
-		dd = (flags & F_DDGST) ? 4 : 0;
+		dd = (flags & BS_NVME_TCP_F_DDGST) ? 4 : 0;
 		if (!(s = slot_of(q, cid)) || !s->in)
 			return q_err(q, -EPROTO, "C2HData for cid %u not "
 				     "reading", cid);
@@ -372,7 +359,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 				     "mismatch", cid);
 		copy_to_iov(s->in, s->incnt, off, p + pdo, dlen);
 		s->got += dlen;
-		if (flags & F_SUCCESS) {
+		if (flags & BS_NVME_TCP_F_DATA_SUCCESS) {
 			uint8_t cqe[16] = { 0 };
 
 			put16(cqe + 12, cid);
@@ -427,7 +414,7 @@ static int send_icreq(struct nvq *q)
 {
 	uint8_t h[128] = { 0 };
 
-	h[0] = PDU_ICREQ;
+	h[0] = BS_NVME_TCP_ICREQ;
 	h[2] = 128;
 	put32(h + 4, 128);
 	put16(h + 8, 0);			/* PFV */
@@ -604,9 +591,9 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 	s->sqe[1] = (s->sqe[1] & 0x3f) | 0x40;	/* PSDT: SGL */
 	memset(s->sqe + 24, 0, 16);
 	put32(s->sqe + 24 + 8, len);
-	s->sqe[39] = icd ? SGL_ICD : SGL_TRANSPORT;
+	s->sqe[39] = icd ? BS_NVME_SGL_TCP_INCAPSULE : BS_NVME_SGL_TCP_TRANSPORT;
 	memset(h, 0, 8);
-	h[0] = PDU_CMD;
+	h[0] = BS_NVME_TCP_CMD;
 	memcpy(h + 8, s->sqe, 64);
 	err = put_pdu(q, h, 72, icd ? out : NULL, outcnt, 0, icd ? len : 0);
 	if (err)
