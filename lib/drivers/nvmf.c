@@ -741,7 +741,7 @@ static void hex(char *out, const uint8_t *p, unsigned n)
 static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 {
 	struct nvmf *m = dev->priv;
-	char key[16], a[40], b[40];
+	char key[32], a[40], b[40];
 	unsigned i;
 
 	if (!m)
