@@ -105,6 +105,7 @@ struct nvc {
 	uint16_t cntlid;
 	uint64_t cap;
 	unsigned rdy_polls;
+	uint64_t connect_ns;		/* bring-up began */
 	bool aer_posted;
 	bool reidentify;		/* an event asked, re-read the namespace */
 	uint8_t *idbuf;			/* 4096 bytes for Identify / logs */

@@ -557,6 +557,7 @@ void nvc_start(struct nvc *c)
 		return;
 	}
 	c->state = NVC_CONNECTING;
+	c->connect_ns = bs_now_ns();
 	c->aer_posted = false;
 	c->reidentify = false;
 	c->io_ready = 0;
@@ -650,16 +651,30 @@ void nvc_tick(struct nvc *c)
 	uint64_t now = bs_now_ns(), t, limit;
 	unsigned i;
 
-	if (c->state != NVC_LIVE)
+	if (c->state == NVC_DOWN || c->state == NVC_REFUSED)
 		return;
-	/* a command unanswered for longer than the request timeout (or two
-	 * keep-alive periods on the admin queue... KATO is the target's
-	 * business) loses the path */
-	limit = (uint64_t)c->m->timeout_s * 1000000000ull;
-	for (i = 0; i < c->nio; i++) {
-		t = nvq_oldest_ns(&c->io[i]);
+	/*
+	 * A command unanswered for two keep-alive periods (or half the
+	 * request timeout, when shorter) loses the path, so its requests
+	 * move to another path well before their deadline; this also
+	 * bounds a bring-up that hangs, and a Keep Alive that gets no
+	 * answer.
+	 */
+	limit = (uint64_t)c->m->kato_ms * 2000000ull;
+	if (limit > c->m->timeout_s * 500000000ull)
+		limit = c->m->timeout_s * 500000000ull;
+	if (c->state == NVC_CONNECTING && now - c->connect_ns > limit) {
+		nvc_lost(c, "bring-up not done in time");
+		return;
+	}
+	for (i = 0; i <= c->nio; i++) {
+		const struct nvq *q = i < c->nio ? &c->io[i] : &c->admin;
+
+		if (q->state == NVQ_CLOSED)
+			continue;
+		t = nvq_oldest_ns(q);
 		if (t && now - t > limit) {
-			nvc_lost(c, "a command got no answer within the timeout");
+			nvc_lost(c, "a command got no answer in time");
 			return;
 		}
 	}

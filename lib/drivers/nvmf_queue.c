@@ -533,7 +533,8 @@ void nvq_close(struct nvq *q, int err)
 	if (q->pump)
 		bs_fdpump_free(q->pump);
 	q->pump = NULL;
-	if (q->fd >= 0)
+	/* a queue never opened has fd 0 from calloc: not ours to close */
+	if (was_open && q->fd >= 0)
 		close(q->fd);
 	q->fd = -1;
 	q->state = NVQ_CLOSED;
@@ -611,8 +612,15 @@ uint64_t nvq_oldest_ns(const struct nvq *q)
 	uint64_t t = 0;
 	unsigned i;
 
-	for (i = 0; q->slots && i < q->depth; i++)
-		if (q->slots[i].busy && (!t || q->slots[i].sent_ns < t))
-			t = q->slots[i].sent_ns;
+	for (i = 0; q->slots && i < q->depth; i++) {
+		const struct nvq_slot *s = &q->slots[i];
+
+		/* an event request is held open by design */
+		if (!s->busy || (!q->qid &&
+				 s->sqe[0] == BS_NVME_ADMIN_ASYNC_EVENT))
+			continue;
+		if (!t || s->sent_ns < t)
+			t = s->sent_ns;
+	}
 	return t;
 }
