@@ -168,8 +168,9 @@ static void connect_io(struct nvmf_cmd *c, const struct bs_nvme_connect_cmd *cmd
 	struct nvmf_ctrl *ctrl = ctrl_find(ss, bs_nvme_le16(d->cntlid));
 
 	if (!ctrl || ctrl->discovery || disc ||
-	    strncmp(ctrl->hostnqn, d->hostnqn, sizeof(d->hostnqn)) ||
-	    memcmp(ctrl->hostid, d->hostid, sizeof(d->hostid))) {
+	    strncmp(ctrl->hostnqn, d->hostnqn, sizeof(d->hostnqn))) {
+		/* the host NQN must match; the host ID is not checked (as
+		 * Linux's nvmet; some hosts send a fresh one per queue) */
 		nvmf_cmd_done(c, BS_NVME_SC_CONNECT_INVALID_PARAM |
 				 BS_NVME_SF_DNR,
 			      IPO_DATA(offsetof(struct bs_nvme_connect_data,
@@ -257,7 +258,7 @@ static uint64_t prop_cap(struct nvmf_subsys *ss)
 {
 	return (uint64_t)(ss->qdepth - 1) | BS_NVME_CAP_CQR |
 	       ((uint64_t)CAP_TO << BS_NVME_CAP_TO_SHIFT) |
-	       BS_NVME_CAP_CSS_NVM;
+	       BS_NVME_CAP_CSS_NVM | BS_NVME_CAP_CSS_IOCS;
 }
 
 static void prop_get(struct nvmf_cmd *c)
@@ -308,7 +309,9 @@ static void prop_set(struct nvmf_cmd *c)
 		return;
 	}
 	if ((v & BS_NVME_CC_EN) && !(ctrl->cc & BS_NVME_CC_EN)) {
-		if ((v & BS_NVME_CC_CSS_MASK) ||
+		uint32_t css = v & BS_NVME_CC_CSS_MASK;
+
+		if ((css != BS_NVME_CC_CSS_NVM && css != BS_NVME_CC_CSS_CSI) ||
 		    (!ctrl->discovery &&
 		     (((v & BS_NVME_CC_IOSQES_MASK) >>
 		       BS_NVME_CC_IOSQES_SHIFT) != BS_NVME_SQES_LOG2 ||

@@ -71,8 +71,8 @@ static int get_count(const char *name, struct bs_opts *opts, const char *key,
 
 	if (err < 0)
 		return err;
-	if (err == 0)
-		return 0;
+	if (err == 1)
+		return 0;	/* absent: the default */
 	if (v < lo || v > hi)
 		return bs_error(-EINVAL, "%s%sexport %s: %s %u: give %u to %u",
 				w, sep(w), name, key, v, lo, hi);
