@@ -180,10 +180,10 @@ void nvmf_cmd_want_data(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
 	struct nvmf_out *o;
+	/* one R2T for the rest; the host splits it into H2CData PDUs of
+	 * at most MAXH2CDATA each (as Linux's nvmet does) */
 	uint32_t n = c->len - c->got;
 
-	if (n > NVMF_MAXH2CDATA)
-		n = NVMF_MAXH2CDATA;
 	o = out_new();
 	if (!o) {
 		nvmf_queue_end(q, "out of memory for an R2T");
