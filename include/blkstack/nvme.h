@@ -1021,6 +1021,8 @@ enum {
 #define BS_NVME_CAP_DSTRD_SHIFT		32
 #define BS_NVME_CAP_NSSRS		(1ull << 36)
 #define BS_NVME_CAP_CSS_NVM		(1ull << 37)	/* CSS bit 0 */
+#define BS_NVME_CAP_CSS_IOCS		(1ull << 43)	/* CSS bit 6: I/O
+							   command sets */
 #define BS_NVME_CAP_CSS_NO_IO		(1ull << 44)	/* CSS bit 7 */
 #define BS_NVME_CAP_MPSMIN_SHIFT	48	/* 2^(12+n) */
 #define BS_NVME_CAP_MPSMAX_SHIFT	52
@@ -1033,6 +1035,10 @@ enum {
 #define BS_NVME_CC_EN			(1u << 0)
 #define BS_NVME_CC_CSS_SHIFT		4	/* 6:4; 000b NVM */
 #define BS_NVME_CC_CSS_MASK		(0x7u << 4)
+#define BS_NVME_CC_CSS_NVM		(0x0u << 4)
+#define BS_NVME_CC_CSS_CSI		(0x6u << 4)	/* all supported I/O
+							   command sets */
+#define BS_NVME_CC_CSS_ADMIN		(0x7u << 4)
 #define BS_NVME_CC_MPS_SHIFT		7	/* 10:7 */
 #define BS_NVME_CC_MPS_MASK		(0xfu << 7)
 #define BS_NVME_CC_AMS_SHIFT		11	/* 13:11 */

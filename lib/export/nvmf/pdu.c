@@ -117,9 +117,7 @@ int nvmf_pdu_parse(const uint8_t *ch, const struct nvmf_pdu_params *p,
 		if (flags & BS_NVME_TCP_F_DDGST)
 			return fail(err, BS_NVME_TCP_FES_INVALID_HEADER,
 				    OFF_FLAGS, "DDGSTF on a PDU without data");
-		if (pdo)
-			return fail(err, BS_NVME_TCP_FES_INVALID_HEADER,
-				    OFF_PDO, "PDO set on a PDU without data");
+		/* PDO is ignored without data (some hosts set it to HLEN) */
 		if (type == BS_NVME_TCP_H2C_DATA)
 			return fail(err, BS_NVME_TCP_FES_INVALID_HEADER,
 				    OFF_PLEN, "H2CData without data");
