@@ -31,7 +31,7 @@ cleanup() {
 		kill -KILL "${TP[$k]}" 2>/dev/null || true
 		wait "${TP[$k]}" 2>/dev/null || true
 	done
-	[[ -n ${KEEP:-} ]] || daemon_cleanup
+	daemon_cleanup
 }
 trap cleanup EXIT
 
