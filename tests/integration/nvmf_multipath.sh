@@ -9,9 +9,16 @@
 #     device has it again;
 #   - a path to another namespace (a different NGUID) is refused, naming
 #     the field.
-# The target side is tests/integration/lib/nvmf_mini_target.py, one
-# process per listener over one shared file, so a listener is killed and
-# restored by its PID (blkstack's own target is exercised by nvmf_host.sh).
+# Part 1: the target side is tests/integration/lib/nvmf_mini_target.py,
+# one process per listener over one shared file, so a listener is killed
+# and restored by its PID.
+# Part 2 (skipped while blkstackd has no nvmf export type): blkstackd A
+# exports a file over nvmf; two paths reach its one listener through two
+# TCP forwarders (tests/integration/lib/tcp_proxy.py), one of which is
+# killed and restored three times under fio verify; a third path goes to
+# blkstackd C exporting the same file under the same subsystem and unit
+# names (so the same namespace identifiers) with the knob off: DLFEAT 0,
+# and the device loses write_zeroes_unmap until C stops.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 fio jq nbdinfo qemu-io
@@ -193,6 +200,133 @@ qemu-io -f raw "$NBD" -c "write -z -u 32M 8M" -c "read -P 0 32M 8M" >"$T/qio.log
 is_zero "$T/ns.img" $((32 << 20)) $((8 << 20)) || fail "ns.img not zero"
 after=$(allocated "$T/ns.img")
 ((after + (6 << 20) <= before)) || fail "blocks not freed: $before -> $after"
+
+stop_daemon
+
+# ---- part 2: blkstack's own target ----------------------------------------
+PROXY="$(dirname "$0")/lib/tcp_proxy.py"
+PA=$(free_port) PC=$(free_port) X1=$(free_port) X2=$(free_port)
+NQN2=nqn.2026-12.org.blkstack:mp2-$$
+
+# start_bsd NAME PORT KNOB: a blkstackd exporting $T/ns2.img as "vol"
+start_bsd() {
+	local name=$1 port=$2 knob=$3 i
+	cat >"$T/$name.ini" <<EOC
+[daemon]
+state_dir = $T/state-$name
+control = $T/ctl-$name.sock
+threads = 1
+
+[device vol]
+type = file
+path = $T/ns2.img
+write_zeroes_unmap = $knob
+# two daemons on one file on purpose (only C's identify matters)
+lock = 0
+
+[export vol]
+type = nvmf
+device = vol
+listen = 127.0.0.1:$port
+nqn = $NQN2
+EOC
+	"$BSD" -f -c "$T/$name.ini" >>"$T/$name.log" 2>&1 &
+	TP[$name]=$!
+	for ((i = 0; i < 200; i++)); do
+		if ! kill -0 "${TP[$name]}" 2>/dev/null; then
+			unset "TP[$name]"
+			grep -qi "unknown.*type\|type.*unknown" "$T/$name.log" &&
+				{ echo "part 2 skipped: no nvmf export type"; echo PASS; exit 0; }
+			cat "$T/$name.log" >&2
+			fail "blkstackd $name exited while starting"
+		fi
+		grep -q 'ready:' "$T/$name.log" && return 0
+		sleep 0.05
+	done
+	fail "blkstackd $name not ready"
+}
+
+start_proxy() {
+	local i
+	python3 "$PROXY" "$2" "$PA" >>"$T/proxy-$1.log" 2>&1 &
+	TP[$1]=$!
+	for ((i = 0; i < 100; i++)); do
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $2), 0.2).close()" \
+			2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "proxy $1 not listening"
+}
+
+truncate -s 64M "$T/ns2.img"
+start_bsd a "$PA" 1
+start_proxy x1 "$X1"
+start_proxy x2 "$X2"
+cat >"$T/d2.ini" <<EOC
+[daemon]
+state_dir = $T/state
+control = $CTL
+
+[device mp2]
+type = nvmf
+url = $U:$X1/$NQN2/1
+url.2 = $U:$X2/$NQN2/1
+url.3 = $U:$PC/$NQN2/1
+reconnect_ms = 200
+timeout = 20
+
+[export mp2]
+type = nbd
+device = mp2
+listen = 127.0.0.1:$PORT
+EOC
+start_daemon "$T/d2.ini"
+
+paths_live2() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		ctl 0 info mp2
+		[[ $OUT == *"($1 live)"* ]] && return 0
+		sleep 0.1
+	done
+	fail "mp2: not $1 live paths: $OUT"
+}
+
+note "blkstack's target: two paths through two forwarders, both live"
+paths_live2 2
+ctl 0 explain mp2
+[[ $OUT == *"write_zeroes_unmap yes"*"every live path (2)"* ]] || fail "explain mp2: $OUT"
+
+note "fio verify while forwarder x2 is killed and restored three times"
+timeout 240 fio --name=mp2 --ioengine=nbd --uri="$NBD" --size=16M \
+	--offset_increment=16M --numjobs=2 --iodepth=16 --rw=randwrite \
+	--bsrange=4k-128k --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --loops=6 --output-format=json \
+	--output="$T/fio2.json" &
+FIO=$!
+for k in 1 2 3; do
+	sleep 1
+	stop_tgt x2
+	sleep 1
+	start_proxy x2 "$X2"
+	paths_live2 2
+done
+wait "$FIO" || { tail -40 "$T/fio2.json"; fail "fio (part 2) failed"; }
+(($(jq '[.jobs[].error] | add' "$T/fio2.json") == 0)) || fail "fio (part 2) errors"
+ctl 0 info mp2
+[[ $OUT =~ path\.2[^$'\n']*lost\ ([0-9]+) ]] && ((BASH_REMATCH[1] >= 3)) ||
+	fail "mp2 path 2 not lost three times: $OUT"
+
+note "a path to a target whose device has the knob off: DLFEAT 0 clears it"
+start_bsd c "$PC" 0
+paths_live2 3
+ctl 0 explain mp2
+[[ $OUT == *"write_zeroes_unmap no"*":$PC/"*"no unmap zeroing"* ]] ||
+	fail "explain mp2 with the knob-off path: $OUT"
+stop_tgt c
+paths_live2 2
+ctl 0 explain mp2
+[[ $OUT == *"write_zeroes_unmap yes"* ]] || fail "explain mp2 after C left: $OUT"
 
 stop_daemon
 echo PASS
