@@ -774,6 +774,14 @@ static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 		snprintf(key, sizeof(key), "path.%u.decision", i + 1);
 		kv(arg, key, "%s%s", c->cfg.why, c->cfg.deac ? " (DEAC used)"
 							     : "");
+		if (c->state == NVC_LIVE) {
+			snprintf(key, sizeof(key), "path.%u.transport", i + 1);
+			kv(arg, key, "digests agreed: header %s data %s, "
+			   "in-capsule data up to %u bytes, MAXH2CDATA %u",
+			   c->admin.hdgst ? "on" : "off",
+			   c->admin.ddgst ? "on" : "off", c->io[0].icd_max,
+			   c->io[0].maxh2cdata);
+		}
 	}
 	hex(a, m->ids.nguid, 16);
 	hex(b, m->ids.eui64, 8);

@@ -126,6 +126,8 @@ timeout 120 fio --name=hd --ioengine=nbd --uri="$NBDD" --size=8M \
 	{ tail -30 "$T/fio2.json"; fail "fio with digests failed"; }
 ctl 0 info rd
 [[ $OUT == *"digests header on data on"* ]] || fail "digests not on: $OUT"
+[[ $OUT == *"path.1.transport"*"digests agreed: header on data on"* ]] ||
+	fail "digests not agreed: $OUT"
 
 note "zeroing through B frees A's blocks"
 before=$(allocated "$T/a.img")
