@@ -188,6 +188,27 @@ io.sendall(capsule(sqe(0x02, 3, nsid=9, sgl_len=512)))
 expect_status(io, 0x0B, "read of NSID 9")
 io.sendall(capsule(sqe(0x08, 4, nsid=1, cdw10=nblocks, cdw12=0)))
 expect_status(io, 0x80, "write zeroes past the end")
+
+# 32 reads of 64 KiB pipelined while the client does not read: the
+# stream that comes out once it does is well framed
+import time  # noqa: E402
+for i in range(32):
+    io.sendall(capsule(sqe(0x02, 100 + i, nsid=1, cdw10=i * 128, cdw12=127,
+                           sgl_len=65536)))
+time.sleep(1)
+c2h = rsp = 0
+while rsp < 32:
+    t, p = recv_pdu(io)
+    if t == 7 and struct.unpack_from("<I", p, 16)[0] == 65536 and \
+            len(p) == 24 + 65536:
+        c2h += 1
+    elif t == 5 and status(p) == 0:
+        rsp += 1
+    else:
+        sys.exit(f"FAIL pipelined reads: PDU type {t}")
+if c2h != 32:
+    sys.exit(f"FAIL pipelined reads: {c2h} C2HData")
+print("ok 32 pipelined 64 KiB reads under backpressure")
 io.close()
 s.close()
 print("all malformed cases answered")
