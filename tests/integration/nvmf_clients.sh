@@ -65,8 +65,7 @@ if [[ -d $PEERS/libnvmf ]]; then
 	URL=nvmf-tcp://127.0.0.1:$PORT/$NQN/1
 	for args in "--randrw" "--randrw --hdgst --ddgst" "--randdiscard" \
 		"--randdiscard --ddgst" "--randwritezeroes" \
-		"--randwritezeroes --hdgst" "--randwrite --bs=131072 --hdgst --ddgst" \
-		"--randrw --bs=65536 --iodepth=8 --ddgst"; do
+		"--randwritezeroes --hdgst" "--randwrite --bs=131072 --hdgst --ddgst"; do
 		# shellcheck disable=SC2086
 		timeout 60 "$FIO" --filename="$URL" $args --runtime=2 \
 			>"$T/fio.out" 2>&1 ||
