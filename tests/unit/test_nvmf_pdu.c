@@ -170,7 +170,7 @@ static void digests_crc32c(void **state)
 
 static void builders(void **state)
 {
-	uint8_t b[256];
+	uint8_t b[256], bad[150];
 	struct bs_nvme_cqe cqe;
 	size_t n;
 
@@ -219,14 +219,17 @@ static void builders(void **state)
 	assert_int_equal(bs_nvme_get32(b + 12), 8192);
 	assert_int_equal(bs_nvme_get32(b + 16), 65536);
 
-	memset(b + 100, 0xee, 150);
-	n = nvmf_pdu_term(b, BS_NVME_TCP_FES_HDGST, 0xdeadbeef, b + 100, 150);
+	memset(bad, 0xee, sizeof(bad));
+	n = nvmf_pdu_term(b, BS_NVME_TCP_FES_HDGST, 0xdeadbeef, bad,
+			  sizeof(bad));
 	assert_int_equal(n, 24 + 128);
 	assert_int_equal(b[0], BS_NVME_TCP_C2H_TERM);
 	assert_int_equal(b[2], 24);
 	assert_int_equal(bs_nvme_get32(b + 4), 152);
 	assert_int_equal(bs_nvme_get16(b + 8), BS_NVME_TCP_FES_HDGST);
 	assert_int_equal(bs_nvme_get32(b + 10), 0xdeadbeef);
+	/* the first 128 bytes of the offending header follow */
+	assert_memory_equal(b + 24, bad, 128);
 }
 
 int main(void)
