@@ -202,6 +202,8 @@ after=$(allocated "$T/ns.img")
 ((after + (6 << 20) <= before)) || fail "blocks not freed: $before -> $after"
 
 stop_daemon
+stop_tgt a
+stop_tgt b
 
 # ---- part 2: blkstack's own target ----------------------------------------
 PROXY="$(dirname "$0")/lib/tcp_proxy.py"
@@ -259,7 +261,7 @@ start_proxy() {
 }
 
 truncate -s 64M "$T/ns2.img"
-start_bsd a "$PA" 1
+start_bsd bsd_a "$PA" 1
 start_proxy x1 "$X1"
 start_proxy x2 "$X2"
 cat >"$T/d2.ini" <<EOC
@@ -318,15 +320,18 @@ ctl 0 info mp2
 	fail "mp2 path 2 not lost three times: $OUT"
 
 note "a path to a target whose device has the knob off: DLFEAT 0 clears it"
-start_bsd c "$PC" 0
+start_bsd bsd_c "$PC" 0
 paths_live2 3
 ctl 0 explain mp2
 [[ $OUT == *"write_zeroes_unmap no"*":$PC/"*"no unmap zeroing"* ]] ||
 	fail "explain mp2 with the knob-off path: $OUT"
-stop_tgt c
+stop_tgt bsd_c
 paths_live2 2
 ctl 0 explain mp2
 [[ $OUT == *"write_zeroes_unmap yes"* ]] || fail "explain mp2 after C left: $OUT"
 
 stop_daemon
+for k in x1 x2 bsd_a; do
+	stop_tgt "$k"
+done
 echo PASS
