@@ -69,7 +69,7 @@ static void apply_limits(struct nvmf *m)
 		pl[n] = c->cfg.limits;
 		bs_limits_finish(&pl[n]);
 		pp[n] = &pl[n];
-		names[n] = c->url;
+		names[n] = c->name;
 		n++;
 	}
 	nvmf_mpath_limits(pp, names, n, &last, l, m->mp_why,
@@ -88,11 +88,19 @@ static void apply_limits(struct nvmf *m)
 		bs_dev_set_reason(dev, "nvmf DLFEAT=0x%02x ONCS=0x%04x: %s",
 				  first->facts.dlfeat, first->facts.oncs,
 				  first->cfg.why);
-	else
-		bs_dev_set_reason(dev, "%s (%u of %u paths live; first: "
-				  "DLFEAT=0x%02x ONCS=0x%04x)", m->mp_why, n,
-				  m->npaths, first->facts.dlfeat,
-				  first->facts.oncs);
+	else {
+		char st[96] = "";
+		size_t o = 0;
+
+		/* every path and its state, for explain */
+		for (i = 0; i < m->npaths && o < sizeof(st); i++)
+			o += (size_t)snprintf(st + o, sizeof(st) - o, "%s%u %s",
+					      i ? ", " : "", i + 1,
+					      nvc_state_name(m->paths[i].state));
+		bs_dev_set_reason(dev, "%s [paths %s; first live: DLFEAT=0x%02x "
+				  "ONCS=0x%04x]", m->mp_why, st,
+				  first->facts.dlfeat, first->facts.oncs);
+	}
 }
 
 static void open_finish(struct nvmf *m, int err)
@@ -674,6 +682,11 @@ static int nvmf_open(struct bs_dev *dev, struct bs_opts *opts)
 		m->paths[m->npaths].index = m->npaths;
 		m->paths[m->npaths].nio = m->nqueues;
 		err = parse_url(m, &m->paths[m->npaths], v);
+		if (!err)
+			snprintf(m->paths[m->npaths].name,
+				 sizeof(m->paths[m->npaths].name), "path.%u %s:%s",
+				 m->npaths + 1, m->paths[m->npaths].host,
+				 m->paths[m->npaths].port);
 		m->npaths++;
 		if (err)
 			goto fail;

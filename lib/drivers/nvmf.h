@@ -94,6 +94,7 @@ struct nvc {
 	struct nvmf *m;
 	unsigned index;
 	char *url, *host, *port, *subnqn;
+	char name[80];			/* "path.N HOST:PORT" for reasons */
 	uint32_t nsid;
 	enum nvc_state state;
 	struct nvq admin;
