@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nvmf driver's own declarations, shared by its files (not a public
+ * API): nvmf.c (the device type, paths, requests, multipath),
+ * nvmf_queue.c (one NVMe/TCP queue: a socket, PDUs, commands in flight)
+ * and nvmf_ctrl.c (a controller = one path: admin queue bring-up,
+ * identify, keep alive, events, I/O queues, reconnects). Everything runs
+ * on the context's main loop.
+ */
+#ifndef BLKSTACK_DRIVERS_NVMF_H
+#define BLKSTACK_DRIVERS_NVMF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/fdpump.h>
+#include <blkstack/loop.h>
+
+#include "drivers/nvmf_config.h"
+
+#define NVMF_TICK_MS 100
+#define NVMF_MAX_PATHS 8
+#define NVMF_MAX_QUEUES 16
+#define NVMF_ADMIN_DEPTH 32
+
+/* ---- one queue ----------------------------------------------------------- */
+
+struct nvq;
+/* A command finished: @cqe (16 bytes) or @err < 0 (the queue was lost). */
+typedef void (*nvq_done_fn)(void *arg, const uint8_t *cqe, int err);
+
+struct nvq_slot {
+	bool busy;
+	uint8_t sqe[64];
+	const struct iovec *out;	/* data to the controller */
+	int outcnt;
+	struct iovec *in;		/* data from it */
+	int incnt;
+	uint32_t len;			/* data bytes */
+	uint32_t got;			/* C2H bytes received */
+	uint64_t sent_ns;
+	nvq_done_fn done;
+	void *arg;
+};
+
+struct nvq_buf {
+	uint8_t *p;
+	size_t len, cap, off;		/* bytes [off, len) pending */
+};
+
+enum nvq_state { NVQ_CLOSED, NVQ_CONNECTING, NVQ_IC, NVQ_READY };
+
+struct nvq {
+	struct bs_loop *loop;
+	struct bs_fdpump *pump;
+	int fd;
+	enum nvq_state state;
+	uint16_t qid;
+	unsigned depth;
+	struct nvq_slot *slots;
+	unsigned inflight;
+	bool hdgst, ddgst;		/* asked for, then as agreed */
+	uint32_t cpda, maxh2cdata;
+	uint32_t icd_max;		/* in-capsule data bytes, 0 = none */
+	struct nvq_buf out, in;
+	char err[160];
+	/* the owner's: connected (0) or lost (-errno) */
+	void (*event)(void *owner, struct nvq *q, int err);
+	void *owner;
+};
+
+int nvq_open(struct nvq *q, struct bs_loop *loop, const char *host,
+	     const char *port, uint16_t qid, unsigned depth, bool hdgst,
+	     bool ddgst, void (*event)(void *, struct nvq *, int), void *owner);
+void nvq_close(struct nvq *q, int err);
+bool nvq_has_slot(const struct nvq *q);
+/* Queue a command: @sqe (64 bytes, cid and SGL filled here). 0 or -errno
+ * (-EAGAIN: no free slot). */
+int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
+	       int outcnt, struct iovec *in, int incnt, uint32_t len,
+	       nvq_done_fn done, void *arg);
+/* The oldest command in flight was sent at (0 = none). */
+uint64_t nvq_oldest_ns(const struct nvq *q);
+
+/* ---- a controller (a path) ---------------------------------------------- */
+
+struct nvmf;
+
+enum nvc_state { NVC_DOWN, NVC_CONNECTING, NVC_LIVE, NVC_REFUSED };
+
+struct nvc {
+	struct nvmf *m;
+	unsigned index;
+	char *url, *host, *port, *subnqn;
+	char name[80];			/* "path.N HOST:PORT" for reasons */
+	uint32_t nsid;
+	enum nvc_state state;
+	struct nvq admin;
+	struct nvq io[NVMF_MAX_QUEUES];
+	unsigned nio, io_ready, rr;
+	int step;			/* bring-up step */
+	int timer;			/* reconnect / CSTS poll */
+	int ka_timer;
+	uint16_t cntlid;
+	uint64_t cap;
+	unsigned rdy_polls;
+	uint64_t connect_ns;		/* bring-up began */
+	bool aer_posted;
+	bool reidentify;		/* an event asked, re-read the namespace */
+	uint8_t *idbuf;			/* 4096 bytes for Identify / logs */
+	struct iovec idiov;
+
+	/* facts, ids and the decision */
+	struct nvmf_facts facts;
+	struct nvmf_ids ids;
+	struct nvmf_config cfg;
+	uint16_t oaes_lo;
+	uint8_t nmic, cmic;
+	uint32_t ioccsz;
+	uint32_t anagrpid;
+
+	/* counters and news */
+	unsigned connects, failed_connects;
+	uint64_t events, lost, keepalives;
+	char last_error[256];
+};
+
+const char *nvc_state_name(enum nvc_state s);
+void nvc_start(struct nvc *c);		/* connect now */
+void nvc_stop(struct nvc *c);		/* close everything */
+/* The path is lost: close, fail its commands back, reconnect later. */
+void nvc_lost(struct nvc *c, const char *why);
+/* Pick an I/O queue with a free slot (round robin), or NULL. */
+struct nvq *nvc_queue(struct nvc *c);
+void nvc_tick(struct nvc *c);
+
+/* ---- the device ---------------------------------------------------------- */
+
+enum nvmf_policy { NVMF_RR, NVMF_FAILOVER };
+
+struct nvmf_req {
+	struct nvmf_req *prev, *next;	/* m->reqs */
+	struct nvmf_req *wnext;		/* m->wait list */
+	struct bs_req *req;
+	struct nvmf *m;
+	struct bs_work work;
+	struct nvc *path;		/* in flight on, else NULL */
+	bool waiting;
+	unsigned tries;
+	uint64_t deadline_ns;
+	uint8_t dsm[16];		/* one DSM range */
+	struct iovec dsm_iov;
+};
+
+struct nvmf {
+	struct bs_dev *dev;
+	struct bs_loop *loop;
+	struct bs_fdpump *ticker;	/* nothing to pump: a tick only */
+	int tick_timer;
+
+	/* configuration */
+	char *hostnqn;
+	uint8_t hostid[16];
+	bool hdgst, ddgst;
+	unsigned nqueues, depth;
+	unsigned timeout_s, reconnect_ms, kato_ms, max_retries;
+	uint32_t max_io;
+	enum nvmf_policy policy;
+
+	struct nvc paths[NVMF_MAX_PATHS];
+	unsigned npaths;
+	unsigned rr;
+
+	/* the device as decided */
+	bool opening;
+	bool closing;
+	bool have_shape;		/* a path was live once */
+	struct nvmf_ids ids;		/* of the first path that joined */
+	uint64_t nsze;
+	uint32_t lbads;
+	char mp_why[192];
+
+	struct nvmf_req *reqs, *wait_head, *wait_tail;
+	unsigned nreqs;
+	int open_timer;
+	struct bs_work open_work;
+
+	uint64_t retries, expired, failovers;
+};
+
+/*
+ * A path is up: join it (0), or refuse it (-EINVAL, c->last_error says
+ * why); then, once its timers run, nvmf_path_live() makes it serve.
+ * A path changed (re-identified), or was lost.
+ */
+int nvmf_path_up(struct nvmf *m, struct nvc *c);
+void nvmf_path_live(struct nvmf *m, struct nvc *c);
+void nvmf_path_changed(struct nvmf *m, struct nvc *c);
+void nvmf_path_down(struct nvmf *m, struct nvc *c);
+/* A path has room: send what waits. */
+void nvmf_kick(struct nvmf *m);
+
+/* little-endian helpers */
+static inline void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
+static inline void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
+static inline uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
+static inline uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+#endif

@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Admin commands: Identify (controller, active namespace list, namespace,
+ * namespace identification descriptors, NVM command set specific), Get
+ * Log Page (error, SMART / health, changed namespace list, discovery),
+ * Set/Get Features (number of queues, asynchronous event configuration,
+ * keep alive timer, volatile write cache), Asynchronous Event Request
+ * (held until an event), Abort, Keep Alive.
+ *
+ * Capability mapping (the point): DLFEAT = (1<<3)|1 exactly while the
+ * namespace's device has write_zeroes_unmap, else 0; ONCS Compare always,
+ * Write Zeroes and Dataset Management from the devices' capabilities; VWC
+ * from their write cache; NMIC shared and CMIC multi-controller so that
+ * multipath hosts join paths; MDTS 1 MiB or the smallest max transfer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/loop.h>
+
+#include "export/nvmf/nvmf.h"
+
+#define FAIL(c, sf) nvmf_cmd_done((c), (sf) | BS_NVME_SF_DNR, 0, NULL, 0)
+
+static void pad_ascii(char *dst, size_t n, const char *src)
+{
+	size_t l = strlen(src);
+
+	memset(dst, ' ', n);
+	memcpy(dst, src, l < n ? l : n);
+}
+
+static unsigned ilog2_32(uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v > 1) {
+		v >>= 1;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t mdts_of(struct nvmf_subsys *ss)
+{
+	uint64_t max = NVMF_MAX_XFER;
+	unsigned i;
+
+	for (i = 0; i < ss->nns; i++) {
+		uint64_t m = ss->ns[i].unit->caps.max_transfer;
+
+		if (m && m < max)
+			max = m;
+	}
+	if (max < 4096)
+		max = 4096;
+	return (uint8_t)ilog2_32(max / 4096);
+}
+
+/* Send exactly the bytes the host's SGL asked for (@len of them made). */
+static void send_data(struct nvmf_cmd *c, uint8_t *buf, uint32_t len)
+{
+	if (c->len > len) {
+		uint8_t *b = realloc(buf, c->len);
+
+		if (!b) {
+			free(buf);
+			FAIL(c, BS_NVME_SC_INTERNAL);
+			return;
+		}
+		memset(b + len, 0, c->len - len);
+		buf = b;
+	}
+	nvmf_cmd_done(c, 0, 0, buf, c->len);
+}
+
+void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
+{
+	struct nvmf_subsys *ss = q->ss;
+	struct nvmf_ctrl *ctrl = q->ctrl;
+	uint16_t oncs = BS_NVME_ONCS_COMPARE;
+	bool vwc = false;
+	char sn[24];
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *p;
+	unsigned i;
+
+	memset(id, 0, sizeof(*id));
+	for (p = ss->nqn; *p; p++) {
+		h ^= (uint8_t)*p;
+		h *= 0x100000001b3ull;
+	}
+	snprintf(sn, sizeof(sn), "%016llx", (unsigned long long)h);
+	pad_ascii(id->sn, sizeof(id->sn), sn);
+	pad_ascii(id->mn, sizeof(id->mn), "blkstack");
+	pad_ascii(id->fr, sizeof(id->fr), "0.1");
+	id->rab = 6;
+	id->cntlid = bs_nvme_cpu_to_le16(ctrl->cntlid);
+	id->ver = bs_nvme_cpu_to_le32(BS_NVME_VS(1, 4, 0));
+	id->aerl = NVMF_AERL - 1;
+	id->kas = bs_nvme_cpu_to_le16(NVMF_KAS_100MS);
+	id->lpa = BS_NVME_LPA_EXT_DATA;
+	id->sgls = bs_nvme_cpu_to_le32(BS_NVME_SGLS_SUPPORTED |
+				       BS_NVME_SGLS_OFFSET);
+	id->maxcmd = bs_nvme_cpu_to_le16((uint16_t)ss->qdepth);
+	id->sqes = (BS_NVME_SQES_LOG2 << 4) | BS_NVME_SQES_LOG2;
+	id->cqes = (BS_NVME_CQES_LOG2 << 4) | BS_NVME_CQES_LOG2;
+	id->ioccsz = bs_nvme_cpu_to_le32((64 + NVMF_INCAPSULE) / 16);
+	id->iorcsz = bs_nvme_cpu_to_le32(1);
+	id->msdbd = 1;
+	id->mdts = mdts_of(ss);
+	if (ctrl->discovery) {
+		id->cntrltype = BS_NVME_CTRL_TYPE_DISCOVERY;
+		id->oaes = bs_nvme_cpu_to_le32(BS_NVME_AEN_CFG_DISC_CHANGE);
+		memcpy(id->subnqn, BS_NVME_DISC_SUBSYS_NAME,
+			sizeof(BS_NVME_DISC_SUBSYS_NAME) - 1);
+		return;
+	}
+	id->cntrltype = BS_NVME_CTRL_TYPE_IO;
+	id->cmic = BS_NVME_CMIC_MULTI_CTRL;
+	id->oaes = bs_nvme_cpu_to_le32(BS_NVME_AEN_CFG_NS_ATTR);
+	id->acl = 3;
+	for (i = 0; i < ss->nns; i++) {
+		const struct bs_caps *cp = &ss->ns[i].unit->caps;
+
+		if (cp->zeroing != BS_CAP_NO)
+			oncs |= BS_NVME_ONCS_WRITE_ZEROES;
+		if (cp->discard || cp->write_zeroes_unmap)
+			oncs |= BS_NVME_ONCS_DSM;
+		if (cp->write_cache)
+			vwc = true;
+	}
+	id->oncs = bs_nvme_cpu_to_le16(oncs);
+	if (vwc)
+		id->vwc = BS_NVME_VWC_PRESENT | BS_NVME_VWC_FLUSH_ALL_NO;
+	id->nn = bs_nvme_cpu_to_le32(ss->nns);
+	id->mnan = bs_nvme_cpu_to_le32(ss->nns);
+	memcpy(id->subnqn, ss->nqn, strlen(ss->nqn));
+}
+
+void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id)
+{
+	const struct bs_caps *cp = &ns->unit->caps;
+	uint32_t lbs = cp->logical_block_size ? cp->logical_block_size : 512;
+	uint64_t blocks = cp->size / lbs;
+
+	memset(id, 0, sizeof(*id));
+	id->nsze = id->ncap = id->nuse = bs_nvme_cpu_to_le64(blocks);
+	if (cp->discard || cp->write_zeroes_unmap)
+		id->nsfeat |= BS_NVME_NSFEAT_THIN;
+	id->nlbaf = 0;
+	id->flbas = 0;
+	id->lbaf[0].lbads = (uint8_t)ilog2_32(lbs);
+	id->nmic = BS_NVME_NMIC_SHARED;
+	/* the seed's rule: DLFEAT (1<<3)|1 exactly when write-zeroes may
+	 * deallocate and deallocated blocks read as zeroes */
+	id->dlfeat = cp->write_zeroes_unmap ?
+			     BS_NVME_DLFEAT_WZ_DEAC | BS_NVME_DLFEAT_READ_ZEROES
+			     : 0;
+	if (cp->discard_granularity && cp->discard_granularity >= lbs) {
+		id->nsfeat |= BS_NVME_NSFEAT_IO_OPT;
+		id->npdg = id->npda = bs_nvme_cpu_to_le16(
+			(uint16_t)(cp->discard_granularity / lbs - 1));
+		if (cp->physical_block_size >= lbs)
+			id->npwg = id->npwa = bs_nvme_cpu_to_le16(
+				(uint16_t)(cp->physical_block_size / lbs - 1));
+	}
+	if (ns->unit->readonly)
+		id->nsattr = 1;
+	memcpy(id->nguid, ns->nguid, 16);
+	memcpy(id->eui64, ns->eui64, 8);
+}
+
+static void put_desc(uint8_t *b, size_t *off, uint8_t type, const void *v,
+		     uint8_t len)
+{
+	b[*off] = type;
+	b[*off + 1] = len;
+	memcpy(b + *off + 4, v, len);
+	*off += 4u + len;
+}
+
+static void identify(struct nvmf_cmd *c)
+{
+	struct nvmf_queue *q = c->q;
+	struct nvmf_subsys *ss = q->ss;
+	uint32_t cdw10 = bs_nvme_le32(c->sqe.cdw10);
+	uint32_t nsid = bs_nvme_le32(c->sqe.nsid);
+	uint8_t cns = cdw10 & 0xff, csi = bs_nvme_le32(c->sqe.cdw11) >> 24;
+	struct nvmf_ns *ns;
+	uint8_t *b;
+	unsigned i, n;
+
+	if (c->len < BS_NVME_IDENTIFY_SIZE && c->len != 0) {
+		/* shorter buffers get the first bytes */
+	}
+	b = calloc(1, BS_NVME_IDENTIFY_SIZE);
+	if (!b) {
+		FAIL(c, BS_NVME_SC_INTERNAL);
+		return;
+	}
+	if (q->ctrl->discovery && cns != BS_NVME_CNS_CTRL) {
+		free(b);
+		FAIL(c, BS_NVME_SC_INVALID_FIELD);
+		return;
+	}
+	switch (cns) {
+	case BS_NVME_CNS_CTRL:
+		nvmf_id_ctrl(q, (struct bs_nvme_id_ctrl *)b);
+		break;
+	case BS_NVME_CNS_NS:
+		ns = nvmf_ns_find(ss, nsid);
+		if (!ns) {
+			free(b);
+			FAIL(c, BS_NVME_SC_INVALID_NS);
+			return;
+		}
+		nvmf_id_ns(ns, (struct bs_nvme_id_ns *)b);
+		break;
+	case BS_NVME_CNS_CS_NS_ACTIVE_LIST:
+		if (csi != BS_NVME_CSI_NVM)
+			break;
+		/* fall through */
+	case BS_NVME_CNS_NS_ACTIVE_LIST:
+		if (nsid >= 0xfffffffeu) {
+			free(b);
+			FAIL(c, BS_NVME_SC_INVALID_NS);
+			return;
+		}
+		for (i = 0, n = 0; i < ss->nns && n < 1024; i++)
+			if (ss->ns[i].nsid > nsid)
+				bs_nvme_put32(b + 4 * n++, ss->ns[i].nsid);
+		break;
+	case BS_NVME_CNS_NS_DESC_LIST: {
+		size_t off = 0;
+		uint8_t csi_v = BS_NVME_CSI_NVM;
+
+		ns = nvmf_ns_find(ss, nsid);
+		if (!ns) {
+			free(b);
+			FAIL(c, BS_NVME_SC_INVALID_NS);
+			return;
+		}
+		put_desc(b, &off, BS_NVME_NIDT_EUI64, ns->eui64, 8);
+		put_desc(b, &off, BS_NVME_NIDT_NGUID, ns->nguid, 16);
+		put_desc(b, &off, BS_NVME_NIDT_UUID, ns->uuid, 16);
+		put_desc(b, &off, BS_NVME_NIDT_CSI, &csi_v, 1);
+		break;
+	}
+	case BS_NVME_CNS_CS_NS:
+	case BS_NVME_CNS_NS_CS_INDEP:
+		ns = nvmf_ns_find(ss, nsid);
+		if (!ns || (cns == BS_NVME_CNS_CS_NS &&
+			    csi != BS_NVME_CSI_NVM)) {
+			free(b);
+			FAIL(c, ns ? BS_NVME_SC_INVALID_FIELD
+				   : BS_NVME_SC_INVALID_NS);
+			return;
+		}
+		if (cns == BS_NVME_CNS_NS_CS_INDEP) {
+			/* NSFEAT, NMIC, RESCAP, FPI, ANAGRPID, NSATTR... */
+			b[0] = ns->unit->caps.discard ? BS_NVME_NSFEAT_THIN : 0;
+			b[1] = BS_NVME_NMIC_SHARED;
+			b[6] = ns->unit->readonly ? 1 : 0;
+		}
+		break;
+	case BS_NVME_CNS_CS_CTRL:
+		if (csi != BS_NVME_CSI_NVM) {
+			free(b);
+			FAIL(c, BS_NVME_SC_INVALID_FIELD);
+			return;
+		}
+		break;		/* the NVM set's limits: none reported */
+	default:
+		free(b);
+		FAIL(c, BS_NVME_SC_INVALID_FIELD);
+		return;
+	}
+	if (c->len > BS_NVME_IDENTIFY_SIZE) {
+		send_data(c, b, BS_NVME_IDENTIFY_SIZE);
+		return;
+	}
+	nvmf_cmd_done(c, 0, 0, b, c->len);
+}
+
+/* ---- log pages --------------------------------------------------------- */
+
+static void get_log(struct nvmf_cmd *c)
+{
+	struct nvmf_queue *q = c->q;
+	struct nvmf_ctrl *ctrl = q->ctrl;
+	uint32_t cdw10 = bs_nvme_le32(c->sqe.cdw10);
+	uint32_t cdw11 = bs_nvme_le32(c->sqe.cdw11);
+	uint8_t lid = cdw10 & 0xff;
+	bool rae = cdw10 & BS_NVME_LOG_RAE;
+	uint64_t numd = ((uint64_t)(cdw11 & 0xffff) << 16 | cdw10 >> 16) + 1;
+	uint64_t off = bs_nvme_le32(c->sqe.cdw12) |
+		       (uint64_t)bs_nvme_le32(c->sqe.cdw13) << 32;
+	uint64_t len = numd * 4, size;
+	uint8_t *page = NULL, *out;
+	unsigned i;
+
+	if (len > c->len) {
+		FAIL(c, BS_NVME_SC_SGL_INVALID_DATA);
+		return;
+	}
+	if (off & 3) {
+		FAIL(c, BS_NVME_SC_INVALID_FIELD);
+		return;
+	}
+	out = calloc(1, c->len ? c->len : 1);
+	if (!out) {
+		FAIL(c, BS_NVME_SC_INTERNAL);
+		return;
+	}
+	if (lid == BS_NVME_LOG_DISCOVERY) {
+		if (!ctrl->discovery) {
+			free(out);
+			FAIL(c, BS_NVME_SC_INVALID_LOG_PAGE);
+			return;
+		}
+		nvmf_discovery_log(q->ss, out, off, (uint32_t)len);
+		nvmf_cmd_done(c, 0, 0, out, c->len);
+		return;
+	}
+	if (ctrl->discovery && lid != BS_NVME_LOG_ERROR) {
+		free(out);
+		FAIL(c, BS_NVME_SC_INVALID_LOG_PAGE);
+		return;
+	}
+	switch (lid) {
+	case BS_NVME_LOG_ERROR:
+		size = sizeof(struct bs_nvme_error_log);
+		page = calloc(1, size);
+		break;
+	case BS_NVME_LOG_SMART: {
+		struct bs_nvme_smart_log *s;
+
+		size = sizeof(*s);
+		page = calloc(1, size);
+		if (!page)
+			break;
+		s = (void *)page;
+		s->temperature = bs_nvme_cpu_to_le16(273 + 30);
+		s->avail_spare = 100;
+		s->spare_thresh = 10;
+		break;
+	}
+	case BS_NVME_LOG_CHANGED_NS:
+		size = BS_NVME_CHANGED_NS_MAX * 4;
+		page = calloc(1, size);
+		if (!page)
+			break;
+		if (ctrl->changed_overflow)
+			bs_nvme_put32(page, BS_NVME_CHANGED_NS_OVERFLOW);
+		else
+			for (i = 0; i < ctrl->nchanged; i++)
+				bs_nvme_put32(page + 4 * i, ctrl->changed[i]);
+		if (!rae) {
+			ctrl->nchanged = 0;
+			ctrl->changed_overflow = false;
+			ctrl->aen_ns_masked = false;
+		}
+		break;
+	default:
+		free(out);
+		FAIL(c, BS_NVME_SC_INVALID_LOG_PAGE);
+		return;
+	}
+	if (!page) {
+		free(out);
+		FAIL(c, BS_NVME_SC_INTERNAL);
+		return;
+	}
+	if (off > size) {
+		free(page);
+		free(out);
+		FAIL(c, BS_NVME_SC_INVALID_FIELD);
+		return;
+	}
+	memcpy(out, page + off, size - off < len ? size - off : len);
+	free(page);
+	nvmf_cmd_done(c, 0, 0, out, c->len);
+	nvmf_aen_kick(ctrl);
+}
+
+/* ---- features ------------------------------------------------------------ */
+
+static bool any_write_cache(struct nvmf_subsys *ss)
+{
+	unsigned i;
+
+	for (i = 0; i < ss->nns; i++)
+		if (ss->ns[i].unit->caps.write_cache)
+			return true;
+	return false;
+}
+
+static void features(struct nvmf_cmd *c, bool set)
+{
+	struct nvmf_ctrl *ctrl = c->q->ctrl;
+	struct nvmf_subsys *ss = c->q->ss;
+	uint32_t cdw10 = bs_nvme_le32(c->sqe.cdw10);
+	uint32_t cdw11 = bs_nvme_le32(c->sqe.cdw11);
+	uint8_t fid = cdw10 & 0xff;
+	unsigned sel = (cdw10 >> BS_NVME_FEAT_SEL_SHIFT) &
+		       BS_NVME_FEAT_SEL_MASK;
+	uint32_t r = 0;
+	unsigned i;
+
+	if (set && (cdw10 & BS_NVME_FEAT_SV)) {
+		FAIL(c, BS_NVME_SC_FEATURE_NOT_SAVEABLE);
+		return;
+	}
+	if (!set && sel == BS_NVME_FEAT_SEL_SUPPORTED) {
+		/* changeable, not saveable, not per namespace */
+		nvmf_cmd_done(c, 0, 1u << 2, NULL, 0);
+		return;
+	}
+	switch (fid) {
+	case BS_NVME_FEAT_NUM_QUEUES:
+		if (ctrl->discovery)
+			goto invalid;
+		if (set) {
+			uint32_t nsq = (cdw11 & 0xffff) + 1;
+			uint32_t ncq = (cdw11 >> 16) + 1;
+
+			if (nsq == 0x10000 || ncq == 0x10000)
+				goto invalid;
+			for (i = 1; i <= ss->max_ioq; i++)
+				if (ctrl->ioq[i]) {
+					FAIL(c, BS_NVME_SC_CMD_SEQ_ERROR);
+					return;
+				}
+			(void)nsq;
+			(void)ncq;
+		}
+		/* every controller gets the configured count */
+		r = (ctrl->nr_ioq - 1) | (ctrl->nr_ioq - 1) << 16;
+		break;
+	case BS_NVME_FEAT_ASYNC_EVENT: {
+		uint32_t ok = ctrl->discovery ? BS_NVME_AEN_CFG_DISC_CHANGE
+					      : BS_NVME_AEN_CFG_NS_ATTR;
+
+		if (set)
+			ctrl->aen_cfg = cdw11 & ok;
+		r = ctrl->aen_cfg;
+		break;
+	}
+	case BS_NVME_FEAT_KATO:
+		if (set) {
+			if (ss->kato_max_ms && cdw11 > ss->kato_max_ms) {
+				FAIL(c, BS_NVME_SC_KA_TIMEOUT_INVALID);
+				return;
+			}
+			ctrl->kato_ms = cdw11;
+			ctrl->ka_ns = bs_now_ns();
+		}
+		r = ctrl->kato_ms;
+		break;
+	case BS_NVME_FEAT_VOLATILE_WC:
+		if (ctrl->discovery)
+			goto invalid;
+		if (!any_write_cache(ss)) {
+			if (set)
+				goto invalid;
+			r = 0;
+			break;
+		}
+		if (set)
+			ctrl->wce = cdw11 & 1;
+		r = ctrl->wce;
+		break;
+	default:
+		goto invalid;
+	}
+	nvmf_cmd_done(c, 0, r, NULL, 0);
+	if (set && fid == BS_NVME_FEAT_ASYNC_EVENT)
+		nvmf_aen_kick(ctrl);
+	return;
+invalid:
+	FAIL(c, BS_NVME_SC_INVALID_FIELD);
+}
+
+/* ---- asynchronous events --------------------------------------------------- */
+
+void nvmf_aen_kick(struct nvmf_ctrl *ctrl)
+{
+	if (!ctrl->admin || ctrl->admin->ended || !ctrl->naer)
+		return;
+	if (ctrl->aen_ns_pending && !ctrl->aen_ns_masked &&
+	    (ctrl->aen_cfg & BS_NVME_AEN_CFG_NS_ATTR)) {
+		uint16_t cid = ctrl->aer_cid[--ctrl->naer];
+
+		ctrl->aen_ns_pending = false;
+		ctrl->aen_ns_masked = true;
+		nvmf_queue_respond(ctrl->admin, cid, 0,
+				   bs_nvme_aen_result(
+					   BS_NVME_AER_TYPE_NOTICE,
+					   BS_NVME_AER_NOTICE_NS_CHANGED,
+					   BS_NVME_LOG_CHANGED_NS));
+	}
+}
+
+void nvmf_aen_ns_changed(struct nvmf_subsys *ss, uint32_t nsid)
+{
+	struct nvmf_ctrl *ctrl;
+	unsigned i;
+
+	for (ctrl = ss->ctrls; ctrl; ctrl = ctrl->next) {
+		if (ctrl->discovery)
+			continue;
+		for (i = 0; i < ctrl->nchanged; i++)
+			if (ctrl->changed[i] == nsid)
+				break;
+		if (i == ctrl->nchanged) {
+			if (ctrl->nchanged == BS_NVME_CHANGED_NS_MAX)
+				ctrl->changed_overflow = true;
+			else
+				ctrl->changed[ctrl->nchanged++] = nsid;
+		}
+		ctrl->aen_ns_pending = true;
+		nvmf_aen_kick(ctrl);
+	}
+}
+
+static void aer(struct nvmf_cmd *c)
+{
+	struct nvmf_ctrl *ctrl = c->q->ctrl;
+
+	if (ctrl->naer >= NVMF_AERL) {
+		FAIL(c, BS_NVME_SC_ASYNC_LIMIT);
+		return;
+	}
+	ctrl->aer_cid[ctrl->naer++] = c->sqe.cid;
+	nvmf_cmd_forget(c);
+	nvmf_aen_kick(ctrl);
+}
+
+void nvmf_admin(struct nvmf_cmd *c)
+{
+	struct nvmf_ctrl *ctrl = c->q->ctrl;
+
+	if (!(ctrl->csts & BS_NVME_CSTS_RDY) &&
+	    c->sqe.opcode != BS_NVME_ADMIN_KEEP_ALIVE) {
+		FAIL(c, BS_NVME_SC_CMD_SEQ_ERROR);
+		return;
+	}
+	switch (c->sqe.opcode) {
+	case BS_NVME_ADMIN_IDENTIFY:
+		identify(c);
+		return;
+	case BS_NVME_ADMIN_GET_LOG_PAGE:
+		get_log(c);
+		return;
+	case BS_NVME_ADMIN_SET_FEATURES:
+		features(c, true);
+		return;
+	case BS_NVME_ADMIN_GET_FEATURES:
+		features(c, false);
+		return;
+	case BS_NVME_ADMIN_ASYNC_EVENT:
+		aer(c);
+		return;
+	case BS_NVME_ADMIN_KEEP_ALIVE:
+		ctrl->ka_ns = bs_now_ns();
+		nvmf_cmd_done(c, 0, 0, NULL, 0);
+		return;
+	case BS_NVME_ADMIN_ABORT:
+		/* bit 0 set: the command was not aborted */
+		nvmf_cmd_done(c, 0, 1, NULL, 0);
+		return;
+	default:
+		FAIL(c, BS_NVME_SC_INVALID_OPCODE);
+	}
+}

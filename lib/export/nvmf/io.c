@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVM I/O commands on a namespace: Read, Write (FUA; in-capsule data or
+ * R2T/H2CData for the rest), Flush, Write Zeroes (DEAC set: a zeroout
+ * that may unmap; DEAC clear: zeroout NOUNMAP; FUA), Dataset Management
+ * deallocate (a zeroout that may unmap where the device has
+ * write_zeroes_unmap, so deallocated blocks read as zeroes as DLFEAT
+ * says; else a discard, advisory), Compare.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/nvmf/nvmf.h"
+
+#define FAIL(c, sf) nvmf_cmd_done((c), (sf) | BS_NVME_SF_DNR, 0, NULL, 0)
+
+static uint32_t lbs_of(const struct nvmf_ns *ns)
+{
+	uint32_t l = ns->unit->caps.logical_block_size;
+
+	return l ? l : 512;
+}
+
+static void req_done(struct bs_req *req)
+{
+	struct nvmf_cmd *c = req->priv;
+	uint8_t op = c->sqe.opcode;
+	uint8_t *data = NULL;
+	uint32_t len = 0;
+	uint16_t sf;
+
+	if (req->result && !c->err)
+		c->err = req->result;
+	if (--c->pending)
+		return;
+	c->in_core = false;
+	sf = nvmf_errno_sf(c->err, op != BS_NVME_CMD_READ &&
+				     op != BS_NVME_CMD_COMPARE);
+	if (op == BS_NVME_CMD_DSM && c->err == -EOPNOTSUPP)
+		sf = 0;		/* deallocate is advisory */
+	if (!sf && op == BS_NVME_CMD_READ) {
+		data = c->buf;
+		len = c->len;
+		c->buf = NULL;
+	}
+	if (!sf && op == BS_NVME_CMD_COMPARE) {
+		/* c->buf: the host's data, then what the device holds */
+		if (memcmp(c->buf, c->buf + c->len, c->len))
+			sf = BS_NVME_SC_COMPARE_FAILED | BS_NVME_SF_DNR;
+	}
+	nvmf_cmd_done(c, sf, 0, data, len);
+}
+
+static void submit(struct nvmf_cmd *c, struct bs_req *req)
+{
+	c->in_core = true;
+	c->pending++;
+	bs_submit(c->ns->unit->dev, req);
+}
+
+/* SLBA/NLB of a Read/Write/Compare/Write Zeroes, checked: 0 or a status. */
+static uint16_t range(struct nvmf_cmd *c, uint64_t *off, uint64_t *len)
+{
+	uint64_t slba = bs_nvme_le32(c->sqe.cdw10) |
+			(uint64_t)bs_nvme_le32(c->sqe.cdw11) << 32;
+	uint64_t nlb = (bs_nvme_le32(c->sqe.cdw12) & BS_NVME_RW_NLB_MASK) + 1;
+	uint32_t lbs = lbs_of(c->ns);
+	uint64_t blocks = c->ns->unit->caps.size / lbs;
+
+	if (slba >= blocks || nlb > blocks - slba)
+		return BS_NVME_SC_LBA_RANGE | BS_NVME_SF_DNR;
+	*off = slba * lbs;
+	*len = nlb * lbs;
+	return 0;
+}
+
+static void dsm(struct nvmf_cmd *c);
+
+void nvmf_io_exec(struct nvmf_cmd *c)
+{
+	uint32_t cdw12 = bs_nvme_le32(c->sqe.cdw12);
+	uint32_t flags = 0;
+	uint64_t off, len;
+	uint16_t sf;
+
+	if (c->sqe.opcode == BS_NVME_CMD_DSM) {
+		dsm(c);
+		return;
+	}
+	sf = range(c, &off, &len);
+	if (sf) {
+		FAIL(c, sf);
+		return;
+	}
+	if (c->sqe.opcode == BS_NVME_CMD_COMPARE) {
+		uint8_t *b = realloc(c->buf, 2 * (size_t)c->len);
+
+		if (!b) {
+			FAIL(c, BS_NVME_SC_INTERNAL);
+			return;
+		}
+		c->buf = b;
+		bs_req_init(&c->req, BS_OP_READ, 0, off, len, b + c->len,
+			    req_done, c);
+		submit(c, &c->req);
+		return;
+	}
+	if ((cdw12 & BS_NVME_RW_FUA) || !c->q->ctrl->wce)
+		flags |= BS_REQ_FUA;
+	bs_req_init(&c->req, BS_OP_WRITE, flags, off, len, c->buf, req_done,
+		    c);
+	submit(c, &c->req);
+}
+
+static void rw(struct nvmf_cmd *c, bool write)
+{
+	uint64_t off, len;
+	uint16_t sf = range(c, &off, &len);
+
+	if (sf) {
+		FAIL(c, sf);
+		return;
+	}
+	if (len != c->len) {
+		FAIL(c, BS_NVME_SC_SGL_INVALID_DATA);
+		return;
+	}
+	if (write && c->ns->unit->readonly) {
+		FAIL(c, BS_NVME_SC_NS_WRITE_PROTECTED);
+		return;
+	}
+	if (write) {
+		if (c->got == c->len)
+			nvmf_io_exec(c);
+		else
+			nvmf_cmd_want_data(c);
+		return;
+	}
+	c->buf = malloc(len);
+	if (!c->buf) {
+		FAIL(c, BS_NVME_SC_INTERNAL);
+		return;
+	}
+	bs_req_init(&c->req, BS_OP_READ, 0, off, len, c->buf, req_done, c);
+	submit(c, &c->req);
+}
+
+static void write_zeroes(struct nvmf_cmd *c)
+{
+	uint32_t cdw12 = bs_nvme_le32(c->sqe.cdw12);
+	uint32_t flags = 0;
+	uint64_t off, len;
+	uint16_t sf = range(c, &off, &len);
+
+	if (sf) {
+		FAIL(c, sf);
+		return;
+	}
+	if (c->ns->unit->readonly) {
+		FAIL(c, BS_NVME_SC_NS_WRITE_PROTECTED);
+		return;
+	}
+	/* DEAC: the blocks may be deallocated (they read as zeroes either
+	 * way); without it they must stay allocated */
+	if (!(cdw12 & BS_NVME_RW_DEAC))
+		flags |= BS_REQ_NOUNMAP;
+	if ((cdw12 & BS_NVME_RW_FUA) || !c->q->ctrl->wce)
+		flags |= BS_REQ_FUA;
+	bs_req_init(&c->req, BS_OP_WRITE_ZEROES, flags, off, len, NULL,
+		    req_done, c);
+	submit(c, &c->req);
+}
+
+static void dsm(struct nvmf_cmd *c)
+{
+	uint32_t nr = (bs_nvme_le32(c->sqe.cdw10) & BS_NVME_DSM_NR_MASK) + 1;
+	uint32_t attr = bs_nvme_le32(c->sqe.cdw11);
+	struct nvmf_ns *ns = c->ns;
+	uint32_t lbs = lbs_of(ns);
+	uint64_t blocks = ns->unit->caps.size / lbs;
+	bool zero = ns->unit->caps.write_zeroes_unmap;
+	const struct bs_nvme_dsm_range *r;
+	unsigned i, n = 0;
+
+	if (c->len < nr * sizeof(*r) || c->got < c->len) {
+		if (c->got < c->len) {
+			nvmf_cmd_want_data(c);
+			return;
+		}
+		FAIL(c, BS_NVME_SC_SGL_INVALID_DATA);
+		return;
+	}
+	if (!(attr & BS_NVME_DSM_AD)) {
+		nvmf_cmd_done(c, 0, 0, NULL, 0);	/* hints only */
+		return;
+	}
+	if (ns->unit->readonly) {
+		FAIL(c, BS_NVME_SC_NS_WRITE_PROTECTED);
+		return;
+	}
+	r = (const void *)c->buf;
+	for (i = 0; i < nr; i++) {
+		uint64_t slba = bs_nvme_le64(r[i].slba);
+		uint32_t nlb = bs_nvme_le32(r[i].nlb);
+
+		if (slba > blocks || nlb > blocks - slba) {
+			FAIL(c, BS_NVME_SC_LBA_RANGE);
+			return;
+		}
+	}
+	c->reqs = calloc(nr, sizeof(*c->reqs));
+	if (!c->reqs) {
+		FAIL(c, BS_NVME_SC_INTERNAL);
+		return;
+	}
+	/* count first: a completion must not see pending reach 0 early */
+	for (i = 0; i < nr; i++)
+		if (bs_nvme_le32(r[i].nlb))
+			n++;
+	if (!n) {
+		nvmf_cmd_done(c, 0, 0, NULL, 0);
+		return;
+	}
+	c->pending = n;
+	c->in_core = true;
+	for (i = 0; i < nr; i++) {
+		uint64_t off = bs_nvme_le64(r[i].slba) * lbs;
+		uint64_t len = (uint64_t)bs_nvme_le32(r[i].nlb) * lbs;
+
+		if (!len)
+			continue;
+		/* with write_zeroes_unmap a zeroout that may unmap: the
+		 * blocks read as zeroes afterwards, as DLFEAT promises */
+		bs_req_init(&c->reqs[i],
+			    zero ? BS_OP_WRITE_ZEROES : BS_OP_DISCARD, 0, off,
+			    len, NULL, req_done, c);
+		bs_submit(ns->unit->dev, &c->reqs[i]);
+	}
+}
+
+void nvmf_io(struct nvmf_cmd *c)
+{
+	uint32_t nsid = bs_nvme_le32(c->sqe.nsid);
+
+	c->ns = nvmf_ns_find(c->q->ss, nsid);
+	if (!c->ns) {
+		FAIL(c, BS_NVME_SC_INVALID_NS);
+		return;
+	}
+	switch (c->sqe.opcode) {
+	case BS_NVME_CMD_READ:
+		rw(c, false);
+		return;
+	case BS_NVME_CMD_WRITE:
+		rw(c, true);
+		return;
+	case BS_NVME_CMD_COMPARE: {
+		uint64_t off, len;
+		uint16_t sf = range(c, &off, &len);
+
+		if (sf || len != c->len) {
+			FAIL(c, sf ? sf : BS_NVME_SC_SGL_INVALID_DATA);
+			return;
+		}
+		if (c->got < c->len)
+			nvmf_cmd_want_data(c);
+		else
+			nvmf_io_exec(c);
+		return;
+	}
+	case BS_NVME_CMD_FLUSH:
+		bs_req_init(&c->req, BS_OP_FLUSH, 0, 0, 0, NULL, req_done, c);
+		submit(c, &c->req);
+		return;
+	case BS_NVME_CMD_WRITE_ZEROES:
+		write_zeroes(c);
+		return;
+	case BS_NVME_CMD_DSM:
+		dsm(c);
+		return;
+	default:
+		FAIL(c, BS_NVME_SC_INVALID_OPCODE);
+	}
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State shared by the files of the NVMe/TCP target (not a public API).
+ *
+ *   nvmf_subsys  one `nvmf` export: an NVM subsystem (its NQN), its
+ *                namespaces (the export's units, NSID 1..), its listener
+ *                and its controllers. The listener also serves the
+ *                discovery subsystem.
+ *   nvmf_ctrl    one controller = one association: made by a Connect on
+ *                an admin queue, joined by I/O queues naming its ID.
+ *   nvmf_queue   one TCP connection = one queue (admin or I/O).
+ *   nvmf_cmd     one command in flight on a queue.
+ *
+ * Threads: every connection of a subsystem lives on the loop of the
+ * export (the listener is opened without a context to spread on), so
+ * controllers and queues are shared without locks.
+ */
+#ifndef BLKSTACK_NVMF_INTERNAL_H
+#define BLKSTACK_NVMF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/caps.h>
+#include <blkstack/export.h>
+#include <blkstack/net.h>
+#include <blkstack/nvme.h>
+
+#include "export/nvmf/pdu.h"
+
+#define NVMF_NQN_PREFIX "nqn.2026-12.org.blkstack:"
+#define NVMF_DEFAULT_LISTEN "127.0.0.1:4420"
+#define NVMF_MAX_ALLOW 32
+#define NVMF_INCAPSULE 16384u	/* in-capsule data bytes accepted */
+#define NVMF_MAXH2CDATA 131072u	/* ICResp MAXH2CDATA */
+#define NVMF_MDTS 8		/* 2^8 x 4 KiB = 1 MiB per command */
+#define NVMF_MAX_XFER (4096u << NVMF_MDTS)
+#define NVMF_AERL 4		/* AERs held at once */
+#define NVMF_KAS_100MS 10	/* keep alive granularity: 1 s */
+
+struct nvmf_ns {
+	uint32_t nsid;
+	struct bs_export_unit *unit;
+	uint8_t nguid[16];
+	uint8_t eui64[8];
+	uint8_t uuid[16];
+};
+
+struct nvmf_ctrl;
+struct nvmf_queue;
+
+struct nvmf_subsys {
+	struct bs_export *exp;
+	struct bs_loop *loop;
+	char nqn[BS_NVME_NQN_SIZE];
+	char *allow[NVMF_MAX_ALLOW];	/* host NQNs; none = any host */
+	unsigned nallow;
+	bool hdgst_ok, ddgst_ok;	/* digests the target accepts */
+	uint32_t max_ioq;		/* I/O queues per controller */
+	uint32_t qdepth;		/* entries per queue (MQES + 1) */
+	uint32_t kato_max_ms;		/* 0 = any */
+	struct bs_net_limits lim;
+	char listen[128];
+	struct bs_net_listener *nl;
+	struct nvmf_ns *ns;
+	unsigned nns;
+	struct nvmf_ctrl *ctrls;
+	uint16_t next_cntlid;
+	uint64_t disc_genctr;
+	int timer;
+};
+
+struct nvmf_ctrl {
+	struct nvmf_subsys *ss;
+	struct nvmf_ctrl *next;
+	uint16_t cntlid;
+	bool discovery;
+	char hostnqn[BS_NVME_NQN_SIZE];
+	uint8_t hostid[16];
+	uint32_t cc, csts;
+	uint32_t kato_ms;
+	uint64_t ka_ns;			/* last Keep Alive */
+	uint32_t aen_cfg;
+	uint16_t aer_cid[NVMF_AERL];
+	unsigned naer;
+	bool aen_ns_pending;		/* a NS attribute notice to send */
+	bool aen_ns_masked;		/* sent, log page not read yet */
+	uint32_t changed[BS_NVME_CHANGED_NS_MAX];
+	unsigned nchanged;
+	bool changed_overflow;
+	uint32_t nr_ioq;		/* granted by Set Features */
+	bool wce;
+	struct nvmf_queue *admin;
+	struct nvmf_queue **ioq;	/* [1..max_ioq] */
+	unsigned refs;			/* queues attached */
+};
+
+struct nvmf_out {
+	struct nvmf_out *next;
+	uint8_t hdr[BS_NVME_TCP_TERM_PLEN_MAX];
+	size_t hdr_len;
+	uint8_t *data;			/* owned, freed once sent */
+	size_t data_off, data_len;
+	uint8_t ddgst[4];
+	size_t dd_len;
+	size_t sent;
+	bool close_after;		/* a C2HTermReq: close once sent */
+};
+
+struct nvmf_cmd {
+	struct nvmf_queue *q;
+	struct nvmf_cmd *next;
+	struct bs_nvme_sqe sqe;
+	struct nvmf_ns *ns;
+	uint8_t *buf;
+	uint32_t len;			/* data bytes of the command */
+	uint32_t got;			/* H2C bytes received so far */
+	uint32_t r2t_len;		/* bytes of the outstanding R2T */
+	uint16_t ttag;
+	bool wants_data;		/* waiting for H2CData */
+	bool in_core;			/* requests in the device */
+	unsigned pending;		/* device requests outstanding */
+	int err;			/* first error of the requests */
+	uint16_t sf;			/* status field to answer */
+	struct bs_req req;
+	struct bs_req *reqs;		/* DSM: one per range */
+};
+
+struct nvmf_queue {
+	struct bs_net_conn *nc;
+	struct nvmf_subsys *ss;
+	struct nvmf_ctrl *ctrl;		/* after Connect */
+	uint16_t qid;
+	uint16_t sqsize;
+	bool sqflow_off;
+	struct nvmf_pdu_params pp;
+	/* input */
+	uint8_t hdr[BS_NVME_TCP_HLEN_MAX + BS_NVME_TCP_DIGEST_LEN];
+	size_t have;
+	struct nvmf_pdu_layout lay;
+	uint8_t *rbuf;			/* rest of the PDU after the header */
+	size_t rlen, rhave;
+	/* output */
+	struct nvmf_out *out_head, *out_tail;
+	size_t out_bytes;
+	/* commands */
+	struct nvmf_cmd *cmds;
+	unsigned ncmds;
+	uint16_t next_ttag;
+	bool ended, eof, shutdown, orphan;
+	struct bs_exports *set;		/* held while orphaned */
+	char reason[160];
+	uint64_t commands, errors;
+	uint64_t start_ns;
+};
+
+/* queue.c */
+extern const struct bs_net_proto nvmf_net_proto;
+void nvmf_queue_end(struct nvmf_queue *q, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Complete @c: C2HData of @data/@len first when @len (owned by the
+ * queue afterwards, freed), then the response. */
+void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
+		   uint8_t *data, uint32_t len);
+/* Free @c without an answer (an AER kept by its CID). */
+void nvmf_cmd_forget(struct nvmf_cmd *c);
+/* Ask for the rest of a write's data (R2T). */
+void nvmf_cmd_want_data(struct nvmf_cmd *c);
+/* Send a response capsule for command @cid without a command object. */
+void nvmf_queue_respond(struct nvmf_queue *q, uint16_t cid, uint16_t sf,
+			uint64_t result);
+uint16_t nvmf_errno_sf(int err, bool write);
+/* Length of the data the SGL of @sqe describes, and whether in capsule. */
+int nvmf_sgl(const struct bs_nvme_sqe *sqe, uint32_t *len, bool *incapsule);
+
+/* fabrics.c */
+void nvmf_fabrics(struct nvmf_cmd *c);
+void nvmf_ctrl_detach(struct nvmf_queue *q);
+void nvmf_subsys_tick(struct nvmf_subsys *ss);
+const char *nvmf_queue_subnqn(const struct nvmf_queue *q);
+
+/* admin.c */
+void nvmf_admin(struct nvmf_cmd *c);
+void nvmf_aen_ns_changed(struct nvmf_subsys *ss, uint32_t nsid);
+void nvmf_aen_kick(struct nvmf_ctrl *ctrl);
+/* The Identify data structures, as sent (unit tests read them too). */
+void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id);
+void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id);
+
+/* io.c */
+void nvmf_io(struct nvmf_cmd *c);
+/* Start the command once its data is here (writes). */
+void nvmf_io_exec(struct nvmf_cmd *c);
+
+/* discovery.c */
+/* The discovery log page of @ss into @buf (@len bytes from @off). */
+void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
+			uint32_t len);
+
+/* subsys.c */
+struct nvmf_ns *nvmf_ns_find(struct nvmf_subsys *ss, uint32_t nsid);
+#endif

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `nvmf` export type: an export is one NVM subsystem served over
+ * NVMe/TCP, its units the namespaces (NSID 1.. in config order). The
+ * listener serves the discovery subsystem too.
+ *
+ *   [export s0]
+ *   type = nvmf
+ *   device = vol0                 NSID 1; or unit.NAME = DEV lines
+ *   listen = 127.0.0.1:4420       HOST:PORT (default that)
+ *   nqn = nqn.2026-12.org.blkstack:s0   (default: that prefix + the name)
+ *   allow_hosts = NQN,NQN         host NQNs allowed (default: any host)
+ *   header_digest = 0|1           allow CRC32C header digests (default 1)
+ *   data_digest = 0|1             allow CRC32C data digests (default 1)
+ *   io_queues = 4                 I/O queues per controller (1..64)
+ *   queue_depth = 128             entries per queue (2..1024)
+ *   kato_max = 0                  longest keep alive timeout a host may
+ *                                 set (seconds; 0 = any)
+ *   max_connections = 512         per listener
+ *   handshake_timeout = 10        seconds for ICReq + Connect
+ *
+ * Namespace identifiers (NGUID, EUI-64, UUID) are derived from the
+ * subsystem NQN and the unit name, so they stay the same across restarts
+ * and differ between namespaces.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/loop.h>
+#include <blkstack/opts.h>
+
+#include "export/nvmf/nvmf.h"
+
+#define TICK_MS 1000
+
+extern const struct bs_export_type nvmf_export_type;
+
+static const char *sep(const char *where)
+{
+	return *where ? ": " : "";
+}
+
+struct nvmf_opts {
+	char listen[128];
+	char nqn[BS_NVME_NQN_SIZE];
+	char *allow_words;
+	char *allow[NVMF_MAX_ALLOW];
+	unsigned nallow;
+	bool hdgst, ddgst;
+	uint32_t ioq, qdepth;
+	unsigned kato_max_ms;
+	struct bs_net_limits lim;
+};
+
+static bool good_nqn(const char *s)
+{
+	size_t l = strlen(s);
+
+	return l >= 9 && l < BS_NVME_NQN_SIZE && !strncmp(s, "nqn.", 4) &&
+	       !strchr(s, ' ');
+}
+
+static int get_count(const char *name, struct bs_opts *opts, const char *key,
+		     uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	uint32_t v;
+	int err = bs_opts_get_u32(opts, key, &v);
+	const char *w = bs_opts_where(opts, key);
+
+	if (err < 0)
+		return err;
+	if (err == 1)
+		return 0;	/* absent: the default */
+	if (v < lo || v > hi)
+		return bs_error(-EINVAL, "%s%sexport %s: %s %u: give %u to %u",
+				w, sep(w), name, key, v, lo, hi);
+	*out = v;
+	return 0;
+}
+
+static int read_opts(const char *name, struct bs_opts *opts,
+		     struct nvmf_opts *o)
+{
+	const char *listen = bs_opts_get(opts, "listen");
+	const char *nqn = bs_opts_get(opts, "nqn");
+	const char *allow = bs_opts_get(opts, "allow_hosts");
+	const char *w;
+	struct bs_net_addr a;
+	char why[200];
+	uint32_t mc;
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	bs_net_limits_default(&o->lim);
+	o->hdgst = o->ddgst = true;
+	o->ioq = 4;
+	o->qdepth = 128;
+	snprintf(o->listen, sizeof(o->listen), "%s",
+		 listen ? listen : NVMF_DEFAULT_LISTEN);
+	w = bs_opts_where(opts, "listen");
+	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
+		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
+				sep(w), name, o->listen, why);
+	if (nqn) {
+		w = bs_opts_where(opts, "nqn");
+		if (!good_nqn(nqn))
+			return bs_error(-EINVAL, "%s%sexport %s: nqn '%s': "
+					"give an NQN (nqn.YYYY-MM.domain:name, "
+					"no spaces, under 256 bytes)", w,
+					sep(w), name, nqn);
+		if (!strcmp(nqn, BS_NVME_DISC_SUBSYS_NAME))
+			return bs_error(-EINVAL, "%s%sexport %s: nqn: that is "
+					"the discovery subsystem's name", w,
+					sep(w), name);
+		snprintf(o->nqn, sizeof(o->nqn), "%s", nqn);
+	} else {
+		snprintf(o->nqn, sizeof(o->nqn), "%s%s", NVMF_NQN_PREFIX,
+			 name);
+	}
+	if (allow) {
+		char *save = NULL, *t;
+
+		o->allow_words = strdup(allow);
+		if (!o->allow_words)
+			return -ENOMEM;
+		w = bs_opts_where(opts, "allow_hosts");
+		for (t = strtok_r(o->allow_words, " \t,", &save); t;
+		     t = strtok_r(NULL, " \t,", &save)) {
+			if (o->nallow == NVMF_MAX_ALLOW)
+				return bs_error(-EINVAL, "%s%sexport %s: "
+						"allow_hosts: at most %d",
+						w, sep(w), name,
+						NVMF_MAX_ALLOW);
+			if (!good_nqn(t))
+				return bs_error(-EINVAL, "%s%sexport %s: "
+						"allow_hosts '%s': not an NQN",
+						w, sep(w), name, t);
+			o->allow[o->nallow++] = t;
+		}
+	}
+	err = bs_opts_get_bool(opts, "header_digest", &o->hdgst);
+	if (err >= 0)
+		err = bs_opts_get_bool(opts, "data_digest", &o->ddgst);
+	if (err < 0)
+		return err;
+	err = get_count(name, opts, "io_queues", 1, 64, &o->ioq);
+	if (!err)
+		err = get_count(name, opts, "queue_depth", 2, 1024, &o->qdepth);
+	mc = o->lim.max_conns;
+	if (!err)
+		err = get_count(name, opts, "max_connections", 1, 65536, &mc);
+	o->lim.max_conns = mc;
+	if (o->lim.max_per_peer > mc)
+		o->lim.max_per_peer = mc;
+	if (!err) {
+		const char *v = bs_opts_get(opts, "kato_max");
+
+		w = bs_opts_where(opts, "kato_max");
+		if (v && bs_net_parse_ms(v, &o->kato_max_ms))
+			err = bs_error(-EINVAL, "%s%sexport %s: kato_max '%s': "
+				       "give seconds (120, 2.5, 500ms; 0 = "
+				       "any)", w, sep(w), name, v);
+	}
+	if (!err) {
+		const char *v = bs_opts_get(opts, "handshake_timeout");
+
+		w = bs_opts_where(opts, "handshake_timeout");
+		if (v && bs_net_parse_ms(v, &o->lim.handshake_ms))
+			err = bs_error(-EINVAL, "%s%sexport %s: "
+				       "handshake_timeout '%s': give seconds "
+				       "(10, 2.5, 500ms; 0 = none)", w, sep(w),
+				       name, v);
+	}
+	return err;
+}
+
+static int nvmf_check(const char *name, struct bs_opts *opts)
+{
+	struct nvmf_opts o;
+	int err = read_opts(name, opts, &o);
+
+	free(o.allow_words);
+	return err;
+}
+
+/* ---- namespaces ------------------------------------------------------------ */
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	if (!h)
+		h = 0xcbf29ce484222325ull;
+	while (*s) {
+		h ^= (uint8_t)*s++;
+		h *= 0x100000001b3ull;
+	}
+	/* a separator, so that ("ab","c") and ("a","bc") differ */
+	h ^= 0xff;
+	h *= 0x100000001b3ull;
+	return h;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/* Stable identifiers from the subsystem NQN and the unit name. */
+static void ns_ids(struct nvmf_ns *ns, const char *nqn, const char *unit)
+{
+	uint64_t h = fnv1a(fnv1a(0, nqn), unit);
+
+	put_be64(ns->nguid, fnv1a(h, "nguid-hi"));
+	put_be64(ns->nguid + 8, fnv1a(h, "nguid-lo"));
+	/* EUI-64 with a locally administered first byte */
+	put_be64(ns->eui64, (fnv1a(h, "eui64") & ~(0xffull << 56)) |
+				    (0x02ull << 56));
+	put_be64(ns->uuid, fnv1a(h, "uuid-hi"));
+	put_be64(ns->uuid + 8, fnv1a(h, "uuid-lo"));
+	/* RFC 9562 version 8 (custom), variant 10b */
+	ns->uuid[6] = (uint8_t)((ns->uuid[6] & 0x0f) | 0x80);
+	ns->uuid[8] = (uint8_t)((ns->uuid[8] & 0x3f) | 0x80);
+}
+
+struct nvmf_ns *nvmf_ns_find(struct nvmf_subsys *ss, uint32_t nsid)
+{
+	if (!nsid || nsid > ss->nns)
+		return NULL;
+	return &ss->ns[nsid - 1];
+}
+
+/* ---- the export type ------------------------------------------------------- */
+
+static void set_log(void *arg, const char *msg)
+{
+	struct nvmf_subsys *ss = arg;
+
+	bs_exports_log(ss->exp->set, "%s", msg);
+}
+
+static void tick(void *arg)
+{
+	struct nvmf_subsys *ss = arg;
+
+	ss->timer = 0;
+	nvmf_subsys_tick(ss);
+	ss->timer = bs_loop_add_timer(ss->loop, TICK_MS, tick, ss);
+	if (ss->timer < 0)
+		ss->timer = 0;
+}
+
+static void subsys_free(struct nvmf_subsys *ss)
+{
+	unsigned i;
+
+	if (ss->timer)
+		bs_loop_cancel_timer(ss->loop, ss->timer);
+	if (ss->nl)
+		bs_net_listener_free(ss->nl);
+	for (i = 0; i < ss->nallow; i++)
+		free(ss->allow[i]);
+	free(ss->ns);
+	free(ss);
+}
+
+static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
+{
+	struct nvmf_subsys *ss;
+	struct nvmf_opts o;
+	unsigned i;
+	int err = read_opts(exp->name, opts, &o);
+
+	if (err) {
+		free(o.allow_words);
+		return err;
+	}
+	ss = calloc(1, sizeof(*ss));
+	if (!ss) {
+		free(o.allow_words);
+		return -ENOMEM;
+	}
+	ss->exp = exp;
+	ss->loop = bs_ctx_loop(exp->ctx);
+	snprintf(ss->nqn, sizeof(ss->nqn), "%s", o.nqn);
+	snprintf(ss->listen, sizeof(ss->listen), "%s", o.listen);
+	for (i = 0; i < o.nallow; i++) {
+		ss->allow[i] = strdup(o.allow[i]);
+		if (!ss->allow[i]) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		ss->nallow++;
+	}
+	free(o.allow_words);
+	o.allow_words = NULL;
+	ss->hdgst_ok = o.hdgst;
+	ss->ddgst_ok = o.ddgst;
+	ss->max_ioq = o.ioq;
+	ss->qdepth = o.qdepth;
+	ss->kato_max_ms = o.kato_max_ms;
+	ss->lim = o.lim;
+	ss->next_cntlid = 1;
+	ss->disc_genctr = 1;
+	ss->nns = exp->nunits;
+	ss->ns = calloc(ss->nns, sizeof(*ss->ns));
+	if (!ss->ns) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < ss->nns; i++) {
+		ss->ns[i].nsid = i + 1;
+		ss->ns[i].unit = &exp->units[i];
+		ns_ids(&ss->ns[i], ss->nqn, exp->units[i].name);
+	}
+	{
+		struct bs_net_listen_cfg cfg = {
+			.addr = ss->listen,
+			.limits = ss->lim,
+			.proto = &nvmf_net_proto,
+			.owner = ss,
+			.log = set_log,
+			.log_arg = ss,
+		};
+
+		err = bs_net_listen(ss->loop, &cfg, &ss->nl);
+		if (err)
+			goto fail;
+	}
+	ss->timer = bs_loop_add_timer(ss->loop, TICK_MS, tick, ss);
+	if (ss->timer < 0)
+		ss->timer = 0;
+	exp->priv = ss;
+	bs_exports_log(exp->set, "export %s: nvmf subsystem %s on %s, %u "
+		       "namespace%s", exp->name, ss->nqn,
+		       bs_net_listener_addr(ss->nl), ss->nns,
+		       ss->nns == 1 ? "" : "s");
+	return 0;
+fail:
+	free(o.allow_words);
+	subsys_free(ss);
+	return err;
+}
+
+static void nvmf_shutdown(struct bs_export *exp)
+{
+	struct nvmf_subsys *ss = exp->priv;
+
+	if (ss && ss->nl)
+		bs_net_listener_drain(ss->nl);
+}
+
+static unsigned nvmf_clients(struct bs_export *exp)
+{
+	struct nvmf_subsys *ss = exp->priv;
+
+	return ss && ss->nl ? bs_net_listener_conns(ss->nl) : 0;
+}
+
+static void nvmf_close(struct bs_export *exp)
+{
+	struct nvmf_subsys *ss = exp->priv;
+
+	if (!ss)
+		return;
+	exp->priv = NULL;
+	subsys_free(ss);
+}
+
+static void nvmf_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
+{
+	struct nvmf_subsys *ss = exp->priv;
+	struct nvmf_ctrl *c;
+	unsigned n = 0;
+
+	if (!ss)
+		return;
+	for (c = ss->ctrls; c; c = c->next)
+		n++;
+	kv(arg, "nqn", "%s", ss->nqn);
+	kv(arg, "listen", "%s", bs_net_listener_addr(ss->nl));
+	kv(arg, "namespaces", "%u", ss->nns);
+	kv(arg, "controllers", "%u", n);
+	kv(arg, "clients", "%u", bs_net_listener_conns(ss->nl));
+}
+
+/*
+ * What a host sees in Identify Namespace changed: raise a Namespace
+ * Attribute Changed event with the changed-namespace log on every
+ * controller (beyond Linux's nvmet, which fixes DLFEAT at enable).
+ */
+static void nvmf_caps_changed(struct bs_export *exp, struct bs_export_unit *u,
+			      const struct bs_caps *now)
+{
+	struct nvmf_subsys *ss = exp->priv;
+	const struct bs_caps *old = &u->caps;
+
+	if (!ss || u->index >= ss->nns)
+		return;
+	if (old->size == now->size &&
+	    old->write_zeroes_unmap == now->write_zeroes_unmap &&
+	    old->discard == now->discard &&
+	    old->write_cache == now->write_cache &&
+	    old->readonly == now->readonly &&
+	    old->logical_block_size == now->logical_block_size &&
+	    old->zeroing == now->zeroing &&
+	    old->discard_granularity == now->discard_granularity)
+		return;
+	nvmf_aen_ns_changed(ss, ss->ns[u->index].nsid);
+}
+
+const struct bs_export_type nvmf_export_type = {
+	.name = "nvmf",
+	.summary = "NVMe over TCP target: a subsystem, units are namespaces",
+	.options =
+		"listen=HOST:PORT  address (default 127.0.0.1:4420)\n"
+		"nqn=NQN  subsystem NQN (default nqn.2026-12.org.blkstack:NAME)\n"
+		"allow_hosts=NQN,...  host NQNs allowed (default any)\n"
+		"header_digest=0|1  allow CRC32C header digests (default 1)\n"
+		"data_digest=0|1  allow CRC32C data digests (default 1)\n"
+		"io_queues=N  I/O queues per controller, 1..64 (default 4)\n"
+		"queue_depth=N  entries per queue, 2..1024 (default 128)\n"
+		"kato_max=SECONDS  longest keep alive timeout (default 0: any)\n"
+		"max_connections=N  per listener (default 512)\n"
+		"handshake_timeout=SECONDS  for ICReq + Connect (default 10)",
+	.open = nvmf_open,
+	.check = nvmf_check,
+	.shutdown = nvmf_shutdown,
+	.clients = nvmf_clients,
+	.close = nvmf_close,
+	.describe = nvmf_describe,
+	.caps_changed = nvmf_caps_changed,
+};
+BS_EXPORT_TYPE(nvmf_export_type);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Malformed NVMe/TCP input (issue 14, part 1): a raw client
+# (lib/nvmf_raw.py) sends a wrong HLEN, an unknown PDU type, a capsule
+# before ICReq and a bad header digest (each: C2HTermReq with the FES the
+# transport specification gives, then the connection closes); a command
+# before Connect and before CC.EN (Command Sequence Error), unknown admin
+# and I/O opcodes (Invalid Command Opcode), an unknown log page, a read and
+# a Write Zeroes past the end (LBA Out of Range), a read of a missing
+# namespace (Invalid Namespace). The daemon stays up and serves on.
+source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/daemon.bash"
+need python3
+daemon_setup
+cat >>"$T/d.ini" <<EOC
+[device da]
+type = mem
+size = 64M
+[export s0]
+type = nvmf
+listen = 127.0.0.1:$PORT
+device = da
+EOC
+start_daemon "$T/d.ini"
+NQN=nqn.2026-12.org.blkstack:s0
+timeout 60 python3 "$(dirname "$0")/lib/nvmf_raw.py" "$PORT" "$NQN" ||
+	fail "malformed input not answered as specified"
+kill -0 "$DPID" || fail "blkstackd died"
+note "the daemon still serves"
+timeout 60 python3 "$(dirname "$0")/lib/nvmf_raw.py" "$PORT" "$NQN" \
+	>/dev/null || fail "second round failed"
+stop_daemon
+echo PASS

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The NVMe/TCP target with clients blkstack did not write (issue 14, part 1):
+# - pynvmeof: Identify Namespace on a file device that punches holes shows
+#   DLFEAT 9 ((1<<3)|1), NMIC shared, Identify Controller CMIC multi-
+#   controller and ONCS Compare|DSM|Write Zeroes; after
+#   `attr DEV queue/write_zeroes_unmap 0` a Namespace Attribute Changed
+#   event arrives (type 2, info 0, log 4), the changed-namespace log names
+#   NSID 1 and DLFEAT reads 0;
+# - the NGUID and EUI-64 are the same after a daemon restart;
+# - pynvmeof writes (in capsule and through R2T) read back byte-exact;
+# - libnvmf's nvmf-fio (4 KiB; 128 KiB writes through R2T): random
+#   read/write, random discard and random write
+#   zeroes, with and without header and data digests, bounded runtime,
+#   exit 0 and no command error in the daemon's log.
+source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/daemon.bash"
+need python3 make cc
+# ../shared/peers from the project root (a worktree may sit one deeper)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+if [[ -z ${PEERS:-} ]]; then
+	for PEERS in "$ROOT/../shared/peers" "$ROOT/../../shared/peers"; do
+		[[ -d $PEERS ]] && break
+	done
+fi
+[[ -d $PEERS/pynvmeof/src ]] || skip "no pynvmeof in $PEERS"
+export PYNVMEOF=$PEERS/pynvmeof BUILD
+PY="python3 $(dirname "$0")/lib/nvmf_py.py"
+daemon_setup
+cat >>"$T/d.ini" <<EOC
+[device da]
+type = file
+path = $T/a.img
+size = 64M
+[export s0]
+type = nvmf
+listen = 127.0.0.1:$PORT
+device = da
+EOC
+start_daemon "$T/d.ini"
+NQN=nqn.2026-12.org.blkstack:s0
+
+note "identify: DLFEAT 9, NMIC shared, CMIC multi-controller, ONCS"
+out=$(timeout 30 $PY "$PORT" "$NQN" identify) || fail "identify: $out"
+echo "$out"
+grep -q 'dlfeat=9 ' <<<"$out" || fail "DLFEAT is not 9 on a punching file"
+grep -q 'nmic=1 ' <<<"$out" || fail "NMIC shared not set"
+grep -q 'cmic=2 ' <<<"$out" || fail "CMIC multi-controller not set"
+grep -q 'oncs=13$' <<<"$out" || fail "ONCS is not Compare|DSM|Write Zeroes"
+ids=$(grep -o 'nguid=[0-9a-f]* eui64=[0-9a-f]*' <<<"$out")
+
+note "writes read back byte-exact (in capsule and R2T)"
+out=$(timeout 60 $PY "$PORT" "$NQN" rw 2>&1) || fail "rw: $out"
+
+note "libnvmf nvmf-fio with and without digests"
+if [[ -d $PEERS/libnvmf ]]; then
+	mkdir -p "$BUILD/peers"
+	if [[ ! -x $BUILD/peers/libnvmf/examples/nvmf-fio ]]; then
+		rm -rf "$BUILD/peers/libnvmf"
+		cp -r "$PEERS/libnvmf" "$BUILD/peers/"
+		make -C "$BUILD/peers/libnvmf/lib" >/dev/null 2>&1 &&
+			make -C "$BUILD/peers/libnvmf/examples" fio >/dev/null 2>&1 ||
+			fail "building libnvmf"
+	fi
+	FIO=$BUILD/peers/libnvmf/examples/nvmf-fio
+	URL=nvmf-tcp://127.0.0.1:$PORT/$NQN/1
+	for args in "--randrw" "--randrw --hdgst --ddgst" "--randdiscard" \
+		"--randdiscard --ddgst" "--randwritezeroes" \
+		"--randwritezeroes --hdgst" "--randwrite --bs=131072 --hdgst --ddgst"; do
+		# shellcheck disable=SC2086
+		timeout 60 "$FIO" --filename="$URL" $args --runtime=2 \
+			>"$T/fio.out" 2>&1 ||
+			{ cat "$T/fio.out" >&2; fail "nvmf-fio $args"; }
+		grep -q 'IOPS [0-9]' "$T/fio.out" || fail "nvmf-fio $args: no I/O"
+	done
+	grep 'close .* queue [1-9]' "$T/d.log" | grep -v ' 0 errors' &&
+		fail "commands failed under nvmf-fio"
+else
+	echo "no libnvmf in $PEERS: nvmf-fio part skipped"
+fi
+
+note "write_zeroes_unmap 0: an event, the changed list, DLFEAT 0"
+out=$(timeout 30 $PY "$PORT" "$NQN" aen "$CTL" da 2>&1) || fail "aen: $out"
+echo "$out"
+grep -q 'event type=2 info=0 log=4' <<<"$out" || fail "no NS attribute event"
+grep -q 'changed=\[1\]' <<<"$out" || fail "changed-namespace log is not [1]"
+grep -q 'dlfeat=0' <<<"$out" || fail "DLFEAT did not drop to 0"
+
+note "NGUID and EUI-64 stable across a restart"
+stop_daemon
+start_daemon "$T/d.ini"
+out=$(timeout 30 $PY "$PORT" "$NQN" identify) || fail "identify: $out"
+grep -q "$ids" <<<"$out" || fail "identifiers changed: $ids vs $out"
+stop_daemon
+echo PASS

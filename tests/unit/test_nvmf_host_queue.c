@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One NVMe/TCP queue of the nvmf host driver (lib/drivers/nvmf_queue.c)
+ * against a scripted controller on a loopback socket: the ICReq it sends,
+ * a read completed by a C2HData with SUCCESS, and malformed or hostile
+ * PDUs (data outside the command, an unknown PDU type, a short MAXH2CDATA,
+ * a C2HTermReq) that must lose the queue with a reason and fail its
+ * commands back, never crash.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "drivers/nvmf.h"
+#include "helpers/th.h"
+
+struct st {
+	int events, last_err;
+	int done, done_err;
+	uint16_t done_status;
+};
+
+static void ev(void *owner, struct nvq *q, int err)
+{
+	struct st *s = owner;
+
+	(void)q;
+	s->events++;
+	s->last_err = err;
+}
+
+static void cmd_done(void *arg, const uint8_t *cqe, int err)
+{
+	struct st *s = arg;
+
+	s->done++;
+	s->done_err = err;
+	s->done_status = cqe ? (uint16_t)(get16(cqe + 14) >> 1) : 0xffff;
+}
+
+struct rig {
+	struct bs_loop *loop;
+	struct nvq q;
+	struct st st;
+	int lfd, cfd;
+};
+
+static void spin(struct rig *r, int *flag, int want)
+{
+	int i;
+
+	for (i = 0; i < 200 && *flag < want; i++)
+		bs_loop_run_once(r->loop, 10);
+	assert_true(*flag >= want);
+}
+
+/* Up to ICReq read by the "controller"; then answer @maxh2c. */
+static void rig_up(struct rig *r, uint32_t maxh2c)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	uint8_t ic[128] = { 0 }, resp[128] = { 0 };
+	char port[16];
+	ssize_t n = 0;
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(bs_loop_new(&r->loop), 0);
+	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(r->lfd, (void *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(r->lfd, 1), 0);
+	getsockname(r->lfd, (void *)&a, &al);
+	snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
+	assert_int_equal(nvq_open(&r->q, r->loop, "127.0.0.1", port, 1, 4,
+				  false, false, ev, &r->st), 0);
+	r->cfd = accept(r->lfd, NULL, NULL);
+	assert_true(r->cfd >= 0);
+	for (i = 0; i < 200 && n < 128; i++) {
+		ssize_t k;
+
+		bs_loop_run_once(r->loop, 10);
+		k = recv(r->cfd, ic + n, sizeof(ic) - (size_t)n, MSG_DONTWAIT);
+		if (k > 0)
+			n += k;
+	}
+	assert_int_equal(n, 128);
+	assert_int_equal(ic[0], 0x00);		/* ICReq */
+	assert_int_equal(ic[2], 128);
+	assert_int_equal(get32(ic + 4), 128);
+	resp[0] = 0x01;
+	resp[2] = 128;
+	put32(resp + 4, 128);
+	put32(resp + 12, maxh2c);
+	assert_int_equal(send(r->cfd, resp, sizeof(resp), 0), 128);
+	spin(r, &r->st.events, 1);
+}
+
+static void rig_down(struct rig *r)
+{
+	nvq_close(&r->q, 0);
+	close(r->cfd);
+	close(r->lfd);
+	bs_loop_free(r->loop);
+}
+
+static void submit_read(struct rig *r, struct iovec *iov)
+{
+	uint8_t sqe[64] = { 0 };
+
+	sqe[0] = 0x02;
+	assert_int_equal(nvq_submit(&r->q, sqe, NULL, 0, iov, 1,
+				    (uint32_t)iov->iov_len, cmd_done, &r->st),
+			 0);
+}
+
+/* A C2HData for cid 0: @off/@len claimed, @dlen bytes carried. */
+static void send_c2h(struct rig *r, uint32_t off, uint32_t len, uint8_t flags,
+		     uint8_t fill)
+{
+	uint8_t p[24 + 512];
+
+	memset(p, 0, sizeof(p));
+	p[0] = 0x07;
+	p[1] = flags;
+	p[2] = 24;
+	p[3] = 24;
+	put32(p + 4, 24 + 512);
+	put16(p + 8, 0);
+	put32(p + 12, off);
+	put32(p + 16, len);
+	memset(p + 24, fill, 512);
+	assert_int_equal(send(r->cfd, p, sizeof(p), 0), (ssize_t)sizeof(p));
+}
+
+static void read_ok(void **state)
+{
+	struct rig r;
+	uint8_t buf[512];
+	struct iovec iov = { buf, sizeof(buf) };
+
+	(void)state;
+	rig_up(&r, 65536);
+	assert_int_equal(r.st.last_err, 0);
+	assert_int_equal(r.q.state, NVQ_READY);
+	submit_read(&r, &iov);
+	send_c2h(&r, 0, 512, 0x04 | 0x08, 0xab);	/* LAST | SUCCESS */
+	spin(&r, &r.st.done, 1);
+	assert_int_equal(r.st.done_err, 0);
+	assert_int_equal(r.st.done_status, 0);
+	assert_int_equal(buf[0], 0xab);
+	assert_int_equal(buf[511], 0xab);
+	rig_down(&r);
+}
+
+static void c2h_out_of_range(void **state)
+{
+	struct rig r;
+	uint8_t buf[512];
+	struct iovec iov = { buf, sizeof(buf) };
+
+	(void)state;
+	rig_up(&r, 65536);
+	submit_read(&r, &iov);
+	send_c2h(&r, 256, 512, 0x0c, 0);	/* past the command's data */
+	spin(&r, &r.st.done, 1);
+	assert_true(r.st.done_err < 0);		/* failed back to the owner */
+	assert_int_equal(r.st.events, 2);
+	assert_int_equal(r.st.last_err, -EPROTO);
+	assert_non_null(strstr(r.q.err, "C2HData"));
+	assert_int_equal(r.q.state, NVQ_CLOSED);
+	rig_down(&r);
+}
+
+static void hostile_pdus(void **state)
+{
+	static const struct {
+		uint8_t type, hlen;
+		uint32_t plen;
+		const char *why;
+		int err;
+	} rows[] = {
+		{ 0x42, 24, 24, "unexpected PDU type", -EPROTO },
+		{ 0x05, 24, 4, "PDU length", -EPROTO },		/* plen < 8 */
+		{ 0x05, 200, 24, "hlen", -EPROTO },		/* hlen > plen */
+		{ 0x05, 24, 24, "unknown cid", -EPROTO },	/* cid 0 idle */
+		{ 0x03, 24, 24, "C2HTermReq", -ECONNRESET },
+		{ 0x09, 24, 24, "R2T for unknown cid", -EPROTO },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct rig r;
+		uint8_t p[24] = { 0 };
+
+		print_message("%s\n", rows[i].why);
+		rig_up(&r, 65536);
+		p[0] = rows[i].type;
+		p[2] = rows[i].hlen;
+		put32(p + 4, rows[i].plen);
+		assert_int_equal(send(r.cfd, p, sizeof(p), 0), 24);
+		spin(&r, &r.st.events, 2);
+		assert_int_equal(r.st.last_err, rows[i].err);
+		assert_non_null(strstr(r.q.err, rows[i].why));
+		rig_down(&r);
+	}
+}
+
+static void short_maxh2cdata(void **state)
+{
+	struct rig r;
+
+	(void)state;
+	rig_up(&r, 100);	/* below 4096: refused */
+	assert_int_equal(r.st.last_err, -EPROTO);
+	assert_non_null(strstr(r.q.err, "MAXH2CDATA"));
+	rig_down(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(read_ok),
+		cmocka_unit_test(c2h_out_of_range),
+		cmocka_unit_test(hostile_pdus),
+		cmocka_unit_test(short_maxh2cdata),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NVMe/TCP target's capability mapping, below the transport: Identify
+ * Namespace DLFEAT is (1<<3)|1 exactly while the device has
+ * write_zeroes_unmap and follows the queue/write_zeroes_unmap knob, NMIC
+ * shared and the identifiers stable; Identify Controller CMIC and ONCS;
+ * Write Zeroes on a file device frees the blocks with DEAC and keeps them
+ * allocated without it (read back zeroes either way).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <blkstack/attr.h>
+#include <blkstack/loop.h>
+
+#include "export/nvmf/nvmf.h"
+#include "helpers/th.h"
+
+#define MiB (1024 * 1024)
+
+struct fx {
+	struct bs_ctx *ctx;
+	char dir[64], path[96];
+	struct bs_dev *dev;
+	struct bs_export exp;
+	struct bs_export_unit unit;
+	struct nvmf_subsys ss;
+	struct nvmf_ctrl ctrl;
+	struct nvmf_queue q;
+	struct nvmf_ns ns;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char spec[160];
+
+	th_ctx_setup((void **)&f->ctx);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/nvmf-unit-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/f.img", f->dir);
+	snprintf(spec, sizeof(spec), "file:%s,size=16M", f->path);
+	f->dev = th_dev(f->ctx, "f", spec);
+	snprintf(f->unit.name, sizeof(f->unit.name), "f");
+	f->unit.dev = f->dev;
+	bs_dev_caps(f->dev, &f->unit.caps);
+	f->ns.nsid = 1;
+	f->ns.unit = &f->unit;
+	snprintf(f->ss.nqn, sizeof(f->ss.nqn), "nqn.2026-12.org.blkstack:t");
+	f->ss.ns = &f->ns;
+	f->ss.nns = 1;
+	f->ss.qdepth = 128;
+	f->ss.max_ioq = 1;
+	f->ctrl.ss = &f->ss;
+	f->ctrl.cntlid = 7;
+	f->ctrl.wce = true;
+	f->ctrl.csts = BS_NVME_CSTS_RDY;
+	f->q.ss = &f->ss;
+	f->q.ctrl = &f->ctrl;
+	f->q.qid = 1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	while (f->q.out_head) {
+		struct nvmf_out *o = f->q.out_head;
+
+		f->q.out_head = o->next;
+		free(o->data);
+		free(o);
+	}
+	th_ctx_teardown((void **)&f->ctx);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static void dlfeat_follows_the_knob(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ns id;
+	struct bs_nvme_id_ctrl ic;
+	uint8_t nguid[16];
+
+	nvmf_id_ns(&f->ns, &id);
+	assert_int_equal(id.dlfeat, 9);
+	assert_int_equal(id.nmic, BS_NVME_NMIC_SHARED);
+	assert_int_equal(bs_nvme_le64(id.nsze), 16 * MiB / 512);
+	assert_int_equal(id.lbaf[0].lbads, 9);
+	memcpy(nguid, id.nguid, 16);
+	nvmf_id_ctrl(&f->q, &ic);
+	assert_int_equal(ic.cmic & BS_NVME_CMIC_MULTI_CTRL,
+			 BS_NVME_CMIC_MULTI_CTRL);
+	assert_int_equal(bs_nvme_le16(ic.oncs),
+			 BS_NVME_ONCS_COMPARE | BS_NVME_ONCS_DSM |
+				 BS_NVME_ONCS_WRITE_ZEROES);
+	assert_int_equal(bs_nvme_le16(ic.cntlid), 7);
+	assert_int_equal(ic.cntrltype, BS_NVME_CTRL_TYPE_IO);
+	assert_int_equal(bs_nvme_le32(ic.nn), 1);
+	assert_string_equal(ic.subnqn, "nqn.2026-12.org.blkstack:t");
+
+	assert_int_equal(bs_attr_store(f->dev, "queue/write_zeroes_unmap",
+				       "0"), 0);
+	bs_dev_caps(f->dev, &f->unit.caps);
+	nvmf_id_ns(&f->ns, &id);
+	assert_int_equal(id.dlfeat, 0);
+	assert_int_equal(id.nmic, BS_NVME_NMIC_SHARED);
+	/* identifiers do not move with capabilities */
+	assert_memory_equal(id.nguid, nguid, 16);
+
+	assert_int_equal(bs_attr_store(f->dev, "queue/write_zeroes_unmap",
+				       "1"), 0);
+	bs_dev_caps(f->dev, &f->unit.caps);
+	nvmf_id_ns(&f->ns, &id);
+	assert_int_equal(id.dlfeat, 9);
+}
+
+static long long allocated(struct fx *f)
+{
+	struct stat st;
+
+	assert_int_equal(stat(f->path, &st), 0);
+	return (long long)st.st_blocks * 512;
+}
+
+/* Run one I/O command through io.c; the response status field. */
+static uint16_t run(struct fx *f, uint8_t opc, uint64_t slba, uint32_t nlb,
+		    uint32_t cdw12_flags, void *data, uint32_t len)
+{
+	struct nvmf_cmd *c = calloc(1, sizeof(*c));
+	struct bs_nvme_cqe cqe;
+	struct nvmf_out *o;
+	int i;
+
+	c->q = &f->q;
+	c->sqe.opcode = opc;
+	c->sqe.cid = 5;
+	c->sqe.nsid = bs_nvme_cpu_to_le32(1);
+	c->sqe.cdw10 = bs_nvme_cpu_to_le32((uint32_t)slba);
+	c->sqe.cdw11 = bs_nvme_cpu_to_le32((uint32_t)(slba >> 32));
+	c->sqe.cdw12 = bs_nvme_cpu_to_le32((nlb - 1) | cdw12_flags);
+	c->len = len;
+	if (data) {
+		c->buf = malloc(len);
+		memcpy(c->buf, data, len);
+		c->got = len;
+	}
+	c->next = f->q.cmds;
+	f->q.cmds = c;
+	f->q.ncmds++;
+	nvmf_io(c);
+	for (i = 0; i < 2000 && f->q.cmds; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_null(f->q.cmds);
+	/* the last PDU queued is the response */
+	for (o = f->q.out_head; o && o->next; o = o->next)
+		;
+	assert_non_null(o);
+	assert_int_equal(o->hdr[0], BS_NVME_TCP_RSP);
+	memcpy(&cqe, o->hdr + 8, sizeof(cqe));
+	return bs_nvme_le16(cqe.status) >> 1;
+}
+
+static void write_zeroes_deac_mapping(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *buf = malloc(4 * MiB);
+	long long before;
+
+	memset(buf, 0xa5, 4 * MiB);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 0, 2048, 0, buf, MiB), 0);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 2048, 2048, 0, buf, MiB),
+			 0);
+	assert_int_equal(bs_flush_sync(f->dev), 0);
+	before = allocated(f);
+	assert_true(before >= 2 * MiB);
+
+	/* without DEAC: zeroes, blocks kept */
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 0, 2048, 0, NULL, 0),
+			 0);
+	assert_true(allocated(f) >= before);
+	assert_int_equal(bs_read_sync(f->dev, buf, MiB, 0), 0);
+	assert_true(th_is_zero(buf, MiB));
+
+	/* with DEAC (and FUA): zeroes, blocks freed */
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 2048, 2048,
+			     BS_NVME_RW_DEAC | BS_NVME_RW_FUA, NULL, 0),
+			 0);
+	assert_true(allocated(f) <= before - MiB);
+	assert_int_equal(bs_read_sync(f->dev, buf, MiB, MiB), 0);
+	assert_true(th_is_zero(buf, MiB));
+
+	/* past the end: LBA Out of Range, DNR */
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 16 * MiB / 512, 1,
+			     0, NULL, 0),
+			 BS_NVME_SC_LBA_RANGE | BS_NVME_SF_DNR);
+	/* an unknown opcode */
+	assert_int_equal(run(f, 0x7e, 0, 1, 0, NULL, 0),
+			 BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(dlfeat_follows_the_knob, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(write_zeroes_deac_mapping,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
