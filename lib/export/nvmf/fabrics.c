@@ -152,7 +152,8 @@ static void connect_admin(struct nvmf_cmd *c,
 	q->qid = 0;
 	q->sqsize = bs_nvme_le16(cmd->sqsize);
 	q->sqflow_off = cmd->cattr & BS_NVME_CONNECT_CATTR_DISABLE_SQFLOW;
-	bs_net_conn_log(q->nc, "controller %u of %s for host %s (KATO %u "
+	if (q->nc)
+		bs_net_conn_log(q->nc, "controller %u of %s for host %s (KATO %u "
 			"ms)", ctrl->cntlid,
 			disc ? BS_NVME_DISC_SUBSYS_NAME : ss->nqn,
 			ctrl->hostnqn, kato);
@@ -235,7 +236,8 @@ static void do_connect(struct nvmf_cmd *c)
 		return;
 	}
 	if (!disc && !host_allowed(ss, d.hostnqn)) {
-		bs_net_conn_log(q->nc, "host %s is not allowed on %s",
+		if (q->nc)
+			bs_net_conn_log(q->nc, "host %s is not allowed on %s",
 				d.hostnqn, ss->nqn);
 		nvmf_cmd_done(c, BS_NVME_SC_CONNECT_INVALID_HOST |
 				 BS_NVME_SF_DNR, 0, NULL, 0);

@@ -514,7 +514,7 @@ static size_t p_input(void *sess, const uint8_t *buf, size_t len)
 	struct nvmf_queue *q = sess;
 	size_t n = feed(q, buf, len);
 
-	if (q->ctrl && bs_net_conn_in_handshake(q->nc))
+	if (q->ctrl && q->nc && bs_net_conn_in_handshake(q->nc))
 		bs_net_conn_handshake_done(q->nc);
 	return n;
 }
@@ -638,7 +638,8 @@ static void p_close(void *sess, const char *why)
 	struct nvmf_queue *q = sess;
 	struct nvmf_cmd *c, *next;
 
-	bs_net_conn_log(q->nc, "close %s queue %u%s%s: %llu commands, %llu "
+	if (q->nc)
+		bs_net_conn_log(q->nc, "close %s queue %u%s%s: %llu commands, %llu "
 			"errors, %.1f s: %s",
 			nvmf_queue_subnqn(q), q->qid,
 			q->ctrl ? " host " : "", q->ctrl ? q->ctrl->hostnqn : "",
