@@ -447,6 +447,17 @@ static inline const struct bs_limits *bs_dev_limits(const struct bs_dev *dev)
 	return s ? &s->limits : &dev->limits;
 }
 
+/* The size the data path checks against: the snapshot's (0 unless live),
+ * or the working copy before the first publish. A driver may change
+ * dev->size at run time (a rescan), so loop threads read this; threads
+ * without a loop use bs_dev_snap_copy(). */
+static inline uint64_t bs_dev_size(const struct bs_dev *dev)
+{
+	const struct bs_dev_snap *s = bs_dev_snap(dev);
+
+	return s ? s->size : dev->size;
+}
+
 /* Copies of the snapshot, for threads that run no loop (locked). */
 void bs_dev_snap_copy(const struct bs_dev *dev, struct bs_dev_snap *out);
 void bs_dev_limits_copy(const struct bs_dev *dev, struct bs_limits *out);

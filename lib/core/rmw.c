@@ -289,7 +289,7 @@ static int rmw_start(struct rmw *r, uint64_t off, uint64_t len)
 void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 {
 	const struct bs_limits *lim = bs_dev_limits(dev);
-	uint64_t mask = lim->logical_block_size - 1, total = 0;
+	uint64_t mask = lim->logical_block_size - 1, total = 0, size;
 	struct rmw *r;
 	int i, err;
 
@@ -304,8 +304,8 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 		bs_submit(dev, req);
 		return;
 	}
-	if (!req->len || req->offset > dev->size ||
-	    req->len > dev->size - req->offset) {
+	size = bs_dev_size(dev);
+	if (!req->len || req->offset > size || req->len > size - req->offset) {
 		bs_req_finish(dev, req, -EINVAL);
 		return;
 	}
@@ -362,19 +362,20 @@ void bs_submit_bytes(struct bs_dev *dev, struct bs_req *req)
 int bs_zeroout_bytes(struct bs_dev *dev, uint64_t offset, uint64_t len,
 		     unsigned flags, bs_zero_done_fn done, void *arg)
 {
-	uint64_t mask = bs_dev_limits(dev)->logical_block_size - 1;
+	uint64_t mask = bs_dev_limits(dev)->logical_block_size - 1, size;
 	struct rmw *r;
 
 	if (!((offset | len) & mask))
 		return bs_zeroout(dev, offset, len, flags, NULL, done, arg);
 	if (flags & ~(BS_ZERO_NOUNMAP | BS_ZERO_NOFALLBACK | BS_ZERO_FUA))
 		return -EINVAL;
-	if (!len || offset > dev->size || len > dev->size - offset)
+	size = bs_dev_size(dev);
+	if (!len || offset > size || len > size - offset)
 		return bs_error(-EINVAL, "%s: zeroout: range %llu+%llu is "
 				"beyond the end (%llu)", dev->name,
 				(unsigned long long)offset,
 				(unsigned long long)len,
-				(unsigned long long)dev->size);
+				(unsigned long long)size);
 	if (dev->readonly)
 		return bs_error(-EROFS, "%s: zeroout: read-only device",
 				dev->name);

@@ -170,7 +170,7 @@ static void opt_export_name(struct nbd_session *s)
 	free(name);
 	flags = nbd_tx_flags(s, u);
 	memset(r, 0, sizeof(r));
-	nbd_put64(r, u->dev->size);
+	nbd_put64(r, bs_dev_size(u->dev));
 	nbd_put16(r + 8, flags);
 	nbd_out_push(s, r, s->no_zeroes ? 10 : sizeof(r), NULL, 0, 0);
 	go(s, u, flags);
@@ -259,7 +259,7 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 	}
 	flags = nbd_tx_flags(s, u);
 	nbd_put16(buf, NBD_INFO_EXPORT);
-	nbd_put64(buf + 2, u->dev->size);
+	nbd_put64(buf + 2, bs_dev_size(u->dev));
 	nbd_put16(buf + 10, flags);
 	reply(s, NBD_REP_INFO, buf, 12);
 	if (want_name)

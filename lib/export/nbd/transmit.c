@@ -401,7 +401,7 @@ static uint32_t validate(const struct nbd_session *s, uint16_t type,
 			 const char **msg)
 {
 	uint16_t allowed = 0;
-	uint64_t size = s->dev->size;
+	uint64_t size = bs_dev_size(s->dev);
 	bool writes = type == NBD_CMD_WRITE || type == NBD_CMD_TRIM ||
 		      type == NBD_CMD_WRITE_ZEROES;
 
