@@ -148,6 +148,12 @@ int64_t bs_fs_read(struct bs_fs *fs, uint32_t ino, void *buf, uint64_t len,
 int64_t bs_fs_write(struct bs_fs *fs, uint32_t ino, const void *buf,
 		    uint64_t len, uint64_t off);
 int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size);
+/*
+ * The largest size regular file @ino may have (the kernel's s_maxbytes:
+ * block-mapped files have a smaller limit); -EISDIR, -EINVAL (not a
+ * regular file), -ENOENT.
+ */
+int bs_fs_max_file_size(struct bs_fs *fs, uint32_t ino, uint64_t *max);
 /* Make data and all metadata durable (metadata written, device flushed). */
 int bs_fs_fsync(struct bs_fs *fs, uint32_t ino);
 

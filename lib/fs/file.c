@@ -557,6 +557,16 @@ int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 	return fs_op_end(&op, do_truncate(fs, ino, size));
 }
 
+int bs_fs_max_file_size(struct bs_fs *fs, uint32_t ino, uint64_t *max)
+{
+	struct ext2_inode inode;
+	int err = fs_check_reg(fs, ino, &inode);
+
+	if (!err)
+		*max = fs_max_bytes_of(fs, &inode);
+	return err;
+}
+
 int bs_fs_fsync(struct bs_fs *fs, uint32_t ino)
 {
 	/* no cache here: the metadata and the device flush are all there is */
