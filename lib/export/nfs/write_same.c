@@ -19,20 +19,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/write_same.h>
 
-/* nfsstat4 values (RFC 5661 / 7862); the export's own table is nfs4_const.h */
-#define WS_NFS4_OK 0u
-#define WS_NFS4ERR_PERM 1u
-#define WS_NFS4ERR_IO 5u
-#define WS_NFS4ERR_ACCESS 13u
-#define WS_NFS4ERR_ISDIR 21u
-#define WS_NFS4ERR_INVAL 22u
-#define WS_NFS4ERR_FBIG 27u
-#define WS_NFS4ERR_NOSPC 28u
-#define WS_NFS4ERR_ROFS 30u
-#define WS_NFS4ERR_DQUOT 69u
-#define WS_NFS4ERR_STALE 70u
-#define WS_NFS4ERR_NOTSUPP 10004u
-#define WS_NFS4ERR_SERVERFAULT 10006u
+#include "export/nfs/nfs4_const.h"
 
 /* Never written: the source of every zero write. */
 static uint8_t ws_zeroes[BS_WS_BUF_MAX];
@@ -118,20 +105,20 @@ const char *bs_ws_path_name(enum bs_ws_path path)
 uint32_t bs_ws_nfsstat(int err)
 {
 	switch (err) {
-	case 0: return WS_NFS4_OK;
-	case -EINVAL: return WS_NFS4ERR_INVAL;
-	case -EFBIG: return WS_NFS4ERR_FBIG;
-	case -ENOSPC: return WS_NFS4ERR_NOSPC;
-	case -EDQUOT: return WS_NFS4ERR_DQUOT;
-	case -EROFS: return WS_NFS4ERR_ROFS;
-	case -EACCES: return WS_NFS4ERR_ACCESS;
-	case -EPERM: return WS_NFS4ERR_ACCESS;
-	case -EISDIR: return WS_NFS4ERR_ISDIR;
-	case -EIO: return WS_NFS4ERR_IO;
-	case -EOPNOTSUPP: return WS_NFS4ERR_NOTSUPP;
-	case -ESTALE: return WS_NFS4ERR_STALE;
+	case 0: return NFS4_OK;
+	case -EINVAL: return NFS4ERR_INVAL;
+	case -EFBIG: return NFS4ERR_FBIG;
+	case -ENOSPC: return NFS4ERR_NOSPC;
+	case -EDQUOT: return NFS4ERR_DQUOT;
+	case -EROFS: return NFS4ERR_ROFS;
+	case -EACCES: return NFS4ERR_ACCESS;
+	case -EPERM: return NFS4ERR_ACCESS;
+	case -EISDIR: return NFS4ERR_ISDIR;
+	case -EIO: return NFS4ERR_IO;
+	case -EOPNOTSUPP: return NFS4ERR_NOTSUPP;
+	case -ESTALE: return NFS4ERR_STALE;
 	}
-	return WS_NFS4ERR_SERVERFAULT;
+	return NFS4ERR_SERVERFAULT;
 }
 
 /* Bytes [o, o + n) of block @blk's image into @dst (o + n <= block_size). */
