@@ -11,6 +11,7 @@ PKGS=(
 	libext2fs-dev e2fsprogs
 	fio clang libclang-rt-14-dev valgrind
 	util-linux bsdutils coreutils jq python3
+	nfs-ganesha nfs-ganesha-vfs
 )
 
 missing=()
