@@ -58,7 +58,8 @@ int bs_nfs_open(struct bs_nfs *nfs, const char *path, unsigned flags,
 	memset(f, 0, sizeof(*f));
 	if ((err = nfsc_split_path(nfs, path, parent, sizeof(parent), name)))
 		return err;
-	snprintf(what, sizeof(what), "OPEN /%.50s", path);
+	snprintf(what, sizeof(what), "OPEN /%.50s",
+		 path + strspn(path, "/"));
 	nfsc_cpd_begin(nfs, &c, what);
 	if ((err = nfsc_put_path(&c, parent, &n)))
 		return err;

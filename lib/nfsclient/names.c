@@ -68,7 +68,8 @@ int bs_nfs_lookup(struct bs_nfs *nfs, const char *path, struct bs_nfs_fh *fh,
 	uint32_t n;
 	int err;
 
-	snprintf(what, sizeof(what), "LOOKUP /%.50s", path);
+	snprintf(what, sizeof(what), "LOOKUP /%.50s",
+		 path + strspn(path, "/"));
 	nfsc_cpd_begin(nfs, &c, what);
 	if ((err = nfsc_put_path(&c, path, &n)))
 		return err;
@@ -187,7 +188,8 @@ int bs_nfs_remove(struct bs_nfs *nfs, const char *path)
 
 	if ((err = nfsc_split_path(nfs, path, parent, sizeof(parent), name)))
 		return err;
-	snprintf(what, sizeof(what), "REMOVE /%.50s", path);
+	snprintf(what, sizeof(what), "REMOVE /%.50s",
+		 path + strspn(path, "/"));
 	nfsc_cpd_begin(nfs, &c, what);
 	if ((err = nfsc_put_path(&c, parent, &n)))
 		return err;
