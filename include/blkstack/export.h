@@ -78,7 +78,8 @@ struct bs_export {
 	struct bs_exports *set;
 	struct bs_ctx *ctx;
 	struct bs_export_unit *units;	/* config order */
-	unsigned nunits;		/* at least 1 */
+	unsigned nunits;		/* at least 1, unless the type's
+					   device_optional */
 	void *priv;		/* the type's state */
 	struct bs_export *next;
 };
@@ -97,6 +98,12 @@ struct bs_export_type {
 	const char *name;	/* "nbd" */
 	const char *summary;	/* one line */
 	const char *options;	/* "key=VALUE  text" lines */
+	/*
+	 * The type may serve something other than a device (nfs: a host
+	 * directory, `path = DIR`): with no `device =` and no unit lines
+	 * the export has no units (nunits 0) instead of being refused.
+	 */
+	bool device_optional;
 
 	/*
 	 * Read the type's options (bs_opts_get*) and start serving. The units

@@ -202,7 +202,7 @@ static int check_name(const char *what, const char *name)
  * Errors name the line: "FILE:LINE: export NAME: ...".
  */
 static int read_units(const char *name, struct bs_opts *opts,
-		      struct unit_spec **out, unsigned *n)
+		      bool optional, struct unit_spec **out, unsigned *n)
 {
 	const char *device, *desc, *k, *v, *attr;
 	struct unit_spec *u = NULL;
@@ -286,6 +286,8 @@ static int read_units(const char *name, struct bs_opts *opts,
 		}
 	}
 	if (!nu) {
+		if (!device && optional)
+			return 0;
 		if (!device || !*device)
 			return bs_error(-EINVAL, "export %s: no 'device' given "
 					"(device = DEV, or unit.NAME = DEV "
@@ -380,6 +382,8 @@ static int units_open(struct bs_export *exp, struct bs_opts *opts,
 	unsigned i;
 	int err;
 
+	if (!n)
+		return 0;
 	exp->units = calloc(n, sizeof(*exp->units));
 	if (!exp->units)
 		return -ENOMEM;
@@ -454,7 +458,7 @@ int bs_export_create(struct bs_exports *set, const char *name,
 		if (err)
 			return err;
 	}
-	err = read_units(name, opts, &spec, &nspec);
+	err = read_units(name, opts, type->device_optional, &spec, &nspec);
 	if (err)
 		return err;
 
@@ -620,7 +624,8 @@ int bs_config_check_exports(struct bs_config *cfg)
 			return err;
 		if (type->check && (err = type->check(s->name, s->opts)))
 			return err;
-		err = read_units(s->name, s->opts, &units, &n);
+		err = read_units(s->name, s->opts, type->device_optional,
+				 &units, &n);
 		if (err) {
 			const char *msg = bs_last_error();
 			char copy[768];

@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host-directory backend (`path = DIR`): every object is reached by
+ * its kernel file handle (name_to_handle_at / open_by_handle_at on the
+ * directory's filesystem), so NFS handles stay valid across a restart of
+ * the daemon; every call is an *at() syscall on a descriptor opened from
+ * a handle. open_by_handle_at needs CAP_DAC_READ_SEARCH (the daemon runs
+ * as root). A handle names a file of the directory's filesystem: clients
+ * that forge handles could reach files outside DIR on that filesystem,
+ * as with a kernel server exporting a subdirectory without subtree
+ * checking.
+ *
+ * Backend handle bytes: the kernel's handle_type (4, big endian) and its
+ * f_handle bytes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "export/nfs/nfs.h"
+
+struct dirbe {
+	int root;		/* O_PATH|O_DIRECTORY of DIR */
+	dev_t dev;
+	ino_t ino;
+};
+
+#define KH_MAX (NFS_BACKEND_FH_MAX - 4)
+
+static int to_fh(int dirfd, const char *name, int flags, struct nfs_fh *out)
+{
+	union {
+		struct file_handle fh;
+		uint8_t buf[sizeof(struct file_handle) + KH_MAX];
+	} u;
+	int mnt;
+
+	u.fh.handle_bytes = KH_MAX;
+	if (name_to_handle_at(dirfd, name, &u.fh, &mnt, flags) < 0)
+		return errno == EOVERFLOW ? -EOPNOTSUPP : -errno;
+	xdr_set_be32(out->data, (uint32_t)u.fh.handle_type);
+	memcpy(out->data + 4, u.fh.f_handle, u.fh.handle_bytes);
+	out->len = 4 + u.fh.handle_bytes;
+	return 0;
+}
+
+static int open_fh(struct nfs_backend *b, const struct nfs_fh *fh, int flags)
+{
+	struct dirbe *d = b->priv;
+	union {
+		struct file_handle fh;
+		uint8_t buf[sizeof(struct file_handle) + KH_MAX];
+	} u;
+	int fd;
+
+	if (fh->len < 4 || fh->len - 4 > KH_MAX)
+		return -ESTALE;
+	u.fh.handle_type = (int)xdr_be32(fh->data);
+	u.fh.handle_bytes = fh->len - 4;
+	memcpy(u.fh.f_handle, fh->data + 4, fh->len - 4);
+	fd = open_by_handle_at(d->root, &u.fh, flags | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == EINVAL ? -ESTALE : -errno;
+	return fd;
+}
+
+static void fill(const struct stat *st, struct nfs_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: a->type = NF4REG; break;
+	case S_IFDIR: a->type = NF4DIR; break;
+	case S_IFLNK: a->type = NF4LNK; break;
+	case S_IFBLK: a->type = NF4BLK; break;
+	case S_IFCHR: a->type = NF4CHR; break;
+	case S_IFSOCK: a->type = NF4SOCK; break;
+	default: a->type = NF4FIFO; break;
+	}
+	a->mode = st->st_mode & 07777;
+	a->nlink = (uint32_t)st->st_nlink;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->size = (uint64_t)st->st_size;
+	a->used = (uint64_t)st->st_blocks * 512;
+	a->fileid = st->st_ino;
+	a->change = (uint64_t)st->st_ctim.tv_sec * 1000000000ull +
+		    (uint64_t)st->st_ctim.tv_nsec;
+	a->rdev_major = major(st->st_rdev);
+	a->rdev_minor = minor(st->st_rdev);
+	a->atime = st->st_atim;
+	a->mtime = st->st_mtim;
+	a->ctime = st->st_ctim;
+}
+
+static int d_root(struct nfs_backend *b, struct nfs_fh *out)
+{
+	struct dirbe *d = b->priv;
+
+	return to_fh(d->root, "", AT_EMPTY_PATH, out);
+}
+
+static int d_getattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		     struct nfs_attr *out)
+{
+	struct stat st;
+	int fd = open_fh(b, fh, O_PATH), err = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0)
+		err = -errno;
+	else
+		fill(&st, out);
+	close(fd);
+	return err;
+}
+
+static int d_lookup(struct nfs_backend *b, const struct nfs_fh *dir,
+		    const char *name, struct nfs_fh *out)
+{
+	int fd = open_fh(b, dir, O_PATH | O_DIRECTORY), err;
+
+	if (fd < 0)
+		return fd;
+	err = to_fh(fd, name, 0, out);
+	close(fd);
+	return err;
+}
+
+static int d_parent(struct nfs_backend *b, const struct nfs_fh *dir,
+		    struct nfs_fh *out)
+{
+	struct dirbe *d = b->priv;
+	struct stat st;
+	int fd = open_fh(b, dir, O_PATH | O_DIRECTORY), err;
+
+	if (fd < 0)
+		return fd;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 && st.st_dev == d->dev &&
+	    st.st_ino == d->ino)
+		err = -ENOENT;		/* the root has no parent here */
+	else
+		err = to_fh(fd, "..", 0, out);
+	close(fd);
+	return err;
+}
+
+/* cookies: d_off + 3, so that 0, 1, 2 stay the protocol's */
+static int d_readdir(struct nfs_backend *b, const struct nfs_fh *dir,
+		     uint64_t cookie, nfs_dirent_fn fn, void *arg, bool *eof)
+{
+	int fd = open_fh(b, dir, O_RDONLY | O_DIRECTORY), err = 0;
+	struct dirent *e;
+	DIR *dp;
+
+	if (fd < 0)
+		return fd;
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return -errno;
+	}
+	if (cookie)
+		seekdir(dp, (long)(cookie - 3));
+	*eof = false;
+	for (;;) {
+		struct nfs_fh fh;
+		struct nfs_attr at;
+		struct stat st;
+
+		errno = 0;
+		e = readdir(dp);
+		if (!e) {
+			if (errno)
+				err = -errno;
+			else
+				*eof = true;
+			break;
+		}
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(dp), e->d_name, &st,
+			    AT_SYMLINK_NOFOLLOW) < 0 ||
+		    to_fh(dirfd(dp), e->d_name, 0, &fh))
+			continue;	/* gone meanwhile */
+		fill(&st, &at);
+		if (fn(arg, e->d_name, (uint64_t)e->d_off + 3, &fh, &at))
+			break;
+	}
+	closedir(dp);
+	return err;
+}
+
+static int d_create(struct nfs_backend *b, const struct nfs_fh *dir,
+		    const char *name, uint32_t type, uint32_t mode,
+		    const char *link, uint32_t maj, uint32_t min, bool excl,
+		    struct nfs_fh *out)
+{
+	int fd = open_fh(b, dir, O_PATH | O_DIRECTORY), err = 0, f;
+	char proc[64];
+
+	if (fd < 0)
+		return fd;
+	switch (type) {
+	case NF4REG:
+		f = openat(fd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+			   mode);
+		if (f < 0)
+			err = -errno;
+		else
+			close(f);
+		break;
+	case NF4DIR:
+		if (mkdirat(fd, name, mode) < 0)
+			err = -errno;
+		break;
+	case NF4LNK:
+		if (symlinkat(link, fd, name) < 0)
+			err = -errno;
+		break;
+	case NF4BLK:
+	case NF4CHR:
+		if (mknodat(fd, name, (type == NF4BLK ? S_IFBLK : S_IFCHR) |
+			    mode, makedev(maj, min)) < 0)
+			err = -errno;
+		break;
+	case NF4SOCK:
+		if (mknodat(fd, name, S_IFSOCK | mode, 0) < 0)
+			err = -errno;
+		break;
+	case NF4FIFO:
+		if (mkfifoat(fd, name, mode) < 0)
+			err = -errno;
+		break;
+	default:
+		err = -EINVAL;
+	}
+	if (!err)
+		err = to_fh(fd, name, 0, out);
+	if (!err && type != NF4LNK) {
+		/* the mode asked for, whatever the daemon's umask */
+		int o = open_fh(b, out, O_PATH);
+
+		if (o >= 0) {
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o);
+			chmod(proc, mode & 07777);
+			close(o);
+		}
+	}
+	close(fd);
+	return err;
+}
+
+static int d_remove(struct nfs_backend *b, const struct nfs_fh *dir,
+		    const char *name)
+{
+	int fd = open_fh(b, dir, O_PATH | O_DIRECTORY), err = 0;
+
+	if (fd < 0)
+		return fd;
+	if (unlinkat(fd, name, 0) < 0) {
+		err = -errno;
+		if (err == -EISDIR && unlinkat(fd, name, AT_REMOVEDIR) == 0)
+			err = 0;
+		else if (err == -EISDIR)
+			err = -errno;
+	}
+	close(fd);
+	return err == -EEXIST ? -ENOTEMPTY : err;
+}
+
+static int d_rename(struct nfs_backend *b, const struct nfs_fh *sdir,
+		    const char *sname, const struct nfs_fh *tdir,
+		    const char *tname)
+{
+	int s = open_fh(b, sdir, O_PATH | O_DIRECTORY), t, err = 0;
+
+	if (s < 0)
+		return s;
+	t = open_fh(b, tdir, O_PATH | O_DIRECTORY);
+	if (t < 0) {
+		close(s);
+		return t;
+	}
+	if (renameat(s, sname, t, tname) < 0)
+		err = -errno;
+	close(s);
+	close(t);
+	/* RFC 8881 18.26.4: a target that cannot be replaced is EXIST */
+	if (err == -EISDIR || err == -ENOTDIR || err == -ENOTEMPTY)
+		err = -EEXIST;
+	return err;
+}
+
+static int d_link(struct nfs_backend *b, const struct nfs_fh *fh,
+		  const struct nfs_fh *dir, const char *name)
+{
+	int f = open_fh(b, fh, O_PATH), d, err = 0;
+
+	if (f < 0)
+		return f;
+	d = open_fh(b, dir, O_PATH | O_DIRECTORY);
+	if (d < 0) {
+		close(f);
+		return d;
+	}
+	if (linkat(f, "", d, name, AT_EMPTY_PATH) < 0)
+		err = -errno;
+	close(f);
+	close(d);
+	return err;
+}
+
+static int d_readlink(struct nfs_backend *b, const struct nfs_fh *fh,
+		      char *buf, size_t cap, size_t *len)
+{
+	int fd = open_fh(b, fh, O_PATH), err = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = readlinkat(fd, "", buf, cap);
+	if (n < 0)
+		err = -errno;
+	else
+		*len = (size_t)n;
+	close(fd);
+	return err;
+}
+
+static int d_setattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		     const struct nfs_sattr *sa)
+{
+	int fd = open_fh(b, fh, O_PATH), err = 0;
+	struct stat st;
+	char proc[64];
+
+	if (fd < 0)
+		return fd;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (sa->mask & NFS_SA_SIZE) {
+		int w = open_fh(b, fh, O_WRONLY);
+
+		if (w < 0) {
+			err = w;
+			goto out;
+		}
+		if (ftruncate(w, (off_t)sa->size) < 0)
+			err = -errno;
+		close(w);
+		if (err)
+			goto out;
+	}
+	if ((sa->mask & (NFS_SA_UID | NFS_SA_GID)) &&
+	    fchownat(fd, "", sa->mask & NFS_SA_UID ? sa->uid : (uid_t)-1,
+		     sa->mask & NFS_SA_GID ? sa->gid : (gid_t)-1,
+		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		err = -errno;
+		goto out;
+	}
+	if ((sa->mask & NFS_SA_MODE) && !S_ISLNK(st.st_mode) &&
+	    chmod(proc, sa->mode) < 0) {
+		err = -errno;
+		goto out;
+	}
+	if ((sa->mask & (NFS_SA_ATIME | NFS_SA_MTIME)) &&
+	    !S_ISLNK(st.st_mode)) {
+		struct timespec ts[2] = { { 0, UTIME_OMIT },
+					  { 0, UTIME_OMIT } };
+
+		if (sa->mask & NFS_SA_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (sa->mask & NFS_SA_ATIME)
+			ts[0] = sa->atime;
+		if (sa->mask & NFS_SA_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (sa->mask & NFS_SA_MTIME)
+			ts[1] = sa->mtime;
+		if (utimensat(AT_FDCWD, proc, ts, 0) < 0)
+			err = -errno;
+	}
+out:
+	close(fd);
+	return err;
+}
+
+static int d_read(struct nfs_backend *b, const struct nfs_fh *fh,
+		  uint64_t off, void *buf, size_t len, size_t *n, bool *eof)
+{
+	int fd = open_fh(b, fh, O_RDONLY), err = 0;
+	struct stat st;
+	size_t got = 0;
+
+	if (fd < 0)
+		return fd;
+	while (got < len) {
+		ssize_t k = pread(fd, (uint8_t *)buf + got, len - got,
+				  (off_t)(off + got));
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (!k)
+			break;
+		got += (size_t)k;
+	}
+	*n = got;
+	*eof = fstat(fd, &st) == 0 && off + got >= (uint64_t)st.st_size;
+	close(fd);
+	return err;
+}
+
+static int d_write(struct nfs_backend *b, const struct nfs_fh *fh,
+		   uint64_t off, const void *buf, size_t len, bool sync)
+{
+	int fd = open_fh(b, fh, O_WRONLY), err = 0;
+	size_t put = 0;
+
+	if (fd < 0)
+		return fd;
+	while (put < len) {
+		ssize_t k = pwrite(fd, (const uint8_t *)buf + put, len - put,
+				   (off_t)(off + put));
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		put += (size_t)k;
+	}
+	if (!err && sync && fdatasync(fd) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int d_commit(struct nfs_backend *b, const struct nfs_fh *fh)
+{
+	int fd = open_fh(b, fh, O_RDONLY), err = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fsync(fd) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int d_fallocate(struct nfs_backend *b, const struct nfs_fh *fh,
+		       int mode, uint64_t off, uint64_t len)
+{
+	int fd = open_fh(b, fh, O_WRONLY), err = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fallocate(fd, mode, (off_t)off, (off_t)len) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int d_seek(struct nfs_backend *b, const struct nfs_fh *fh,
+		  uint64_t off, int whence, uint64_t *out)
+{
+	int fd = open_fh(b, fh, O_RDONLY), err = 0;
+	off_t r;
+
+	if (fd < 0)
+		return fd;
+	r = lseek(fd, (off_t)off, whence);
+	if (r < 0)
+		err = -errno;
+	else
+		*out = (uint64_t)r;
+	close(fd);
+	return err;
+}
+
+static int d_statfs(struct nfs_backend *b, struct nfs_statfs *out)
+{
+	struct dirbe *d = b->priv;
+	struct statfs sf;
+
+	if (fstatfs(d->root, &sf) < 0)
+		return -errno;
+	out->bytes_total = (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
+	out->bytes_free = (uint64_t)sf.f_bfree * (uint64_t)sf.f_bsize;
+	out->bytes_avail = (uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize;
+	out->files_total = sf.f_files;
+	out->files_free = sf.f_ffree;
+	out->files_avail = sf.f_ffree;
+	out->name_max = sf.f_namelen > NFS_NAME_MAX ? NFS_NAME_MAX :
+			(uint32_t)sf.f_namelen;
+	out->fsid_major = major(d->dev);
+	out->fsid_minor = minor(d->dev);
+	return 0;
+}
+
+static void d_close(struct nfs_backend *b)
+{
+	struct dirbe *d = b->priv;
+
+	if (d) {
+		close(d->root);
+		free(d);
+	}
+	b->priv = NULL;
+}
+
+static const struct nfs_backend_ops dir_ops = {
+	.name = "dir",
+	.root = d_root,
+	.getattr = d_getattr,
+	.lookup = d_lookup,
+	.parent = d_parent,
+	.readdir = d_readdir,
+	.create = d_create,
+	.remove = d_remove,
+	.rename = d_rename,
+	.link = d_link,
+	.readlink = d_readlink,
+	.setattr = d_setattr,
+	.read = d_read,
+	.write = d_write,
+	.commit = d_commit,
+	.fallocate = d_fallocate,
+	.seek = d_seek,
+	.statfs = d_statfs,
+	.close = d_close,
+};
+
+int nfs_backend_dir_open(struct nfs_backend *b, const char *path)
+{
+	struct dirbe *d = calloc(1, sizeof(*d));
+	struct stat st;
+	struct nfs_fh fh;
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	d->root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->root < 0) {
+		err = -errno;
+		free(d);
+		return bs_error(err, "path %s: %s", path, strerror(-err));
+	}
+	fstat(d->root, &st);
+	d->dev = st.st_dev;
+	d->ino = st.st_ino;
+	b->ops = &dir_ops;
+	b->priv = d;
+	err = to_fh(d->root, "", AT_EMPTY_PATH, &fh);
+	if (!err) {
+		int fd = open_fh(b, &fh, O_PATH);
+
+		if (fd < 0)
+			err = fd;
+		else
+			close(fd);
+	}
+	if (err) {
+		d_close(b);
+		return bs_error(err, "path %s: file handles: %s (the nfs "
+				"export of a directory needs name_to_handle_at "
+				"support and CAP_DAC_READ_SEARCH)", path,
+				strerror(-err));
+	}
+	return 0;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * COMPOUND (RFC 8881 16.2, 7530 for minor version 0): the op table (op
+ * number -> handler; each handler decodes its arguments and encodes its
+ * result body), the rules of the sessions (SEQUENCE first, ops that may
+ * run without it and must then be alone, the reply cache), and the reply:
+ * status, tag, one result per op up to the first that failed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/nfs/nfs.h"
+
+enum {
+	F_V40 = 1 << 0,		/* 4.0 only: NOTSUPP from 4.1 on */
+	F_SOLO = 1 << 1,	/* 4.1: may come without SEQUENCE, alone */
+	F_SEQ = 1 << 2,		/* SEQUENCE itself */
+	F_NOSTOP = 1 << 3,
+};
+
+struct op_desc {
+	nfs_op_fn fn;
+	uint8_t min_minor;	/* the first minor version defining it */
+	uint8_t flags;
+};
+
+#define OP(num, f, m, fl) [num] = { .fn = (f), .min_minor = (m), .flags = (fl) }
+
+static const struct op_desc ops[NFS4_OP_LAST + 1] = {
+	OP(OP_ACCESS, nfs_op_access, 0, 0),
+	OP(OP_CLOSE, nfs_op_close, 0, 0),
+	OP(OP_COMMIT, nfs_op_commit, 0, 0),
+	OP(OP_CREATE, nfs_op_create, 0, 0),
+	OP(OP_DELEGPURGE, NULL, 0, 0),
+	OP(OP_DELEGRETURN, NULL, 0, 0),
+	OP(OP_GETATTR, nfs_op_getattr, 0, 0),
+	OP(OP_GETFH, nfs_op_getfh, 0, 0),
+	OP(OP_LINK, nfs_op_link, 0, 0),
+	OP(OP_LOCK, nfs_op_lock, 0, 0),
+	OP(OP_LOCKT, nfs_op_lockt, 0, 0),
+	OP(OP_LOCKU, nfs_op_locku, 0, 0),
+	OP(OP_LOOKUP, nfs_op_lookup, 0, 0),
+	OP(OP_LOOKUPP, nfs_op_lookupp, 0, 0),
+	OP(OP_NVERIFY, nfs_op_nverify, 0, 0),
+	OP(OP_OPEN, nfs_op_open, 0, 0),
+	OP(OP_OPENATTR, NULL, 0, 0),
+	OP(OP_OPEN_CONFIRM, nfs_op_open_confirm, 0, F_V40),
+	OP(OP_OPEN_DOWNGRADE, nfs_op_open_downgrade, 0, 0),
+	OP(OP_PUTFH, nfs_op_putfh, 0, 0),
+	OP(OP_PUTPUBFH, nfs_op_putpubfh, 0, 0),
+	OP(OP_PUTROOTFH, nfs_op_putrootfh, 0, 0),
+	OP(OP_READ, nfs_op_read, 0, 0),
+	OP(OP_READDIR, nfs_op_readdir, 0, 0),
+	OP(OP_READLINK, nfs_op_readlink, 0, 0),
+	OP(OP_REMOVE, nfs_op_remove, 0, 0),
+	OP(OP_RENAME, nfs_op_rename, 0, 0),
+	OP(OP_RENEW, nfs_op_renew, 0, F_V40),
+	OP(OP_RESTOREFH, nfs_op_restorefh, 0, 0),
+	OP(OP_SAVEFH, nfs_op_savefh, 0, 0),
+	OP(OP_SECINFO, nfs_op_secinfo, 0, 0),
+	OP(OP_SETATTR, nfs_op_setattr, 0, 0),
+	OP(OP_SETCLIENTID, nfs_op_setclientid, 0, F_V40),
+	OP(OP_SETCLIENTID_CONFIRM, nfs_op_setclientid_confirm, 0, F_V40),
+	OP(OP_VERIFY, nfs_op_verify, 0, 0),
+	OP(OP_WRITE, nfs_op_write, 0, 0),
+	OP(OP_RELEASE_LOCKOWNER, nfs_op_release_lockowner, 0, F_V40),
+	OP(OP_BACKCHANNEL_CTL, NULL, 1, 0),
+	OP(OP_BIND_CONN_TO_SESSION, nfs_op_bind_conn, 1, F_SOLO),
+	OP(OP_EXCHANGE_ID, nfs_op_exchange_id, 1, F_SOLO),
+	OP(OP_CREATE_SESSION, nfs_op_create_session, 1, F_SOLO),
+	OP(OP_DESTROY_SESSION, nfs_op_destroy_session, 1, F_SOLO),
+	OP(OP_FREE_STATEID, nfs_op_free_stateid, 1, 0),
+	OP(OP_GET_DIR_DELEGATION, NULL, 1, 0),
+	OP(OP_GETDEVICEINFO, NULL, 1, 0),
+	OP(OP_GETDEVICELIST, NULL, 1, 0),
+	OP(OP_LAYOUTCOMMIT, NULL, 1, 0),
+	OP(OP_LAYOUTGET, NULL, 1, 0),
+	OP(OP_LAYOUTRETURN, NULL, 1, 0),
+	OP(OP_SECINFO_NO_NAME, nfs_op_secinfo_no_name, 1, 0),
+	OP(OP_SEQUENCE, nfs_sequence, 1, F_SEQ),
+	OP(OP_SET_SSV, NULL, 1, 0),
+	OP(OP_TEST_STATEID, nfs_op_test_stateid, 1, 0),
+	OP(OP_WANT_DELEGATION, NULL, 1, 0),
+	OP(OP_DESTROY_CLIENTID, nfs_op_destroy_clientid, 1, F_SOLO),
+	OP(OP_RECLAIM_COMPLETE, nfs_op_reclaim_complete, 1, 0),
+	OP(OP_ALLOCATE, nfs_op_allocate, 2, 0),
+	OP(OP_COPY, NULL, 2, 0),
+	OP(OP_COPY_NOTIFY, NULL, 2, 0),
+	OP(OP_DEALLOCATE, nfs_op_deallocate, 2, 0),
+	OP(OP_IO_ADVISE, NULL, 2, 0),
+	OP(OP_LAYOUTERROR, NULL, 2, 0),
+	OP(OP_LAYOUTSTATS, NULL, 2, 0),
+	OP(OP_OFFLOAD_CANCEL, NULL, 2, 0),
+	OP(OP_OFFLOAD_STATUS, NULL, 2, 0),
+	OP(OP_READ_PLUS, nfs_op_read_plus, 2, 0),
+	OP(OP_SEEK, nfs_op_seek, 2, 0),
+	OP(OP_WRITE_SAME, nfs_op_write_same, 2, 0),
+	OP(OP_CLONE, NULL, 2, 0),
+};
+
+/* The op @num of minor version @minor, or NULL when it is not one. */
+static const struct op_desc *op_find(uint32_t num, uint32_t minor)
+{
+	const struct op_desc *d;
+
+	if (num < NFS4_OP_FIRST || num > NFS4_OP_LAST)
+		return NULL;
+	d = &ops[num];
+	if (minor < d->min_minor)
+		return NULL;
+	return d;
+}
+
+int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
+		 uint64_t conn_id, struct xdr_dec *a, struct xdr_enc *r)
+{
+	struct nfs_compound c;
+	size_t start = xdr_enc_len(r), count_at, op_at;
+	const uint8_t *tag;
+	uint32_t tag_len, nops, status = NFS4_OK, n = 0, i;
+
+	memset(&c, 0, sizeof(c));
+	c.srv = srv;
+	c.cred = *cred;
+	c.conn_id = conn_id;
+	tag = xdr_get_opaque_ref(a, &tag_len, NFS4_OPAQUE_LIMIT);
+	c.minor = xdr_get_u32(a);
+	nops = xdr_get_u32(a);
+	if (xdr_dec_err(a))
+		return -EBADMSG;
+	c.nops = nops;
+
+	xdr_put_u32(r, 0);			/* status, patched */
+	xdr_put_opaque(r, tag, tag_len, NFS4_OPAQUE_LIMIT);
+	count_at = xdr_enc_len(r);
+	xdr_put_u32(r, 0);			/* results, patched */
+	if (c.minor > NFS4_MINOR_MAX) {
+		status = NFS4ERR_MINOR_VERS_MISMATCH;
+		goto done;
+	}
+	if (nops > NFS_MAX_OPS * 4) {
+		status = c.minor ? NFS4ERR_TOO_MANY_OPS : NFS4ERR_RESOURCE;
+		goto done;
+	}
+
+	pthread_mutex_lock(&srv->lock);
+	nfs_expire_clients(srv);
+	for (i = 0; i < nops; i++) {
+		uint32_t num = xdr_get_u32(a);
+		const struct op_desc *d;
+
+		c.opindex = i;
+		c.keep_body = false;
+		op_at = xdr_enc_len(r);
+		if (xdr_dec_err(a)) {
+			/* the count promised more ops than came */
+			xdr_put_u32(r, OP_ILLEGAL);
+			xdr_put_u32(r, status = NFS4ERR_BADXDR);
+			n++;
+			break;
+		}
+		d = op_find(num, c.minor);
+		if (!d) {
+			xdr_put_u32(r, OP_ILLEGAL);
+			xdr_put_u32(r, status = NFS4ERR_OP_ILLEGAL);
+			n++;
+			break;
+		}
+		xdr_put_u32(r, num);
+		if (c.minor && (d->flags & F_V40))
+			status = NFS4ERR_NOTSUPP;
+		else if (!d->fn)
+			status = NFS4ERR_NOTSUPP;
+		else if (c.minor && i == 0 && !(d->flags & (F_SEQ | F_SOLO)))
+			status = NFS4ERR_OP_NOT_IN_SESSION;
+		else if (c.minor && i > 0 && (d->flags & F_SEQ))
+			status = NFS4ERR_SEQUENCE_POS;
+		else if (c.minor && i == 0 && (d->flags & F_SOLO) &&
+			 nops > 1 && num != OP_BIND_CONN_TO_SESSION &&
+			 num != OP_DESTROY_SESSION)
+			status = NFS4ERR_NOT_ONLY_OP;
+		else {
+			size_t body = xdr_enc_len(r) + 4;
+
+			xdr_put_u32(r, 0);	/* status, patched */
+			status = d->fn(&c, a, r);
+			if (status == NFS_SEQ_REPLAY) {
+				/* the slot's cached reply, as it was */
+				xdr_enc_truncate(r, start);
+				xdr_put_fixed(r, c.slot->reply,
+					      c.slot->reply_len);
+				c.slot = NULL;
+				pthread_mutex_unlock(&srv->lock);
+				return xdr_enc_err(r);
+			}
+			if (xdr_enc_err(r) == -ENOSPC) {
+				xdr_enc_truncate(r, op_at);
+				xdr_put_u32(r, num);
+				xdr_put_u32(r, status = c.minor ?
+					    NFS4ERR_REP_TOO_BIG :
+					    NFS4ERR_RESOURCE);
+				n++;
+				break;
+			}
+			if (status != NFS4_OK && !c.keep_body)
+				xdr_enc_truncate(r, body);
+			xdr_patch_u32(r, body - 4, status);
+			n++;
+			if (status != NFS4_OK)
+				break;
+			continue;
+		}
+		xdr_put_u32(r, status);
+		n++;
+		break;
+	}
+	xdr_patch_u32(r, start, status);
+	xdr_patch_u32(r, count_at, n);
+	if (c.slot)
+		nfs_slot_store(&c, r->buf + start, xdr_enc_len(r) - start);
+	pthread_mutex_unlock(&srv->lock);
+	return xdr_enc_err(r);
+done:
+	xdr_patch_u32(r, start, status);
+	xdr_patch_u32(r, count_at, n);
+	return xdr_enc_err(r);
+}

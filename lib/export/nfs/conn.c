@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NFS on a network connection: the session-operations table of the
+ * network server. Input is cut into RPC records (record marking, rpc.c);
+ * each record is one job on the context's worker pool, where the
+ * COMPOUND runs under the server's lock (the backend blocks); the job's
+ * done() runs back on the connection's loop and queues the reply.
+ * Replies go out in completion order (RPC matches them by XID). A
+ * connection closed with jobs in flight is freed by the last done().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkstack/workers.h>
+
+#include "export/nfs/nfs.h"
+
+#define NFS_CONN_INFLIGHT 16
+
+struct nfs_out {
+	uint8_t *buf;
+	size_t len, off;
+	struct nfs_out *next;
+};
+
+struct nfs_conn {
+	struct bs_net_conn *nc;
+	struct nfs_server *srv;
+	struct nfs_rm rm;
+	unsigned inflight;
+	bool closed, eof, stopping;
+	struct nfs_out *head, *tail;
+	size_t out_bytes;
+};
+
+struct nfs_job {
+	struct bs_job job;
+	struct nfs_conn *c;
+	uint64_t conn_id;
+	uint8_t *req;
+	size_t len;
+	uint8_t *reply;
+	size_t reply_len;
+};
+
+static void conn_free(struct nfs_conn *c)
+{
+	struct nfs_out *o, *n;
+
+	for (o = c->head; o; o = n) {
+		n = o->next;
+		free(o->buf);
+		free(o);
+	}
+	nfs_rm_free(&c->rm);
+	nfs_server_put(c->srv);
+	free(c);
+}
+
+static int c_start(void *owner, struct bs_net_conn *nc, void **sess)
+{
+	struct nfs_server *srv = owner;
+	struct nfs_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->nc = nc;
+	c->srv = srv;
+	nfs_server_get(srv);
+	nfs_rm_init(&c->rm, NFS_MAX_RECORD);
+	/* no handshake in NFS: the first byte may be a COMPOUND */
+	bs_net_conn_handshake_done(nc);
+	*sess = c;
+	return 0;
+}
+
+static int job_run(struct bs_job *j)
+{
+	struct nfs_job *job = (struct nfs_job *)j;
+	size_t n = 0;
+	int err;
+
+	job->reply = malloc(NFS_MAX_REPLY + 4);
+	if (!job->reply)
+		return -ENOMEM;
+	err = nfs_rpc_process(job->c->srv, job->conn_id, job->req, job->len,
+			      job->reply + 4, NFS_MAX_REPLY, &n);
+	if (err || !n)
+		return err ? err : -EBADMSG;
+	xdr_set_be32(job->reply, RPC_LAST_FRAG | (uint32_t)n);
+	job->reply_len = n + 4;
+	return 0;
+}
+
+static void job_done(struct bs_job *j)
+{
+	struct nfs_job *job = (struct nfs_job *)j;
+	struct nfs_conn *c = job->c;
+
+	c->inflight--;
+	if (c->closed) {
+		if (!c->inflight)
+			conn_free(c);
+	} else if (job->job.result == 0) {
+		struct nfs_out *o = malloc(sizeof(*o));
+
+		if (o) {
+			o->buf = job->reply;
+			job->reply = NULL;
+			o->len = job->reply_len;
+			o->off = 0;
+			o->next = NULL;
+			if (c->tail)
+				c->tail->next = o;
+			else
+				c->head = o;
+			c->tail = o;
+			c->out_bytes += o->len;
+		}
+		bs_net_conn_kick(c->nc);
+	} else {
+		/* not a call, or no memory: nothing to answer */
+		bs_net_conn_kick(c->nc);
+	}
+	free(job->reply);
+	free(job->req);
+	free(job);
+}
+
+static int submit(struct nfs_conn *c)
+{
+	struct bs_workers *w = bs_ctx_workers(c->srv->ctx);
+	struct nfs_job *job;
+
+	if (!w)
+		return -ENOMEM;
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return -ENOMEM;
+	job->c = c;
+	job->conn_id = bs_net_conn_id(c->nc);
+	job->req = c->rm.buf;
+	job->len = c->rm.len;
+	c->rm.buf = NULL;
+	c->rm.cap = 0;
+	nfs_rm_next(&c->rm);
+	job->job.run = job_run;
+	job->job.done = job_done;
+	c->inflight++;
+	bs_workers_submit(w, &job->job);
+	return 0;
+}
+
+static bool c_wants_input(void *sess)
+{
+	struct nfs_conn *c = sess;
+
+	return !c->closed && !c->stopping && c->inflight < NFS_CONN_INFLIGHT;
+}
+
+static size_t c_input(void *sess, const uint8_t *buf, size_t len)
+{
+	struct nfs_conn *c = sess;
+	size_t used = 0;
+
+	while (used < len && c_wants_input(c)) {
+		long k = nfs_rm_feed(&c->rm, buf + used, len - used);
+
+		if (k < 0) {
+			bs_net_conn_close(c->nc, k == -EMSGSIZE ?
+					  "RPC record over the size limit" :
+					  "out of memory");
+			return len;
+		}
+		used += (size_t)k;
+		if (c->rm.ready && submit(c)) {
+			bs_net_conn_close(c->nc, "out of memory");
+			return len;
+		}
+	}
+	return used;
+}
+
+static int c_output(void *sess, struct iovec *iov, int max)
+{
+	struct nfs_conn *c = sess;
+	struct nfs_out *o;
+	int n = 0;
+
+	for (o = c->head; o && n < max; o = o->next, n++) {
+		iov[n].iov_base = o->buf + o->off;
+		iov[n].iov_len = o->len - o->off;
+	}
+	return n;
+}
+
+static size_t c_out_bytes(void *sess)
+{
+	return ((struct nfs_conn *)sess)->out_bytes;
+}
+
+static void c_sent(void *sess, size_t n)
+{
+	struct nfs_conn *c = sess;
+
+	c->out_bytes -= n;
+	while (n && c->head) {
+		struct nfs_out *o = c->head;
+		size_t k = o->len - o->off;
+
+		if (n < k) {
+			o->off += n;
+			return;
+		}
+		n -= k;
+		c->head = o->next;
+		if (!c->head)
+			c->tail = NULL;
+		free(o->buf);
+		free(o);
+	}
+}
+
+static void c_eof(void *sess)
+{
+	((struct nfs_conn *)sess)->eof = true;
+}
+
+static void c_shutdown(void *sess)
+{
+	((struct nfs_conn *)sess)->stopping = true;
+}
+
+static bool c_finished(void *sess)
+{
+	struct nfs_conn *c = sess;
+
+	return (c->eof || c->stopping) && !c->inflight;
+}
+
+static bool c_busy(void *sess)
+{
+	return ((struct nfs_conn *)sess)->inflight > 0;
+}
+
+static void c_close(void *sess, const char *why)
+{
+	struct nfs_conn *c = sess;
+
+	if (why)
+		bs_net_conn_log(c->nc, "closed: %s", why);
+	c->closed = true;
+	if (!c->inflight)
+		conn_free(c);
+}
+
+const struct bs_net_proto nfs_net_proto = {
+	.name = "nfs",
+	.inbuf = 64 * 1024,
+	.start = c_start,
+	.input = c_input,
+	.wants_input = c_wants_input,
+	.output = c_output,
+	.out_bytes = c_out_bytes,
+	.sent = c_sent,
+	.eof = c_eof,
+	.shutdown = c_shutdown,
+	.finished = c_finished,
+	.busy = c_busy,
+	.close = c_close,
+};

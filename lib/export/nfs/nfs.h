@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NFS v4.0/4.1/4.2 server's internal interfaces: one server per
+ * export (its backend, clients, sessions and state under one lock), the
+ * per-COMPOUND state the op handlers share, and the backend ops table.
+ *
+ * Threads: a COMPOUND runs on a worker (bs_ctx_workers) with srv->lock
+ * held from its first op to its reply, so one filesystem's calls and all
+ * protocol state are serialised; connections, record marking and replies
+ * stay on the connection's I/O loop (conn.c).
+ */
+#ifndef BLKSTACK_NFS_H
+#define BLKSTACK_NFS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <blkstack/export.h>
+#include <blkstack/net.h>
+
+#include "export/nfs/nfs4_const.h"
+#include "export/nfs/xdr.h"
+
+#define NFS_DEFAULT_LISTEN "127.0.0.1:2049"
+#define NFS_DEFAULT_LEASE 90
+/* the largest READ/WRITE payload, and a record's cap around it */
+#define NFS_MAX_IO (1u << 20)
+#define NFS_MAX_RECORD (NFS_MAX_IO + 64 * 1024)
+#define NFS_MAX_REPLY (NFS_MAX_IO + 64 * 1024)
+#define NFS_MAX_SLOTS 32
+#define NFS_MAX_OPS 64
+#define NFS_NAME_MAX 255
+
+/* ---- file handles and attributes ----------------------------------------- */
+
+struct nfs_fh {
+	uint32_t len;
+	uint8_t data[NFS4_FHSIZE];
+};
+
+/* What a backend reports of an object (a struct stat in NFS terms). */
+struct nfs_attr {
+	uint32_t type;		/* nfs_ftype4 */
+	uint32_t mode;		/* permission bits, 07777 */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size, used;
+	uint64_t fileid;
+	uint64_t change;
+	uint32_t rdev_major, rdev_minor;
+	struct timespec atime, mtime, ctime;
+};
+
+/* Attributes to set (SETATTR, CREATE, OPEN): NFS_SA_* in mask. */
+enum {
+	NFS_SA_MODE = 1 << 0,
+	NFS_SA_UID = 1 << 1,
+	NFS_SA_GID = 1 << 2,
+	NFS_SA_SIZE = 1 << 3,
+	NFS_SA_ATIME = 1 << 4,		/* atime given (or server time) */
+	NFS_SA_MTIME = 1 << 5,
+	NFS_SA_ATIME_NOW = 1 << 6,
+	NFS_SA_MTIME_NOW = 1 << 7,
+};
+
+struct nfs_sattr {
+	uint32_t mask;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime;
+};
+
+struct nfs_statfs {
+	uint64_t bytes_total, bytes_free, bytes_avail;
+	uint64_t files_total, files_free, files_avail;
+	uint32_t name_max;
+	uint64_t fsid_major, fsid_minor;
+};
+
+/* ---- backends ------------------------------------------------------------ */
+
+struct nfs_backend;
+
+/* One readdir entry; return nonzero to stop (no room). */
+typedef int (*nfs_dirent_fn)(void *arg, const char *name, uint64_t cookie,
+			     const struct nfs_fh *fh,
+			     const struct nfs_attr *a);
+
+/*
+ * A backend serves one tree. Every call runs on a worker with the
+ * server's lock held; errors are negative errno, mapped to nfsstat4 by
+ * nfs_errno(). Handles are the backend's own bytes, at most
+ * NFS_BACKEND_FH_MAX, stable across a restart (fh.c wraps them).
+ */
+#define NFS_BACKEND_FH_MAX 112
+
+struct nfs_backend_ops {
+	const char *name;
+	int (*root)(struct nfs_backend *b, struct nfs_fh *out);
+	int (*getattr)(struct nfs_backend *b, const struct nfs_fh *fh,
+		       struct nfs_attr *out);
+	int (*lookup)(struct nfs_backend *b, const struct nfs_fh *dir,
+		      const char *name, struct nfs_fh *out);
+	int (*parent)(struct nfs_backend *b, const struct nfs_fh *dir,
+		      struct nfs_fh *out);
+	/* entries after @cookie (0: from the start), not "." nor ".." */
+	int (*readdir)(struct nfs_backend *b, const struct nfs_fh *dir,
+		       uint64_t cookie, nfs_dirent_fn fn, void *arg,
+		       bool *eof);
+	/* create @name in @dir: type NF4REG/DIR/LNK/BLK/CHR/SOCK/FIFO */
+	int (*create)(struct nfs_backend *b, const struct nfs_fh *dir,
+		      const char *name, uint32_t type, uint32_t mode,
+		      const char *link, uint32_t major, uint32_t minor,
+		      bool excl, struct nfs_fh *out);
+	int (*remove)(struct nfs_backend *b, const struct nfs_fh *dir,
+		      const char *name);
+	int (*rename)(struct nfs_backend *b, const struct nfs_fh *sdir,
+		      const char *sname, const struct nfs_fh *tdir,
+		      const char *tname);
+	int (*link)(struct nfs_backend *b, const struct nfs_fh *fh,
+		    const struct nfs_fh *dir, const char *name);
+	int (*readlink)(struct nfs_backend *b, const struct nfs_fh *fh,
+			char *buf, size_t cap, size_t *len);
+	int (*setattr)(struct nfs_backend *b, const struct nfs_fh *fh,
+		       const struct nfs_sattr *sa);
+	/* bytes read in *n, *eof at the end of the file */
+	int (*read)(struct nfs_backend *b, const struct nfs_fh *fh,
+		    uint64_t off, void *buf, size_t len, size_t *n,
+		    bool *eof);
+	int (*write)(struct nfs_backend *b, const struct nfs_fh *fh,
+		     uint64_t off, const void *buf, size_t len, bool sync);
+	int (*commit)(struct nfs_backend *b, const struct nfs_fh *fh);
+	/* FALLOC_FL_* mode */
+	int (*fallocate)(struct nfs_backend *b, const struct nfs_fh *fh,
+			 int mode, uint64_t off, uint64_t len);
+	/* SEEK_DATA / SEEK_HOLE from @off: *out, or -ENXIO past the end */
+	int (*seek)(struct nfs_backend *b, const struct nfs_fh *fh,
+		    uint64_t off, int whence, uint64_t *out);
+	int (*statfs)(struct nfs_backend *b, struct nfs_statfs *out);
+	void (*close)(struct nfs_backend *b);
+};
+
+struct nfs_backend {
+	const struct nfs_backend_ops *ops;
+	void *priv;
+};
+
+int nfs_backend_dir_open(struct nfs_backend *b, const char *path);
+int nfs_backend_ext4_open(struct nfs_backend *b, struct bs_export_unit *u);
+
+/* ---- protocol state ------------------------------------------------------ */
+
+struct nfs_stateid {
+	uint32_t seqid;
+	uint8_t other[NFS4_OTHER_SIZE];
+};
+
+struct nfs_client;
+struct nfs_session;
+struct nfs_state;
+
+struct nfs_slot {
+	uint32_t seqid;
+	bool busy;
+	uint8_t *reply;		/* the cached COMPOUND reply */
+	size_t reply_len;
+};
+
+struct nfs_session {
+	uint8_t id[NFS4_SESSIONID_SIZE];
+	struct nfs_client *clp;
+	uint32_t nslots;
+	uint32_t max_req, max_resp, max_resp_cached, max_ops;
+	uint32_t flags;
+	struct nfs_slot slots[NFS_MAX_SLOTS];
+	struct nfs_session *next;	/* the server's list */
+};
+
+/* The last CREATE_SESSION's reply, for its replay. */
+struct nfs_cs_cache {
+	uint8_t *reply;
+	size_t len;
+	uint32_t status;
+};
+
+struct nfs_client {
+	uint64_t clientid;
+	uint8_t verifier[NFS4_VERIFIER_SIZE];
+	uint8_t owner[NFS4_OPAQUE_LIMIT];
+	uint32_t owner_len;
+	uint32_t principal;		/* AUTH_SYS uid (or ~0 AUTH_NONE) */
+	bool confirmed;
+	uint32_t minor;			/* 0 for SETCLIENTID clients */
+	uint32_t cs_seq;		/* last CREATE_SESSION sequence */
+	struct nfs_cs_cache cs_cache;
+	bool reclaim_done;
+	uint8_t confirm[NFS4_VERIFIER_SIZE];	/* 4.0 SETCLIENTID */
+	time_t renewed;
+	unsigned nsessions;
+	struct nfs_client *next;
+};
+
+/* One open, lock or (future) delegation state. */
+enum nfs_state_type { NFS_ST_OPEN = 1, NFS_ST_LOCK = 2 };
+
+struct nfs_lock_range {
+	uint64_t off, len;	/* len UINT64_MAX: to the end */
+	uint32_t type;		/* READ_LT / WRITE_LT */
+	struct nfs_lock_range *next;
+};
+
+struct nfs_state {
+	struct nfs_stateid sid;
+	enum nfs_state_type type;
+	struct nfs_client *clp;
+	struct nfs_fh fh;
+	uint8_t owner[NFS4_OPAQUE_LIMIT];
+	uint32_t owner_len;
+	uint32_t access, deny;		/* open */
+	uint32_t owner_seqid;		/* 4.0 seqid of the owner */
+	bool confirmed;			/* 4.0 OPEN_CONFIRM */
+	struct nfs_state *open;		/* lock: its open */
+	struct nfs_lock_range *locks;	/* lock */
+	struct nfs_state *next;
+};
+
+struct nfs_server {
+	pthread_mutex_t lock;
+	unsigned refs;			/* the export's + one per job */
+	struct bs_export *exp;
+	struct bs_ctx *ctx;
+	struct nfs_backend be;
+	uint32_t export_id;
+	unsigned lease, grace;		/* seconds */
+	time_t boot;			/* monotonic seconds at start */
+	uint8_t boot_verf[NFS4_VERIFIER_SIZE];	/* write verifier */
+	uint32_t boot_tag;		/* in clientids, stateids */
+	uint64_t next_clientid;
+	uint32_t next_state;
+	uint32_t next_session;
+	struct nfs_client *clients;
+	struct nfs_session *sessions;
+	struct nfs_state *states;
+	struct bs_net_listener *nl;
+	char listen[128];
+	bool shutdown;
+};
+
+/* the caller of a COMPOUND, from its RPC credential */
+struct nfs_cred {
+	uint32_t flavor;
+	uint32_t uid, gid;
+};
+
+/* What the ops of one COMPOUND share. */
+struct nfs_compound {
+	struct nfs_server *srv;
+	struct nfs_cred cred;
+	uint64_t conn_id;
+	uint32_t minor;
+	struct nfs_fh cfh, sfh;
+	bool has_cfh, has_sfh;
+	struct nfs_stateid csid, ssid;	/* current / saved stateid (4.1) */
+	bool has_csid, has_ssid;
+	struct nfs_session *sess;	/* after SEQUENCE */
+	struct nfs_slot *slot;
+	bool cache_reply;
+	unsigned opindex, nops;
+	bool keep_body;		/* an error result with a body (LOCK denied) */
+	uint8_t *scratch;	/* NFS_MAX_IO bytes for READ / WRITE_SAME */
+};
+
+/* ---- entry points between the files ------------------------------------- */
+
+/*
+ * rpc.c: record marking (RFC 5531 11). Bytes are fed in; a record is
+ * ready when its last fragment is in (rm->buf, rm->len); records over
+ * @max bytes, or a zero-length non-last fragment train over it, are
+ * -EMSGSIZE (the connection closes).
+ */
+struct nfs_rm {
+	uint8_t *buf;
+	size_t len, cap, max;
+	uint8_t hdr[4];
+	unsigned hdr_have;
+	uint32_t frag_left;
+	bool in_frag, last, ready;
+};
+void nfs_rm_init(struct nfs_rm *rm, size_t max);
+void nfs_rm_free(struct nfs_rm *rm);
+/* bytes consumed (stops at a ready record), or -EMSGSIZE / -ENOMEM */
+long nfs_rm_feed(struct nfs_rm *rm, const uint8_t *p, size_t n);
+/* forget the ready record */
+void nfs_rm_next(struct nfs_rm *rm);
+
+/* conn.c: the network server's session ops; server.c: references */
+extern const struct bs_net_proto nfs_net_proto;
+void nfs_server_get(struct nfs_server *srv);
+void nfs_server_put(struct nfs_server *srv);
+
+/* rpc.c: one RPC record in, one reply (without record mark) out. */
+int nfs_rpc_process(struct nfs_server *srv, uint64_t conn_id,
+		    const uint8_t *req, size_t len, uint8_t *out, size_t cap,
+		    size_t *out_len);
+
+/* compound.c: COMPOUND4args at @args -> COMPOUND4res at @res. */
+int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
+		 uint64_t conn_id, struct xdr_dec *args, struct xdr_enc *res);
+
+typedef uint32_t (*nfs_op_fn)(struct nfs_compound *c, struct xdr_dec *a,
+			      struct xdr_enc *r);
+
+/* session.c */
+uint32_t nfs_op_exchange_id(struct nfs_compound *, struct xdr_dec *,
+			    struct xdr_enc *);
+uint32_t nfs_op_create_session(struct nfs_compound *, struct xdr_dec *,
+			       struct xdr_enc *);
+uint32_t nfs_op_destroy_session(struct nfs_compound *, struct xdr_dec *,
+				struct xdr_enc *);
+uint32_t nfs_op_destroy_clientid(struct nfs_compound *, struct xdr_dec *,
+				 struct xdr_enc *);
+uint32_t nfs_op_reclaim_complete(struct nfs_compound *, struct xdr_dec *,
+				 struct xdr_enc *);
+uint32_t nfs_op_bind_conn(struct nfs_compound *, struct xdr_dec *,
+			  struct xdr_enc *);
+uint32_t nfs_op_setclientid(struct nfs_compound *, struct xdr_dec *,
+			    struct xdr_enc *);
+uint32_t nfs_op_setclientid_confirm(struct nfs_compound *, struct xdr_dec *,
+				    struct xdr_enc *);
+uint32_t nfs_op_renew(struct nfs_compound *, struct xdr_dec *,
+		      struct xdr_enc *);
+/*
+ * SEQUENCE as the first op: 0 = go on; a status to stop with; or
+ * NFS_SEQ_REPLAY when *@cached holds the reply to send as it is.
+ */
+#define NFS_SEQ_REPLAY 0xffffffffu
+uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
+		      struct xdr_enc *r);
+/* the slot's reply cache after the COMPOUND was encoded */
+void nfs_slot_store(struct nfs_compound *c, const uint8_t *reply,
+		    size_t len);
+struct nfs_client *nfs_client_find(struct nfs_server *srv, uint64_t id);
+void nfs_client_free(struct nfs_server *srv, struct nfs_client *clp);
+/* drop clients whose lease ran out */
+void nfs_expire_clients(struct nfs_server *srv);
+time_t nfs_now(void);
+bool nfs_in_grace(struct nfs_server *srv);
+
+/* state.c */
+struct nfs_state *nfs_state_new(struct nfs_server *srv,
+				struct nfs_client *clp, enum nfs_state_type t,
+				const struct nfs_fh *fh, const uint8_t *owner,
+				uint32_t owner_len);
+void nfs_state_free(struct nfs_server *srv, struct nfs_state *st);
+void nfs_states_of_client_free(struct nfs_server *srv,
+			       struct nfs_client *clp);
+/* find by stateid: 0 or NFS4ERR_BAD_STATEID / OLD_STATEID / ... */
+uint32_t nfs_state_find(struct nfs_compound *c,
+			const struct nfs_stateid *sid,
+			struct nfs_state **out);
+/* the stateid an I/O op names allows @access on the current file */
+uint32_t nfs_state_check_io(struct nfs_compound *c,
+			    const struct nfs_stateid *sid, uint32_t access);
+void nfs_get_stateid(struct nfs_compound *c, struct xdr_dec *a,
+		     struct nfs_stateid *sid);
+void nfs_put_stateid(struct xdr_enc *r, const struct nfs_stateid *sid);
+uint32_t nfs_op_open(struct nfs_compound *, struct xdr_dec *,
+		     struct xdr_enc *);
+uint32_t nfs_op_open_confirm(struct nfs_compound *, struct xdr_dec *,
+			     struct xdr_enc *);
+uint32_t nfs_op_open_downgrade(struct nfs_compound *, struct xdr_dec *,
+			       struct xdr_enc *);
+uint32_t nfs_op_close(struct nfs_compound *, struct xdr_dec *,
+		      struct xdr_enc *);
+uint32_t nfs_op_lock(struct nfs_compound *, struct xdr_dec *,
+		     struct xdr_enc *);
+uint32_t nfs_op_lockt(struct nfs_compound *, struct xdr_dec *,
+		      struct xdr_enc *);
+uint32_t nfs_op_locku(struct nfs_compound *, struct xdr_dec *,
+		      struct xdr_enc *);
+uint32_t nfs_op_test_stateid(struct nfs_compound *, struct xdr_dec *,
+			     struct xdr_enc *);
+uint32_t nfs_op_free_stateid(struct nfs_compound *, struct xdr_dec *,
+			     struct xdr_enc *);
+uint32_t nfs_op_release_lockowner(struct nfs_compound *, struct xdr_dec *,
+				  struct xdr_enc *);
+
+/* fh.c: wire handles = export id + backend handle */
+void nfs_fh_wrap(struct nfs_server *srv, const struct nfs_fh *be,
+		 struct nfs_fh *wire);
+uint32_t nfs_fh_unwrap(struct nfs_server *srv, const uint8_t *p,
+		       uint32_t len, struct nfs_fh *be);
+bool nfs_fh_equal(const struct nfs_fh *a, const struct nfs_fh *b);
+
+/* attr.c */
+extern const uint32_t nfs_supported_attrs[NFS4_BITMAP_WORDS];
+void nfs_get_bitmap(struct xdr_dec *a, uint32_t *bm, unsigned words);
+void nfs_put_bitmap(struct xdr_enc *r, const uint32_t *bm, unsigned words);
+/* fattr4 of object @fh with attributes @at for the @req bitmap */
+uint32_t nfs_encode_fattr(struct nfs_compound *c, struct xdr_enc *r,
+			  const uint32_t *req, const struct nfs_fh *fh,
+			  const struct nfs_attr *at);
+/* decode a fattr4 to set: NFS4ERR_ATTRNOTSUPP / INVAL / BADXDR; *set the
+ * bitmap of what it holds */
+uint32_t nfs_decode_sattr(struct nfs_compound *c, struct xdr_dec *a,
+			  struct nfs_sattr *sa, uint32_t *set);
+uint32_t nfs_op_getattr(struct nfs_compound *, struct xdr_dec *,
+			struct xdr_enc *);
+uint32_t nfs_op_setattr(struct nfs_compound *, struct xdr_dec *,
+			struct xdr_enc *);
+uint32_t nfs_op_verify(struct nfs_compound *, struct xdr_dec *,
+		       struct xdr_enc *);
+uint32_t nfs_op_nverify(struct nfs_compound *, struct xdr_dec *,
+			struct xdr_enc *);
+
+/* ops_ns.c / ops_data.c */
+uint32_t nfs_errno(int err);
+/* a component4: NFS4ERR_INVAL / BADNAME / NAMETOOLONG / BADXDR */
+uint32_t nfs_get_name(struct xdr_dec *a, char *name);
+uint32_t nfs_need_fh(struct nfs_compound *c);
+/* the current fh's attributes, and its type checked */
+uint32_t nfs_cur_attr(struct nfs_compound *c, struct nfs_attr *at);
+void nfs_put_change_info(struct xdr_enc *r, uint64_t before,
+			 uint64_t after);
+
+#define NFS_OPS_NS(X)                                                       \
+	X(putrootfh) X(putpubfh) X(putfh) X(getfh) X(savefh) X(restorefh)  \
+	X(lookup) X(lookupp) X(readdir) X(access) X(create) X(remove)      \
+	X(rename) X(link) X(readlink) X(secinfo) X(secinfo_no_name)
+#define NFS_OPS_DATA(X)                                                     \
+	X(read) X(write) X(commit) X(allocate) X(deallocate) X(seek)        \
+	X(read_plus) X(write_same)
+#define NFS_DECL(n) uint32_t nfs_op_##n(struct nfs_compound *,             \
+					struct xdr_dec *, struct xdr_enc *);
+NFS_OPS_NS(NFS_DECL)
+NFS_OPS_DATA(NFS_DECL)
+#undef NFS_DECL
+
+#endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data ops (RFC 8881 18.22, 18.32, 18.3; RFC 7862 15): READ, WRITE
+ * (UNSTABLE4 writes are written without sync and the write verifier, new
+ * at every start, tells a client to resend after a restart; DATA_SYNC4 /
+ * FILE_SYNC4 writes are synced), COMMIT, and the v4.2 ALLOCATE,
+ * DEALLOCATE (a punched hole), SEEK and READ_PLUS (data and hole
+ * segments from the backend's SEEK_DATA/SEEK_HOLE). WRITE_SAME answers
+ * NOTSUPP until the shared bs_write_same() lands.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export/nfs/nfs.h"
+
+/* the current fh is a regular file for I/O */
+static uint32_t io_file(struct nfs_compound *c, struct nfs_attr *at)
+{
+	uint32_t st = nfs_cur_attr(c, at);
+
+	if (st)
+		return st;
+	if (at->type == NF4DIR)
+		return NFS4ERR_ISDIR;
+	if (at->type == NF4LNK)
+		return c->minor ? NFS4ERR_SYMLINK : NFS4ERR_INVAL;
+	if (at->type != NF4REG)
+		return c->minor ? NFS4ERR_WRONG_TYPE : NFS4ERR_INVAL;
+	return NFS4_OK;
+}
+
+static uint32_t io_start(struct nfs_compound *c, struct xdr_dec *a,
+			 struct nfs_stateid *sid, struct nfs_attr *at,
+			 uint32_t access)
+{
+	uint32_t st;
+
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	st = io_file(c, at);
+	if (!st)
+		st = nfs_state_check_io(c, sid, access);
+	return st;
+}
+
+uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
+		     struct xdr_enc *r)
+{
+	struct nfs_stateid sid;
+	struct nfs_attr at;
+	uint64_t off;
+	uint32_t count, st;
+	size_t data_at, n = 0, room;
+	uint8_t *p;
+	bool eof = false;
+	int err;
+
+	nfs_get_stateid(c, a, &sid);
+	off = xdr_get_u64(a);
+	count = xdr_get_u32(a);
+	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_READ);
+	if (st)
+		return st;
+	if (count > NFS_MAX_IO)
+		count = NFS_MAX_IO;
+	room = r->cap - r->pos;
+	room = room > 64 ? (room - 64) & ~(size_t)3 : 0;
+	if (count > room)
+		count = (uint32_t)room;
+	xdr_put_bool(r, false);			/* eof, patched */
+	data_at = xdr_enc_len(r);
+	xdr_put_u32(r, 0);
+	p = xdr_reserve(r, count);
+	if (!p)
+		return NFS4ERR_SERVERFAULT;
+	if (count) {
+		err = c->srv->be.ops->read(&c->srv->be, &c->cfh, off, p,
+					   count, &n, &eof);
+		if (err)
+			return nfs_errno(err);
+	} else {
+		eof = off >= at.size;
+	}
+	xdr_enc_truncate(r, data_at + 4);
+	xdr_reserve(r, n);
+	xdr_patch_u32(r, data_at, (uint32_t)n);
+	xdr_patch_u32(r, data_at - 4, eof);
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
+		      struct xdr_enc *r)
+{
+	struct nfs_stateid sid;
+	struct nfs_attr at;
+	uint64_t off;
+	uint32_t stable, len, st;
+	const uint8_t *data;
+	int err;
+
+	nfs_get_stateid(c, a, &sid);
+	off = xdr_get_u64(a);
+	stable = xdr_get_u32(a);
+	data = xdr_get_opaque_ref(a, &len, XDR_NOMAX);
+	if (stable > FILE_SYNC4)
+		return NFS4ERR_BADXDR;
+	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_WRITE);
+	if (st)
+		return st;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return NFS4ERR_FBIG;
+	err = c->srv->be.ops->write(&c->srv->be, &c->cfh, off, data, len,
+				    stable != UNSTABLE4);
+	if (err)
+		return nfs_errno(err);
+	xdr_put_u32(r, len);
+	xdr_put_u32(r, stable == UNSTABLE4 ? UNSTABLE4 : FILE_SYNC4);
+	xdr_put_fixed(r, c->srv->boot_verf, NFS4_VERIFIER_SIZE);
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_commit(struct nfs_compound *c, struct xdr_dec *a,
+		       struct xdr_enc *r)
+{
+	uint64_t off = xdr_get_u64(a);
+	uint32_t count = xdr_get_u32(a), st;
+	struct nfs_attr at;
+	int err;
+
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	st = io_file(c, &at);
+	if (st)
+		return st;
+	if (count && off + count < off)
+		return NFS4ERR_INVAL;
+	err = c->srv->be.ops->commit(&c->srv->be, &c->cfh);
+	if (err)
+		return nfs_errno(err);
+	xdr_put_fixed(r, c->srv->boot_verf, NFS4_VERIFIER_SIZE);
+	return NFS4_OK;
+}
+
+/* ---- v4.2 ---------------------------------------------------------------- */
+
+static uint32_t falloc_op(struct nfs_compound *c, struct xdr_dec *a,
+			  int mode)
+{
+	struct nfs_stateid sid;
+	struct nfs_attr at;
+	uint64_t off, len;
+	uint32_t st;
+	int err;
+
+	nfs_get_stateid(c, a, &sid);
+	off = xdr_get_u64(a);
+	len = xdr_get_u64(a);
+	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_WRITE);
+	if (st)
+		return st;
+	if (!len)
+		return NFS4ERR_INVAL;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return NFS4ERR_FBIG;
+	err = c->srv->be.ops->fallocate(&c->srv->be, &c->cfh, mode, off, len);
+	return err ? nfs_errno(err) : NFS4_OK;
+}
+
+uint32_t nfs_op_allocate(struct nfs_compound *c, struct xdr_dec *a,
+			 struct xdr_enc *r)
+{
+	return falloc_op(c, a, 0);
+}
+
+uint32_t nfs_op_deallocate(struct nfs_compound *c, struct xdr_dec *a,
+			   struct xdr_enc *r)
+{
+	return falloc_op(c, a, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
+}
+
+uint32_t nfs_op_seek(struct nfs_compound *c, struct xdr_dec *a,
+		     struct xdr_enc *r)
+{
+	struct nfs_stateid sid;
+	struct nfs_attr at;
+	uint64_t off, res;
+	uint32_t what, st;
+	int err;
+
+	nfs_get_stateid(c, a, &sid);
+	off = xdr_get_u64(a);
+	what = xdr_get_u32(a);
+	if (what > NFS4_CONTENT_HOLE)
+		return xdr_dec_err(a) ? NFS4ERR_BADXDR : NFS4ERR_UNION_NOTSUPP;
+	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_READ);
+	if (st)
+		return st;
+	err = c->srv->be.ops->seek(&c->srv->be, &c->cfh, off,
+				   what == NFS4_CONTENT_DATA ? SEEK_DATA :
+				   SEEK_HOLE, &res);
+	if (err)
+		return nfs_errno(err);
+	xdr_put_bool(r, res >= at.size);
+	xdr_put_u64(r, res);
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_read_plus(struct nfs_compound *c, struct xdr_dec *a,
+			  struct xdr_enc *r)
+{
+	struct nfs_backend *be = &c->srv->be;
+	struct nfs_stateid sid;
+	struct nfs_attr at;
+	uint64_t off, end, pos, data, hole;
+	uint32_t count, st, nseg = 0;
+	size_t eof_at, n_at, room;
+	int err;
+
+	nfs_get_stateid(c, a, &sid);
+	off = xdr_get_u64(a);
+	count = xdr_get_u32(a);
+	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_READ);
+	if (st)
+		return st;
+	if (count > NFS_MAX_IO)
+		count = NFS_MAX_IO;
+	room = r->cap - r->pos;
+	room = room > 256 ? (room - 256) & ~(size_t)3 : 0;
+	if (count > room)
+		count = (uint32_t)room;
+	end = off + count < off || off + count > at.size ? at.size :
+	      off + count;
+	eof_at = xdr_enc_len(r);
+	xdr_put_bool(r, false);
+	n_at = xdr_enc_len(r);
+	xdr_put_u32(r, 0);
+	for (pos = off; pos < end;) {
+		err = be->ops->seek(be, &c->cfh, pos, SEEK_DATA, &data);
+		if (err == -ENXIO)
+			data = at.size;
+		else if (err)
+			return nfs_errno(err);
+		if (data > pos) {
+			hole = (data < end ? data : end) - pos;
+			xdr_put_u32(r, NFS4_CONTENT_HOLE);
+			xdr_put_u64(r, pos);
+			xdr_put_u64(r, hole);
+			nseg++;
+			pos += hole;
+			continue;
+		}
+		err = be->ops->seek(be, &c->cfh, pos, SEEK_HOLE, &hole);
+		if (err)
+			hole = end;
+		if (hole > end)
+			hole = end;
+		{
+			size_t len = hole - pos, got = 0, at_len;
+			uint8_t *p;
+			bool feof = false;
+
+			xdr_put_u32(r, NFS4_CONTENT_DATA);
+			xdr_put_u64(r, pos);
+			at_len = xdr_enc_len(r);
+			xdr_put_u32(r, 0);
+			p = xdr_reserve(r, len);
+			if (!p)
+				return NFS4ERR_SERVERFAULT;
+			err = be->ops->read(be, &c->cfh, pos, p, len, &got,
+					    &feof);
+			if (err)
+				return nfs_errno(err);
+			xdr_enc_truncate(r, at_len + 4);
+			xdr_reserve(r, got);
+			xdr_patch_u32(r, at_len, (uint32_t)got);
+			nseg++;
+			if (!got)
+				break;
+			pos += got;
+		}
+	}
+	xdr_patch_u32(r, eof_at, pos >= at.size);
+	xdr_patch_u32(r, n_at, nseg);
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_write_same(struct nfs_compound *c, struct xdr_dec *a,
+			   struct xdr_enc *r)
+{
+	/* the shared bs_write_same() is not merged yet */
+	return NFS4ERR_NOTSUPP;
+}

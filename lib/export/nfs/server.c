@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `nfs` export type: NFS v4.0/4.1/4.2 serving one tree, a host
+ * directory (`path = DIR`, backend_dir.c) or the ext4 filesystem on a
+ * blkstack device (`device = NAME`, backend_ext4.c), on its own listener.
+ *
+ *   [export share]
+ *   type = nfs
+ *   path = /srv/share          or: device = vol0
+ *   listen = 127.0.0.1:2049    (default)
+ *   lease = 90                 seconds a client's state lives unrenewed
+ *   grace = 90                 seconds after start when only reclaims
+ *                              are served (default: the lease)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <blkstack/opts.h>
+
+#include "export/nfs/nfs.h"
+
+extern const struct bs_export_type nfs_export_type;
+
+struct nfs_opts {
+	const char *path, *listen;
+	uint32_t lease, grace;
+	bool grace_set;
+};
+
+static const char *sep(const char *w)
+{
+	return *w ? ": " : "";
+}
+
+static int read_opts(const char *name, struct bs_opts *opts,
+		     struct nfs_opts *o, bool has_device)
+{
+	struct bs_net_addr a;
+	char why[160];
+	const char *w;
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->path = bs_opts_get(opts, "path");
+	o->listen = bs_opts_get(opts, "listen");
+	if (!o->listen)
+		o->listen = NFS_DEFAULT_LISTEN;
+	o->lease = NFS_DEFAULT_LEASE;
+	err = bs_opts_get_u32(opts, "lease", &o->lease);
+	if (err < 0)
+		return err;
+	w = bs_opts_where(opts, "lease");
+	if (o->lease < 1 || o->lease > 3600)
+		return bs_error(-EINVAL, "%s%sexport %s: lease: give 1 to "
+				"3600 seconds", w, sep(w), name);
+	o->grace = o->lease;
+	err = bs_opts_get_u32(opts, "grace", &o->grace);
+	if (err < 0)
+		return err;
+	w = bs_opts_where(opts, "grace");
+	if (o->grace > 3600)
+		return bs_error(-EINVAL, "%s%sexport %s: grace: give 0 to "
+				"3600 seconds", w, sep(w), name);
+	w = bs_opts_where(opts, "listen");
+	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
+		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
+				sep(w), name, o->listen, why);
+	if (o->path && has_device)
+		return bs_error(-EINVAL, "export %s: give either path = DIR "
+				"or a device, not both", name);
+	if (!o->path && !has_device)
+		return bs_error(-EINVAL, "export %s: give path = DIR (a host "
+				"directory) or device = DEV (an ext4 "
+				"filesystem)", name);
+	if (o->path && o->path[0] != '/')
+		return bs_error(-EINVAL, "export %s: path '%s': give an "
+				"absolute path", name, o->path);
+	return 0;
+}
+
+static int nfs_check(const char *name, struct bs_opts *opts)
+{
+	struct nfs_opts o;
+	const char *dev = bs_opts_get(opts, "device");
+
+	return read_opts(name, opts, &o, dev != NULL);
+}
+
+void nfs_server_get(struct nfs_server *srv)
+{
+	__atomic_add_fetch(&srv->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+void nfs_server_put(struct nfs_server *srv)
+{
+	struct nfs_client *clp;
+
+	if (__atomic_sub_fetch(&srv->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	while ((clp = srv->clients))
+		nfs_client_free(srv, clp);
+	if (srv->be.ops)
+		srv->be.ops->close(&srv->be);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+}
+
+static void set_log(void *arg, const char *msg)
+{
+	bs_exports_log(arg, "%s", msg);
+}
+
+/* FNV-1a of the export's name: its handles' export id */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+static void nfs_close(struct bs_export *exp)
+{
+	struct nfs_server *srv = exp->priv;
+
+	if (!srv)
+		return;
+	exp->priv = NULL;
+	if (srv->nl) {
+		bs_net_listener_stop(srv->nl);
+		bs_net_listener_close_conns(srv->nl, NULL, NULL,
+					    "export closed");
+		bs_net_listener_free(srv->nl);
+	}
+	nfs_server_put(srv);
+}
+
+static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
+{
+	struct nfs_server *srv;
+	struct nfs_opts o;
+	struct bs_net_listen_cfg cfg;
+	int err;
+
+	err = read_opts(exp->name, opts, &o, exp->nunits > 0);
+	if (err)
+		return err;
+	if (exp->nunits > 1)
+		return bs_error(-EINVAL, "export %s: an nfs export serves one "
+				"device", exp->name);
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	pthread_mutex_init(&srv->lock, NULL);
+	srv->refs = 1;
+	srv->exp = exp;
+	srv->ctx = exp->ctx;
+	srv->lease = o.lease;
+	srv->grace = o.grace;
+	srv->boot = nfs_now();
+	srv->export_id = name_hash(exp->name);
+	if (getrandom(srv->boot_verf, sizeof(srv->boot_verf), 0) !=
+	    sizeof(srv->boot_verf) ||
+	    getrandom(&srv->boot_tag, sizeof(srv->boot_tag), 0) !=
+	    sizeof(srv->boot_tag)) {
+		free(srv);
+		return bs_error(-EIO, "export %s: getrandom failed",
+				exp->name);
+	}
+	if (o.path)
+		err = nfs_backend_dir_open(&srv->be, o.path);
+	else
+		err = nfs_backend_ext4_open(&srv->be, &exp->units[0]);
+	if (err) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", bs_last_error());
+		nfs_server_put(srv);
+		return bs_error(err, "export %s: %s", exp->name, msg);
+	}
+	exp->priv = srv;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.addr = o.listen;
+	bs_net_limits_default(&cfg.limits);
+	cfg.limits.handshake_ms = 0;
+	cfg.proto = &nfs_net_proto;
+	cfg.owner = srv;
+	cfg.log = set_log;
+	cfg.log_arg = exp->set;
+	cfg.ctx = exp->ctx;
+	bs_error_clear();
+	err = bs_net_listen(bs_ctx_loop(exp->ctx), &cfg, &srv->nl);
+	if (err) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", *bs_last_error() ?
+			 bs_last_error() : strerror(-err));
+		nfs_close(exp);
+		return bs_error(err, "export %s: %s", exp->name, msg);
+	}
+	snprintf(srv->listen, sizeof(srv->listen), "%s", o.listen);
+	bs_exports_log(exp->set, "nfs: export %s (%s %s) listening on %s, "
+		       "lease %u s, grace %u s", exp->name,
+		       o.path ? "directory" : "device",
+		       o.path ? o.path : exp->units[0].dev->name, o.listen,
+		       srv->lease, srv->grace);
+	return 0;
+}
+
+static void nfs_shutdown(struct bs_export *exp)
+{
+	struct nfs_server *srv = exp->priv;
+
+	if (srv && srv->nl && !srv->shutdown) {
+		srv->shutdown = true;
+		bs_net_listener_drain(srv->nl);
+	}
+}
+
+static unsigned nfs_clients(struct bs_export *exp)
+{
+	struct nfs_server *srv = exp->priv;
+
+	return srv && srv->nl ? bs_net_listener_conns(srv->nl) : 0;
+}
+
+static void nfs_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
+{
+	struct nfs_server *srv = exp->priv;
+
+	if (!srv)
+		return;
+	kv(arg, "listen", "%s", srv->listen);
+	kv(arg, "backend", "%s", srv->be.ops->name);
+	kv(arg, "lease", "%u", srv->lease);
+	kv(arg, "grace", "%u", srv->grace);
+	kv(arg, "clients", "%u", nfs_clients(exp));
+}
+
+const struct bs_export_type nfs_export_type = {
+	.name = "nfs",
+	.summary = "NFS v4.0/4.1/4.2 server of a host directory or an ext4 "
+		   "filesystem on a device",
+	.options =
+		"path=DIR             serve this host directory (or device =)\n"
+		"listen=HOST:PORT     TCP address (default 127.0.0.1:2049)\n"
+		"lease=SECONDS        client lease (default 90)\n"
+		"grace=SECONDS        grace period after start (default: the "
+		"lease)\n",
+	.device_optional = true,
+	.check = nfs_check,
+	.open = nfs_open,
+	.shutdown = nfs_shutdown,
+	.clients = nfs_clients,
+	.close = nfs_close,
+	.describe = nfs_describe,
+};
+BS_EXPORT_TYPE(nfs_export_type);

@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Clients and sessions (RFC 8881 2.10, 18.35-18.37, 18.46, 18.50-18.51):
+ * EXCHANGE_ID's client records, CREATE_SESSION with its own replay,
+ * SEQUENCE with a slot table whose every slot caches its last reply,
+ * DESTROY_SESSION, DESTROY_CLIENTID, RECLAIM_COMPLETE,
+ * BIND_CONN_TO_SESSION; leases (renewed by SEQUENCE, expired lazily at
+ * the next COMPOUND) and the grace period after start. The 4.0 client
+ * ops SETCLIENTID, SETCLIENTID_CONFIRM and RENEW share the records.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/nfs/nfs.h"
+
+time_t nfs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+bool nfs_in_grace(struct nfs_server *srv)
+{
+	return nfs_now() < srv->boot + (time_t)srv->grace;
+}
+
+struct nfs_client *nfs_client_find(struct nfs_server *srv, uint64_t id)
+{
+	struct nfs_client *clp;
+
+	for (clp = srv->clients; clp; clp = clp->next)
+		if (clp->clientid == id)
+			return clp;
+	return NULL;
+}
+
+static void session_free(struct nfs_server *srv, struct nfs_session *s)
+{
+	struct nfs_session **pp;
+	unsigned i;
+
+	for (pp = &srv->sessions; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	for (i = 0; i < NFS_MAX_SLOTS; i++)
+		free(s->slots[i].reply);
+	s->clp->nsessions--;
+	free(s);
+}
+
+void nfs_client_free(struct nfs_server *srv, struct nfs_client *clp)
+{
+	struct nfs_client **pp;
+	struct nfs_session *s, *next;
+
+	for (s = srv->sessions; s; s = next) {
+		next = s->next;
+		if (s->clp == clp)
+			session_free(srv, s);
+	}
+	nfs_states_of_client_free(srv, clp);
+	for (pp = &srv->clients; *pp; pp = &(*pp)->next)
+		if (*pp == clp) {
+			*pp = clp->next;
+			break;
+		}
+	free(clp->cs_cache.reply);
+	free(clp);
+}
+
+void nfs_expire_clients(struct nfs_server *srv)
+{
+	struct nfs_client *clp, *next;
+	time_t now = nfs_now();
+
+	for (clp = srv->clients; clp; clp = next) {
+		next = clp->next;
+		if (now > clp->renewed + (time_t)srv->lease)
+			nfs_client_free(srv, clp);
+	}
+}
+
+static struct nfs_client *client_new(struct nfs_server *srv,
+				     const uint8_t *owner, uint32_t len,
+				     const uint8_t *verf, uint32_t principal)
+{
+	struct nfs_client *clp = calloc(1, sizeof(*clp));
+
+	if (!clp)
+		return NULL;
+	clp->clientid = (uint64_t)srv->boot_tag << 32 | ++srv->next_clientid;
+	memcpy(clp->owner, owner, len);
+	clp->owner_len = len;
+	memcpy(clp->verifier, verf, NFS4_VERIFIER_SIZE);
+	clp->principal = principal;
+	clp->renewed = nfs_now();
+	clp->next = srv->clients;
+	srv->clients = clp;
+	return clp;
+}
+
+static uint32_t principal_of(const struct nfs_compound *c)
+{
+	return c->cred.flavor == RPC_AUTH_SYS ? c->cred.uid : 0xffffffffu;
+}
+
+static void put_server_owner(struct nfs_server *srv, struct xdr_enc *r)
+{
+	char major[32];
+
+	xdr_put_u64(r, 0);			/* so_minor_id */
+	snprintf(major, sizeof(major), "blkstack-%u", srv->export_id);
+	xdr_put_cstring(r, major, NFS4_OPAQUE_LIMIT);
+	xdr_put_cstring(r, "blkstack", NFS4_OPAQUE_LIMIT);	/* scope */
+}
+
+/* ---- EXCHANGE_ID --------------------------------------------------------- */
+
+uint32_t nfs_op_exchange_id(struct nfs_compound *c, struct xdr_dec *a,
+			    struct xdr_enc *r)
+{
+	struct nfs_server *srv = c->srv;
+	uint8_t verf[NFS4_VERIFIER_SIZE];
+	const uint8_t *owner;
+	uint32_t olen, flags, how, n, principal = principal_of(c);
+	struct nfs_client *clp, *conf = NULL, *unconf = NULL;
+	bool update;
+
+	xdr_get_fixed(a, verf, sizeof(verf));
+	owner = xdr_get_opaque_ref(a, &olen, NFS4_OPAQUE_LIMIT);
+	flags = xdr_get_u32(a);
+	how = xdr_get_u32(a);
+	if (how == SP4_MACH_CRED) {
+		uint32_t bm[8];
+
+		nfs_get_bitmap(a, bm, 8);
+		nfs_get_bitmap(a, bm, 8);
+	} else if (how != SP4_NONE) {
+		return xdr_dec_err(a) ? NFS4ERR_BADXDR : NFS4ERR_NOTSUPP;
+	}
+	n = xdr_get_u32(a);			/* impl_id<1> */
+	if (n > 1)
+		return NFS4ERR_BADXDR;
+	if (n) {
+		uint32_t l;
+
+		xdr_get_opaque_ref(a, &l, XDR_NOMAX);
+		xdr_get_opaque_ref(a, &l, XDR_NOMAX);
+		xdr_get_u64(a);
+		xdr_get_u32(a);
+	}
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	if (flags & ~EXCHGID4_FLAG_MASK_A)
+		return NFS4ERR_INVAL;
+	if (how == SP4_MACH_CRED)
+		return NFS4ERR_NOTSUPP;
+	update = flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A;
+
+	for (clp = srv->clients; clp; clp = clp->next) {
+		if (clp->owner_len != olen || memcmp(clp->owner, owner, olen) ||
+		    !clp->minor)
+			continue;
+		if (clp->confirmed)
+			conf = clp;
+		else
+			unconf = clp;
+	}
+	if (update) {
+		if (!conf)
+			return NFS4ERR_NOENT;
+		if (memcmp(conf->verifier, verf, sizeof(verf)))
+			return NFS4ERR_NOT_SAME;
+		if (conf->principal != principal)
+			return NFS4ERR_PERM;
+		clp = conf;
+	} else if (conf && !memcmp(conf->verifier, verf, sizeof(verf)) &&
+		   conf->principal == principal) {
+		clp = conf;		/* the same client again */
+	} else if (conf && conf->principal != principal &&
+		   (conf->nsessions || !memcmp(conf->verifier, verf,
+					       sizeof(verf)))) {
+		return NFS4ERR_CLID_INUSE;
+	} else {
+		/* a new client, or one that rebooted: a new record */
+		if (unconf)
+			nfs_client_free(srv, unconf);
+		clp = client_new(srv, owner, olen, verf, principal);
+		if (!clp)
+			return NFS4ERR_SERVERFAULT;
+		clp->minor = c->minor;
+	}
+	clp->renewed = nfs_now();
+	xdr_put_u64(r, clp->clientid);
+	xdr_put_u32(r, clp->cs_seq + 1);
+	xdr_put_u32(r, (clp->confirmed ? EXCHGID4_FLAG_CONFIRMED_R : 0) |
+		    EXCHGID4_FLAG_USE_NON_PNFS);
+	xdr_put_u32(r, SP4_NONE);
+	put_server_owner(srv, r);
+	xdr_put_u32(r, 1);			/* impl id */
+	xdr_put_cstring(r, "blkstack.org", NFS4_OPAQUE_LIMIT);
+	xdr_put_cstring(r, "blkstack nfs", NFS4_OPAQUE_LIMIT);
+	xdr_put_i64(r, 0);
+	xdr_put_u32(r, 0);
+	return NFS4_OK;
+}
+
+/* ---- CREATE_SESSION ------------------------------------------------------ */
+
+struct chan {
+	uint32_t pad, maxreq, maxresp, maxcached, maxops, maxreqs, rdma;
+	uint32_t nrdma;
+};
+
+static void get_chan(struct xdr_dec *a, struct chan *ch)
+{
+	ch->pad = xdr_get_u32(a);
+	ch->maxreq = xdr_get_u32(a);
+	ch->maxresp = xdr_get_u32(a);
+	ch->maxcached = xdr_get_u32(a);
+	ch->maxops = xdr_get_u32(a);
+	ch->maxreqs = xdr_get_u32(a);
+	ch->nrdma = xdr_get_u32(a);
+	if (ch->nrdma > 1)
+		xdr_dec_fail(a, -EBADMSG);
+	else if (ch->nrdma)
+		ch->rdma = xdr_get_u32(a);
+}
+
+static void put_chan(struct xdr_enc *r, const struct chan *ch)
+{
+	xdr_put_u32(r, 0);
+	xdr_put_u32(r, ch->maxreq);
+	xdr_put_u32(r, ch->maxresp);
+	xdr_put_u32(r, ch->maxcached);
+	xdr_put_u32(r, ch->maxops);
+	xdr_put_u32(r, ch->maxreqs);
+	xdr_put_u32(r, 0);			/* no RDMA */
+}
+
+static uint32_t min32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
+			       struct xdr_enc *r)
+{
+	struct nfs_server *srv = c->srv;
+	struct nfs_client *clp, *o, *next;
+	struct nfs_session *s;
+	struct chan fore, back;
+	uint64_t id = xdr_get_u64(a);
+	uint32_t seq = xdr_get_u32(a), flags = xdr_get_u32(a), n, i;
+	size_t body = xdr_enc_len(r);
+
+	get_chan(a, &fore);
+	get_chan(a, &back);
+	xdr_get_u32(a);				/* cb_program */
+	n = xdr_get_u32(a);
+	for (i = 0; i < n && !xdr_dec_err(a); i++) {
+		uint32_t fl = xdr_get_u32(a), l;
+
+		if (fl == RPC_AUTH_SYS) {
+			xdr_get_u32(a);
+			xdr_get_opaque_ref(a, &l, RPC_AUTHSYS_NAME_MAX);
+			xdr_get_u32(a);
+			xdr_get_u32(a);
+			l = xdr_get_u32(a);
+			if (l > RPC_AUTHSYS_GIDS_MAX)
+				return NFS4ERR_BADXDR;
+			xdr_skip(a, (size_t)l * 4);
+		} else if (fl == RPC_RPCSEC_GSS) {
+			xdr_get_u32(a);
+			xdr_get_opaque_ref(a, &l, XDR_NOMAX);
+			xdr_get_opaque_ref(a, &l, XDR_NOMAX);
+		} else if (fl != RPC_AUTH_NONE) {
+			return NFS4ERR_BADXDR;
+		}
+	}
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	clp = nfs_client_find(srv, id);
+	if (!clp || !clp->minor)
+		return NFS4ERR_STALE_CLIENTID;
+	if (clp->confirmed && clp->principal != principal_of(c))
+		return NFS4ERR_CLID_INUSE;
+	if (seq == clp->cs_seq && clp->cs_cache.reply) {
+		/* a retry: the same answer */
+		if (clp->cs_cache.status != NFS4_OK)
+			return clp->cs_cache.status;
+		xdr_put_fixed(r, clp->cs_cache.reply, clp->cs_cache.len);
+		return NFS4_OK;
+	}
+	if (seq != clp->cs_seq + 1)
+		return NFS4ERR_SEQ_MISORDERED;
+	if (fore.maxreq < 256 || fore.maxresp < 128 || !fore.maxreqs)
+		return NFS4ERR_TOOSMALL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NFS4ERR_SERVERFAULT;
+	clp->cs_seq = seq;
+	if (!clp->confirmed) {
+		/* confirm: an older confirmed record of the owner goes */
+		for (o = srv->clients; o; o = next) {
+			next = o->next;
+			if (o != clp && o->confirmed &&
+			    o->owner_len == clp->owner_len &&
+			    !memcmp(o->owner, clp->owner, o->owner_len))
+				nfs_client_free(srv, o);
+		}
+		clp->confirmed = true;
+	}
+	clp->renewed = nfs_now();
+	s->clp = clp;
+	clp->nsessions++;
+	xdr_set_be32(s->id, srv->boot_tag);
+	xdr_set_be32(s->id + 4, (uint32_t)clp->clientid);
+	xdr_set_be32(s->id + 8, ++srv->next_session);
+	xdr_set_be32(s->id + 12, srv->export_id);
+	fore.maxreq = min32(fore.maxreq, NFS_MAX_RECORD);
+	fore.maxresp = min32(fore.maxresp, NFS_MAX_REPLY);
+	fore.maxcached = min32(fore.maxcached, NFS_MAX_REPLY);
+	fore.maxops = min32(fore.maxops, NFS_MAX_OPS);
+	fore.maxreqs = min32(fore.maxreqs, NFS_MAX_SLOTS);
+	s->nslots = fore.maxreqs;
+	s->max_req = fore.maxreq;
+	s->max_resp = fore.maxresp;
+	s->max_resp_cached = fore.maxcached;
+	s->max_ops = fore.maxops;
+	s->flags = flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
+	s->next = srv->sessions;
+	srv->sessions = s;
+	back.maxreqs = min32(back.maxreqs, 1);
+	back.maxops = min32(back.maxops, 2);
+	xdr_put_fixed(r, s->id, NFS4_SESSIONID_SIZE);
+	xdr_put_u32(r, seq);
+	xdr_put_u32(r, s->flags);
+	put_chan(r, &fore);
+	put_chan(r, &back);
+	if (!xdr_enc_err(r)) {
+		free(clp->cs_cache.reply);
+		clp->cs_cache.len = xdr_enc_len(r) - body;
+		clp->cs_cache.reply = malloc(clp->cs_cache.len);
+		if (clp->cs_cache.reply)
+			memcpy(clp->cs_cache.reply, r->buf + body,
+			       clp->cs_cache.len);
+		clp->cs_cache.status = NFS4_OK;
+	}
+	return NFS4_OK;
+}
+
+static struct nfs_session *session_find(struct nfs_server *srv,
+					const uint8_t *id)
+{
+	struct nfs_session *s;
+
+	for (s = srv->sessions; s; s = s->next)
+		if (!memcmp(s->id, id, NFS4_SESSIONID_SIZE))
+			return s;
+	return NULL;
+}
+
+uint32_t nfs_op_destroy_session(struct nfs_compound *c, struct xdr_dec *a,
+				struct xdr_enc *r)
+{
+	uint8_t id[NFS4_SESSIONID_SIZE];
+	struct nfs_session *s;
+
+	xdr_get_fixed(a, id, sizeof(id));
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	s = session_find(c->srv, id);
+	if (!s)
+		return NFS4ERR_BADSESSION;
+	if (s == c->sess) {
+		/* the slot is gone with the session: no reply cached */
+		if (c->opindex + 1 != c->nops)
+			return NFS4ERR_BADSESSION;
+		c->sess = NULL;
+		c->slot = NULL;
+	}
+	session_free(c->srv, s);
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_destroy_clientid(struct nfs_compound *c, struct xdr_dec *a,
+				 struct xdr_enc *r)
+{
+	uint64_t id = xdr_get_u64(a);
+	struct nfs_client *clp;
+
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	clp = nfs_client_find(c->srv, id);
+	if (!clp)
+		return NFS4ERR_STALE_CLIENTID;
+	if (clp->nsessions)
+		return NFS4ERR_CLIENTID_BUSY;
+	nfs_client_free(c->srv, clp);
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_reclaim_complete(struct nfs_compound *c, struct xdr_dec *a,
+				 struct xdr_enc *r)
+{
+	bool one_fs = xdr_get_bool(a);
+
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	if (one_fs)
+		return NFS4_OK;
+	if (c->sess->clp->reclaim_done)
+		return NFS4ERR_COMPLETE_ALREADY;
+	c->sess->clp->reclaim_done = true;
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_bind_conn(struct nfs_compound *c, struct xdr_dec *a,
+			  struct xdr_enc *r)
+{
+	uint8_t id[NFS4_SESSIONID_SIZE];
+	uint32_t dir;
+	struct nfs_session *s;
+
+	xdr_get_fixed(a, id, sizeof(id));
+	dir = xdr_get_u32(a);
+	xdr_get_bool(a);			/* use_conn_in_rdma_mode */
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	s = session_find(c->srv, id);
+	if (!s)
+		return NFS4ERR_BADSESSION;
+	if (dir != CDFC4_FORE && dir != CDFC4_BACK &&
+	    dir != CDFC4_FORE_OR_BOTH && dir != CDFC4_BACK_OR_BOTH)
+		return NFS4ERR_INVAL;
+	xdr_put_fixed(r, id, sizeof(id));
+	xdr_put_u32(r, dir == CDFC4_BACK ? CDFS4_BACK : CDFS4_FORE);
+	xdr_put_bool(r, false);
+	return NFS4_OK;
+}
+
+/* ---- SEQUENCE ------------------------------------------------------------ */
+
+uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
+		      struct xdr_enc *r)
+{
+	uint8_t id[NFS4_SESSIONID_SIZE];
+	uint32_t seq, slotid, highest;
+	struct nfs_session *s;
+	struct nfs_slot *sl;
+
+	xdr_get_fixed(a, id, sizeof(id));
+	seq = xdr_get_u32(a);
+	slotid = xdr_get_u32(a);
+	highest = xdr_get_u32(a);
+	c->cache_reply = xdr_get_bool(a);
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	s = session_find(c->srv, id);
+	if (!s)
+		return NFS4ERR_BADSESSION;
+	if (slotid >= s->nslots)
+		return NFS4ERR_BADSLOT;
+	(void)highest;
+	sl = &s->slots[slotid];
+	if (seq == sl->seqid && seq) {
+		if (!sl->reply)
+			return NFS4ERR_RETRY_UNCACHED_REP;
+		c->slot = sl;
+		return NFS_SEQ_REPLAY;
+	}
+	if (seq != sl->seqid + 1)
+		return NFS4ERR_SEQ_MISORDERED;
+	if (c->nops > s->max_ops)
+		return NFS4ERR_TOO_MANY_OPS;
+	sl->seqid = seq;
+	free(sl->reply);
+	sl->reply = NULL;
+	sl->reply_len = 0;
+	c->sess = s;
+	c->slot = sl;
+	s->clp->renewed = nfs_now();
+	xdr_put_fixed(r, id, sizeof(id));
+	xdr_put_u32(r, seq);
+	xdr_put_u32(r, slotid);
+	xdr_put_u32(r, s->nslots - 1);
+	xdr_put_u32(r, s->nslots - 1);
+	xdr_put_u32(r, 0);			/* status flags */
+	return NFS4_OK;
+}
+
+void nfs_slot_store(struct nfs_compound *c, const uint8_t *reply,
+		    size_t len)
+{
+	struct nfs_slot *sl = c->slot;
+
+	free(sl->reply);
+	sl->reply = malloc(len ? len : 1);
+	sl->reply_len = sl->reply ? len : 0;
+	if (sl->reply)
+		memcpy(sl->reply, reply, len);
+}
+
+/* ---- 4.0: SETCLIENTID, SETCLIENTID_CONFIRM, RENEW ------------------------- */
+
+uint32_t nfs_op_setclientid(struct nfs_compound *c, struct xdr_dec *a,
+			    struct xdr_enc *r)
+{
+	struct nfs_server *srv = c->srv;
+	uint8_t verf[NFS4_VERIFIER_SIZE];
+	const uint8_t *owner;
+	uint32_t olen, l;
+	struct nfs_client *clp, *next;
+
+	xdr_get_fixed(a, verf, sizeof(verf));
+	owner = xdr_get_opaque_ref(a, &olen, NFS4_OPAQUE_LIMIT);
+	xdr_get_u32(a);				/* cb_program */
+	xdr_get_opaque_ref(a, &l, XDR_NOMAX);	/* netid */
+	xdr_get_opaque_ref(a, &l, XDR_NOMAX);	/* addr */
+	xdr_get_u32(a);				/* callback_ident */
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	for (clp = srv->clients; clp; clp = next) {
+		next = clp->next;
+		if (!clp->minor && !clp->confirmed &&
+		    clp->owner_len == olen && !memcmp(clp->owner, owner, olen))
+			nfs_client_free(srv, clp);
+	}
+	clp = client_new(srv, owner, olen, verf, principal_of(c));
+	if (!clp)
+		return NFS4ERR_SERVERFAULT;
+	xdr_set_be32(clp->confirm, srv->boot_tag);
+	xdr_set_be32(clp->confirm + 4, (uint32_t)clp->clientid);
+	xdr_put_u64(r, clp->clientid);
+	xdr_put_fixed(r, clp->confirm, sizeof(clp->confirm));
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_setclientid_confirm(struct nfs_compound *c,
+				    struct xdr_dec *a, struct xdr_enc *r)
+{
+	struct nfs_server *srv = c->srv;
+	uint64_t id = xdr_get_u64(a);
+	uint8_t confirm[NFS4_VERIFIER_SIZE];
+	struct nfs_client *clp, *o, *next;
+
+	xdr_get_fixed(a, confirm, sizeof(confirm));
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	clp = nfs_client_find(srv, id);
+	if (!clp || clp->minor)
+		return NFS4ERR_STALE_CLIENTID;
+	if (memcmp(clp->confirm, confirm, sizeof(confirm)))
+		return NFS4ERR_STALE_CLIENTID;
+	if (!clp->confirmed) {
+		for (o = srv->clients; o; o = next) {
+			next = o->next;
+			if (o != clp && !o->minor && o->confirmed &&
+			    o->owner_len == clp->owner_len &&
+			    !memcmp(o->owner, clp->owner, o->owner_len))
+				nfs_client_free(srv, o);
+		}
+		clp->confirmed = true;
+	}
+	clp->renewed = nfs_now();
+	return NFS4_OK;
+}
+
+uint32_t nfs_op_renew(struct nfs_compound *c, struct xdr_dec *a,
+		      struct xdr_enc *r)
+{
+	uint64_t id = xdr_get_u64(a);
+	struct nfs_client *clp;
+
+	if (xdr_dec_err(a))
+		return NFS4ERR_BADXDR;
+	clp = nfs_client_find(c->srv, id);
+	if (!clp || clp->minor)
+		return NFS4ERR_STALE_CLIENTID;
+	if (!clp->confirmed)
+		return NFS4ERR_STALE_CLIENTID;
+	clp->renewed = nfs_now();
+	return NFS4_OK;
+}
