@@ -5,11 +5,12 @@
 # $BUILD/peers/pynfs with Debian's python3 (python3-ply), --maketree,
 # results from --json. Fails when fewer than PASS_FLOOR tests pass (the
 # count when this was written, so a regression shows), or when the daemon
-# died. Every failure is printed; their reasons are in docs/nfs.md.
+# died (168 of the 197 tests it runs passed when written; nfs-ganesha
+# passes 176). Every failure is printed; the reasons are in docs/nfs.md.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 jq
-PASS_FLOOR=${PASS_FLOOR:-165}
+PASS_FLOOR=${PASS_FLOOR:-166}
 # the peers are beside the project root (../shared), or, from a git
 # worktree, beside the main checkout
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
