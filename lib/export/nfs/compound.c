@@ -124,6 +124,7 @@ int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
 	c.srv = srv;
 	c.cred = *cred;
 	c.conn_id = conn_id;
+	c.req_len = a->len;
 	tag = xdr_get_opaque_ref(a, &tag_len, NFS4_OPAQUE_LIMIT);
 	c.minor = xdr_get_u32(a);
 	nops = xdr_get_u32(a);
@@ -193,6 +194,14 @@ int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
 				c.slot = NULL;
 				pthread_mutex_unlock(&srv->lock);
 				return xdr_enc_err(r);
+			}
+			if (c.sess && status == NFS4_OK &&
+			    xdr_enc_len(r) - start > c.sess->max_resp) {
+				xdr_enc_truncate(r, op_at);
+				xdr_put_u32(r, num);
+				xdr_put_u32(r, status = NFS4ERR_REP_TOO_BIG);
+				n++;
+				break;
 			}
 			if (xdr_enc_err(r) == -ENOSPC) {
 				xdr_enc_truncate(r, op_at);

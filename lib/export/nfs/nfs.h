@@ -269,6 +269,7 @@ struct nfs_compound {
 	struct nfs_slot *slot;
 	bool cache_reply;
 	unsigned opindex, nops;
+	size_t req_len;		/* the COMPOUND's argument bytes */
 	bool keep_body;		/* an error result with a body (LOCK denied) */
 	uint8_t *scratch;	/* NFS_MAX_IO bytes for READ / WRITE_SAME */
 };

@@ -174,8 +174,16 @@ uint32_t nfs_op_putfh(struct nfs_compound *c, struct xdr_dec *a,
 	st = nfs_fh_unwrap(c->srv, p, len, &fh);
 	if (st)
 		return st;
-	if (c->srv->be.ops->getattr(&c->srv->be, &fh, &at))
-		return NFS4ERR_STALE;
+	if (c->srv->be.ops->getattr(&c->srv->be, &fh, &at)) {
+		/* a file removed while open stays usable for its state */
+		struct nfs_state *s;
+
+		for (s = c->srv->states; s; s = s->next)
+			if (nfs_fh_equal(&s->fh, &fh))
+				break;
+		if (!s)
+			return NFS4ERR_STALE;
+	}
 	set_cfh(c, &fh);
 	return NFS4_OK;
 }

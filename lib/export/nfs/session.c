@@ -300,6 +300,10 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	}
 	if (seq != clp->cs_seq + 1)
 		return NFS4ERR_SEQ_MISORDERED;
+	if (flags & ~(CREATE_SESSION4_FLAG_PERSIST |
+		      CREATE_SESSION4_FLAG_CONN_BACK_CHAN |
+		      CREATE_SESSION4_FLAG_CONN_RDMA))
+		return NFS4ERR_INVAL;
 	if (fore.maxreq < 256 || fore.maxresp < 128 || !fore.maxreqs)
 		return NFS4ERR_TOOSMALL;
 	s = calloc(1, sizeof(*s));
@@ -480,6 +484,8 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 		return NFS4ERR_SEQ_MISORDERED;
 	if (c->nops > s->max_ops)
 		return NFS4ERR_TOO_MANY_OPS;
+	if (c->req_len > s->max_req)
+		return NFS4ERR_REQ_TOO_BIG;
 	sl->seqid = seq;
 	free(sl->reply);
 	sl->reply = NULL;

@@ -222,7 +222,7 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 {
 	struct nfs_server *srv = c->srv;
 	struct nfs_backend *be = &srv->be;
-	uint32_t access, deny, olen, opentype, mode = 0, claim, st, dtype;
+	uint32_t access, deny, olen, opentype, mode = 0, claim, st, dtype, want;
 	uint32_t set[NFS4_BITMAP_WORDS] = { 0 };
 	uint8_t verf[NFS4_VERIFIER_SIZE];
 	const uint8_t *owner;
@@ -307,6 +307,7 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 		return NFS4ERR_INVAL;
 	if (!c->minor && (access & ~OPEN4_SHARE_ACCESS_BOTH))
 		return NFS4ERR_INVAL;
+	want = access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
 	access &= OPEN4_SHARE_ACCESS_BOTH;
 	if (c->minor) {
 		clp = c->sess->clp;
@@ -321,7 +322,7 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 			return NFS4ERR_NO_GRACE;
 		return NFS4ERR_RECLAIM_BAD;
 	}
-	if (nfs_in_grace(srv))
+	if (nfs_in_grace(srv) || (c->minor && !clp->reclaim_done))
 		return NFS4ERR_GRACE;
 
 	if (claim == CLAIM_FH) {
@@ -436,7 +437,20 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 	put_cinfo(r, dir.change, dir_after.change);
 	xdr_put_u32(r, OPEN4_RESULT_LOCKTYPE_POSIX);
 	nfs_put_bitmap(r, set, NFS4_BITMAP_WORDS);
-	xdr_put_u32(r, OPEN_DELEGATE_NONE);
+	if (c->minor && want && want != OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE) {
+		/* no delegations: say why (RFC 8881 18.16.3) */
+		xdr_put_u32(r, OPEN_DELEGATE_NONE_EXT);
+		if (want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG) {
+			xdr_put_u32(r, WND4_NOT_WANTED);
+		} else if (want == OPEN4_SHARE_ACCESS_WANT_CANCEL) {
+			xdr_put_u32(r, WND4_CANCELLED);
+		} else {
+			xdr_put_u32(r, WND4_RESOURCE);
+			xdr_put_bool(r, false);
+		}
+	} else {
+		xdr_put_u32(r, OPEN_DELEGATE_NONE);
+	}
 	return NFS4_OK;
 }
 

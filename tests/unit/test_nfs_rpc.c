@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NFS server's RPC layers without a socket: record marking
+ * (fragments, byte-at-a-time input, the size cap), the RPC refusals
+ * (RPC_MISMATCH, AUTH_ERROR, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL,
+ * GARBAGE_ARGS), COMPOUND decoding (minor version, unknown op numbers,
+ * a count promising more ops than sent, SEQUENCE rules) and the slot
+ * table's reply cache, on a server over a temporary host directory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export/nfs/nfs.h"
+#include "helpers/th.h"
+
+static uint8_t out[NFS_MAX_REPLY];
+static size_t out_len;
+
+/* ---- record marking ------------------------------------------------------ */
+
+static void rm_fragments(void **state)
+{
+	uint8_t in[32];
+	struct nfs_rm rm;
+	size_t i;
+
+	(void)state;
+	/* "abc" in a first fragment, "defgh" in the last */
+	xdr_set_be32(in, 3);
+	memcpy(in + 4, "abc", 3);
+	xdr_set_be32(in + 7, RPC_LAST_FRAG | 5);
+	memcpy(in + 11, "defgh", 5);
+	nfs_rm_init(&rm, 1024);
+	assert_int_equal(nfs_rm_feed(&rm, in, 16), 16);
+	assert_true(rm.ready);
+	assert_int_equal(rm.len, 8);
+	assert_memory_equal(rm.buf, "abcdefgh", 8);
+	nfs_rm_next(&rm);
+	/* the same, one byte at a time; a ready record stops the feed */
+	for (i = 0; i < 16; i++) {
+		assert_false(rm.ready);
+		assert_int_equal(nfs_rm_feed(&rm, in + i, 1), 1);
+	}
+	assert_true(rm.ready);
+	assert_int_equal(nfs_rm_feed(&rm, in, 4), 0);
+	assert_memory_equal(rm.buf, "abcdefgh", 8);
+	nfs_rm_free(&rm);
+}
+
+static void rm_oversize(void **state)
+{
+	uint8_t in[8];
+	struct nfs_rm rm;
+
+	(void)state;
+	nfs_rm_init(&rm, 100);
+	xdr_set_be32(in, RPC_LAST_FRAG | 101);
+	assert_int_equal(nfs_rm_feed(&rm, in, 4), -EMSGSIZE);
+	nfs_rm_free(&rm);
+	/* fragments adding up over the cap */
+	nfs_rm_init(&rm, 100);
+	xdr_set_be32(in, 60);
+	assert_int_equal(nfs_rm_feed(&rm, in, 4), 4);
+	{
+		uint8_t pad[60] = { 0 };
+
+		assert_int_equal(nfs_rm_feed(&rm, pad, 60), 60);
+	}
+	xdr_set_be32(in, RPC_LAST_FRAG | 41);
+	assert_int_equal(nfs_rm_feed(&rm, in, 4), -EMSGSIZE);
+	nfs_rm_free(&rm);
+}
+
+/* ---- a server over a temporary directory --------------------------------- */
+
+struct fix {
+	char dir[64];
+	struct nfs_server *srv;
+};
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/test_nfs_rpc.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->srv = calloc(1, sizeof(*f->srv));
+	pthread_mutex_init(&f->srv->lock, NULL);
+	f->srv->refs = 1;
+	f->srv->lease = 60;
+	f->srv->grace = 0;
+	f->srv->boot = nfs_now() - 1;
+	f->srv->export_id = 7;
+	f->srv->boot_tag = 0x1234;
+	if (nfs_backend_dir_open(&f->srv->be, f->dir)) {
+		rmdir(f->dir);
+		free(f->srv);
+		free(f);
+		skip();
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	nfs_server_put(f->srv);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* an RPC call header; the caller appends the arguments */
+static void call(struct xdr_enc *e, uint8_t *buf, size_t cap, uint32_t rpcv,
+		 uint32_t prog, uint32_t vers, uint32_t proc, uint32_t flavor)
+{
+	xdr_enc_init(e, buf, cap);
+	xdr_put_u32(e, 0xabcd);
+	xdr_put_u32(e, RPC_CALL);
+	xdr_put_u32(e, rpcv);
+	xdr_put_u32(e, prog);
+	xdr_put_u32(e, vers);
+	xdr_put_u32(e, proc);
+	xdr_put_u32(e, flavor);
+	if (flavor == RPC_AUTH_SYS) {
+		xdr_put_u32(e, 24);
+		xdr_put_u32(e, 1);		/* stamp */
+		xdr_put_cstring(e, "host", 255);
+		xdr_put_u32(e, 0);
+		xdr_put_u32(e, 0);
+		xdr_put_u32(e, 0);
+	} else {
+		xdr_put_u32(e, 0);
+	}
+	xdr_put_u32(e, RPC_AUTH_NONE);
+	xdr_put_u32(e, 0);
+}
+
+static struct xdr_dec run(struct fix *f, struct xdr_enc *e)
+{
+	struct xdr_dec d;
+
+	assert_int_equal(xdr_enc_err(e), 0);
+	assert_int_equal(nfs_rpc_process(f->srv, 1, e->buf, xdr_enc_len(e),
+					 out, sizeof(out), &out_len), 0);
+	xdr_dec_init(&d, out, out_len);
+	assert_int_equal(xdr_get_u32(&d), 0xabcd);
+	assert_int_equal(xdr_get_u32(&d), RPC_REPLY);
+	return d;
+}
+
+/* an accepted reply's accept_stat */
+static uint32_t accepted(struct xdr_dec *d)
+{
+	assert_int_equal(xdr_get_u32(d), RPC_MSG_ACCEPTED);
+	xdr_get_u32(d);
+	assert_int_equal(xdr_get_u32(d), 0);
+	return xdr_get_u32(d);
+}
+
+static void rpc_refusals(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	call(&e, b, sizeof(b), 3, NFS4_PROGRAM, 4, 0, RPC_AUTH_NONE);
+	d = run(f, &e);
+	assert_int_equal(xdr_get_u32(&d), RPC_MSG_DENIED);
+	assert_int_equal(xdr_get_u32(&d), RPC_MISMATCH);
+	assert_int_equal(xdr_get_u32(&d), 2);
+	assert_int_equal(xdr_get_u32(&d), 2);
+
+	call(&e, b, sizeof(b), 2, NFS4_PROGRAM, 4, 0, RPC_RPCSEC_GSS);
+	d = run(f, &e);
+	assert_int_equal(xdr_get_u32(&d), RPC_MSG_DENIED);
+	assert_int_equal(xdr_get_u32(&d), RPC_AUTH_ERROR);
+	assert_int_equal(xdr_get_u32(&d), RPC_AUTH_REJECTEDCRED);
+
+	call(&e, b, sizeof(b), 2, 100005, 4, 0, RPC_AUTH_NONE);
+	d = run(f, &e);
+	assert_int_equal(accepted(&d), RPC_PROG_UNAVAIL);
+
+	call(&e, b, sizeof(b), 2, NFS4_PROGRAM, 3, 0, RPC_AUTH_SYS);
+	d = run(f, &e);
+	assert_int_equal(accepted(&d), RPC_PROG_MISMATCH);
+	assert_int_equal(xdr_get_u32(&d), 4);
+	assert_int_equal(xdr_get_u32(&d), 4);
+
+	call(&e, b, sizeof(b), 2, NFS4_PROGRAM, 4, 2, RPC_AUTH_SYS);
+	d = run(f, &e);
+	assert_int_equal(accepted(&d), RPC_PROC_UNAVAIL);
+
+	call(&e, b, sizeof(b), 2, NFS4_PROGRAM, 4, 0, RPC_AUTH_SYS);
+	d = run(f, &e);
+	assert_int_equal(accepted(&d), RPC_SUCCESS);
+	assert_int_equal(xdr_dec_left(&d), 0);
+
+	/* COMPOUND with its arguments cut short */
+	call(&e, b, sizeof(b), 2, NFS4_PROGRAM, 4, 1, RPC_AUTH_SYS);
+	xdr_put_u32(&e, 0);		/* tag */
+	d = run(f, &e);
+	assert_int_equal(accepted(&d), RPC_GARBAGE_ARGS);
+
+	/* a reply is not a call: nothing to answer */
+	call(&e, b, sizeof(b), 2, NFS4_PROGRAM, 4, 0, RPC_AUTH_NONE);
+	xdr_set_be32(b + 4, RPC_REPLY);
+	assert_int_equal(nfs_rpc_process(f->srv, 1, b, xdr_enc_len(&e), out,
+					 sizeof(out), &out_len), -EBADMSG);
+}
+
+/* COMPOUND header; returns with the ops to append */
+static void compound(struct xdr_enc *e, uint8_t *b, size_t cap,
+		     uint32_t minor, uint32_t nops)
+{
+	call(e, b, cap, 2, NFS4_PROGRAM, 4, 1, RPC_AUTH_SYS);
+	xdr_put_cstring(e, "t", 16);
+	xdr_put_u32(e, minor);
+	xdr_put_u32(e, nops);
+}
+
+/* the COMPOUND4res header: status, and the number of results */
+static uint32_t res_head(struct xdr_dec *d, uint32_t *n)
+{
+	uint32_t st, l;
+
+	assert_int_equal(accepted(d), RPC_SUCCESS);
+	st = xdr_get_u32(d);
+	xdr_get_opaque_ref(d, &l, 16);
+	*n = xdr_get_u32(d);
+	return st;
+}
+
+static void compound_decode(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t n;
+
+	compound(&e, b, sizeof(b), 3, 1);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_MINOR_VERS_MISMATCH);
+	assert_int_equal(n, 0);
+
+	/* op 2 and 10044 are no ops: OP_ILLEGAL */
+	compound(&e, b, sizeof(b), 0, 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, 2);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_OP_ILLEGAL);
+	assert_int_equal(n, 2);
+	assert_int_equal(xdr_get_u32(&d), OP_PUTROOTFH);
+	assert_int_equal(xdr_get_u32(&d), NFS4_OK);
+	assert_int_equal(xdr_get_u32(&d), OP_ILLEGAL);
+	assert_int_equal(xdr_get_u32(&d), NFS4ERR_OP_ILLEGAL);
+
+	/* a 4.2 op in 4.1 is no op either */
+	compound(&e, b, sizeof(b), 1, 1);
+	xdr_put_u32(&e, OP_SEEK);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_OP_ILLEGAL);
+
+	/* 4.0: no session needed; GETFH gives a handle */
+	compound(&e, b, sizeof(b), 0, 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_GETFH);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4_OK);
+	assert_int_equal(n, 2);
+
+	/* a count of 3 with one op sent */
+	compound(&e, b, sizeof(b), 0, 3);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_BADXDR);
+	assert_int_equal(n, 2);
+
+	/* 4.1: SEQUENCE first, or an op that may come alone */
+	compound(&e, b, sizeof(b), 1, 1);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_OP_NOT_IN_SESSION);
+
+	/* 4.0-only ops in 4.1 */
+	compound(&e, b, sizeof(b), 1, 1);
+	xdr_put_u32(&e, OP_RENEW);
+	xdr_put_u64(&e, 1);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_NOTSUPP);
+
+	/* PUTFH of garbage: BADHANDLE; of another export: STALE */
+	compound(&e, b, sizeof(b), 0, 1);
+	xdr_put_u32(&e, OP_PUTFH);
+	xdr_put_opaque(&e, "\1\2", 2, NFS4_FHSIZE);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_BADHANDLE);
+	compound(&e, b, sizeof(b), 0, 1);
+	xdr_put_u32(&e, OP_PUTFH);
+	xdr_put_opaque(&e, "\1\0\0\0\x08zzzzzzzz", 13, NFS4_FHSIZE);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_STALE);
+}
+
+static void exchange_and_session(struct fix *f, uint8_t *sid)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t clid;
+	uint32_t n, seq;
+
+	compound(&e, b, sizeof(b), 1, 1);
+	xdr_put_u32(&e, OP_EXCHANGE_ID);
+	xdr_put_fixed(&e, "verifier", 8);
+	xdr_put_cstring(&e, "unit-test-client", 1024);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, SP4_NONE);
+	xdr_put_u32(&e, 0);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4_OK);
+	assert_int_equal(xdr_get_u32(&d), OP_EXCHANGE_ID);
+	assert_int_equal(xdr_get_u32(&d), NFS4_OK);
+	clid = xdr_get_u64(&d);
+	seq = xdr_get_u32(&d);
+
+	compound(&e, b, sizeof(b), 1, 1);
+	xdr_put_u32(&e, OP_CREATE_SESSION);
+	xdr_put_u64(&e, clid);
+	xdr_put_u32(&e, seq);
+	xdr_put_u32(&e, 0);
+	for (n = 0; n < 2; n++) {
+		xdr_put_u32(&e, 0);
+		xdr_put_u32(&e, 65536);
+		xdr_put_u32(&e, 65536);
+		xdr_put_u32(&e, 4096);
+		xdr_put_u32(&e, 8);
+		xdr_put_u32(&e, 4);		/* slots */
+		xdr_put_u32(&e, 0);
+	}
+	xdr_put_u32(&e, NFS4_CB_PROGRAM);
+	xdr_put_u32(&e, 0);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4_OK);
+	xdr_get_u32(&d);
+	xdr_get_u32(&d);
+	xdr_get_fixed(&d, sid, NFS4_SESSIONID_SIZE);
+	assert_int_equal(xdr_get_u32(&d), seq);
+}
+
+static void sequence(struct xdr_enc *e, uint8_t *b, size_t cap,
+		     const uint8_t *sid, uint32_t seq, uint32_t slot)
+{
+	compound(e, b, cap, 1, 2);
+	xdr_put_u32(e, OP_SEQUENCE);
+	xdr_put_fixed(e, sid, NFS4_SESSIONID_SIZE);
+	xdr_put_u32(e, seq);
+	xdr_put_u32(e, slot);
+	xdr_put_u32(e, slot);
+	xdr_put_bool(e, true);
+	xdr_put_u32(e, OP_PUTROOTFH);
+}
+
+static void slots_and_replay(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[512], first[1024];
+	size_t first_len;
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t n;
+
+	exchange_and_session(f, sid);
+	sequence(&e, b, sizeof(b), sid, 1, 0);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4_OK);
+	assert_int_equal(n, 2);
+	memcpy(first, out, out_len);
+	first_len = out_len;
+
+	/* the same seqid again: the cached reply, byte for byte */
+	sequence(&e, b, sizeof(b), sid, 1, 0);
+	d = run(f, &e);
+	assert_int_equal(out_len, first_len);
+	assert_memory_equal(out, first, first_len);
+
+	/* a gap in the seqids, a slot past the table, a seqid 0 */
+	sequence(&e, b, sizeof(b), sid, 3, 0);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_SEQ_MISORDERED);
+	assert_int_equal(n, 1);
+	sequence(&e, b, sizeof(b), sid, 1, 4);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_BADSLOT);
+	sequence(&e, b, sizeof(b), sid, 0, 1);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_SEQ_MISORDERED);
+
+	/* the next seqid goes on; another slot starts at 1 */
+	sequence(&e, b, sizeof(b), sid, 2, 0);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4_OK);
+	sequence(&e, b, sizeof(b), sid, 1, 3);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4_OK);
+
+	/* SEQUENCE not first */
+	compound(&e, b, sizeof(b), 1, 2);
+	xdr_put_u32(&e, OP_SEQUENCE);
+	xdr_put_fixed(&e, sid, NFS4_SESSIONID_SIZE);
+	xdr_put_u32(&e, 2);
+	xdr_put_u32(&e, 3);
+	xdr_put_u32(&e, 3);
+	xdr_put_bool(&e, false);
+	xdr_put_u32(&e, OP_SEQUENCE);
+	xdr_put_fixed(&e, sid, NFS4_SESSIONID_SIZE);
+	xdr_put_u32(&e, 3);
+	xdr_put_u32(&e, 3);
+	xdr_put_u32(&e, 3);
+	xdr_put_bool(&e, false);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_SEQUENCE_POS);
+
+	/* an unknown session */
+	memset(sid, 0x55, sizeof(sid));
+	sequence(&e, b, sizeof(b), sid, 1, 0);
+	d = run(f, &e);
+	assert_int_equal(res_head(&d, &n), NFS4ERR_BADSESSION);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rm_fragments),
+		cmocka_unit_test(rm_oversize),
+		cmocka_unit_test_setup_teardown(rpc_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(compound_decode, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(slots_and_replay, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
