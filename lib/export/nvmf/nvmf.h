@@ -34,9 +34,11 @@
 #define NVMF_DEFAULT_LISTEN "127.0.0.1:4420"
 #define NVMF_MAX_ALLOW 32
 #define NVMF_INCAPSULE 16384u	/* in-capsule data bytes accepted */
-#define NVMF_MAXH2CDATA 131072u	/* ICResp MAXH2CDATA */
 #define NVMF_MDTS 8		/* 2^8 x 4 KiB = 1 MiB per command */
 #define NVMF_MAX_XFER (4096u << NVMF_MDTS)
+/* ICResp MAXH2CDATA: the largest transfer, so that one R2T (and one
+ * H2CData PDU) can carry all of a write's data (see queue.c) */
+#define NVMF_MAXH2CDATA NVMF_MAX_XFER
 #define NVMF_AERL 4		/* AERs held at once */
 #define NVMF_KAS_100MS 10	/* keep alive granularity: 1 s */
 
