@@ -70,7 +70,8 @@ struct nvmf_subsys {
 	unsigned nns;
 	struct nvmf_ctrl *ctrls;
 	uint16_t next_cntlid;
-	uint64_t disc_genctr;
+	struct nvmf_subsys *disc_next;	/* discovery.c's registry */
+	uint16_t portid;		/* in the discovery log */
 	int timer;
 };
 
@@ -197,7 +198,11 @@ void nvmf_io(struct nvmf_cmd *c);
 void nvmf_io_exec(struct nvmf_cmd *c);
 
 /* discovery.c */
-/* The discovery log page of @ss into @buf (@len bytes from @off). */
+/* Join/leave the list every discovery log shows (any thread). */
+void nvmf_disc_add(struct nvmf_subsys *ss);
+void nvmf_disc_remove(struct nvmf_subsys *ss);
+/* The discovery log page (every subsystem of the process, as @ss's
+ * discovery controller sees it) into @buf (@len bytes from @off). */
 void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 			uint32_t len);
 
