@@ -306,6 +306,10 @@ static void capsule(struct nvmf_queue *q, const uint8_t *data, uint32_t dlen)
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && !inc && dlen)
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
+	/* more in-capsule data than IOCCSZ offers (PDUs may be as long as
+	 * MAXH2CDATA, capsules may not) */
+	if (!sf && inc && dlen > NVMF_INCAPSULE)
+		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && len > NVMF_MAX_XFER + 0u &&
 	    c->sqe.opcode != BS_NVME_FABRICS_OPC)
 		sf = BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR;
