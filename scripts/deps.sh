@@ -10,7 +10,7 @@ PKGS=(
 	libiscsi-dev libiscsi-bin tgt nettle-dev
 	libext2fs-dev e2fsprogs
 	fio clang libclang-rt-14-dev valgrind
-	util-linux bsdutils coreutils jq python3 python3-ply
+	util-linux bsdutils coreutils jq python3 python3-ply tshark
 	nfs-ganesha nfs-ganesha-vfs
 )
 

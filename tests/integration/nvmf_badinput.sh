@@ -6,7 +6,8 @@
 # before Connect and before CC.EN (Command Sequence Error), unknown admin
 # and I/O opcodes (Invalid Command Opcode), an unknown log page, a read and
 # a Write Zeroes past the end (LBA Out of Range), a read of a missing
-# namespace (Invalid Namespace). The daemon stays up and serves on.
+# namespace (Invalid Namespace), 32 KiB of in-capsule data where IOCCSZ
+# offers 16 KiB (Data SGL Length Invalid; 16 KiB is taken). The daemon stays up and serves on.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3

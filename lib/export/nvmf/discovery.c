@@ -3,14 +3,57 @@
  * The discovery subsystem (nqn.2014-08.org.nvmexpress.discovery) each
  * listener serves besides its NVM subsystem: the discovery log page, a
  * header with the generation counter and record count, then one entry per
- * subsystem reachable here (this listener's NVM subsystem), read with any
- * offset and length the host asks for.
+ * NVM subsystem of the process (every `nvmf` export, each at its own
+ * listener's address and port ID), read with any offset and length the
+ * host asks for.
+ *
+ * The registry of subsystems is process-wide and under a mutex: exports
+ * are opened and closed on the main loop, and a discovery controller's
+ * Get Log Page may run on any thread. The generation counter changes
+ * whenever a subsystem joins or leaves, so a host that reads the log in
+ * pieces can tell that the pieces belong to one version.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/nvmf/nvmf.h"
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nvmf_subsys *reg_head;
+static uint64_t reg_genctr = 1;
+static uint16_t reg_next_portid = 1;
+
+void nvmf_disc_add(struct nvmf_subsys *ss)
+{
+	struct nvmf_subsys **pp;
+
+	pthread_mutex_lock(&reg_lock);
+	ss->disc_next = NULL;
+	ss->portid = reg_next_portid++;
+	if (!reg_next_portid)
+		reg_next_portid = 1;
+	for (pp = &reg_head; *pp; pp = &(*pp)->disc_next)
+		;
+	*pp = ss;
+	reg_genctr++;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void nvmf_disc_remove(struct nvmf_subsys *ss)
+{
+	struct nvmf_subsys **pp;
+
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &reg_head; *pp; pp = &(*pp)->disc_next)
+		if (*pp == ss) {
+			*pp = ss->disc_next;
+			reg_genctr++;
+			break;
+		}
+	pthread_mutex_unlock(&reg_lock);
+}
 
 static void pad(char *dst, size_t n, const char *src)
 {
@@ -20,26 +63,15 @@ static void pad(char *dst, size_t n, const char *src)
 	memcpy(dst, src, l < n ? l : n);
 }
 
-void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
-			uint32_t len)
+static void entry(struct nvmf_subsys *ss, struct bs_nvme_disc_log_entry *e)
 {
-	size_t size = sizeof(struct bs_nvme_disc_log_hdr) +
-		      sizeof(struct bs_nvme_disc_log_entry);
-	struct bs_nvme_disc_log_hdr *h;
-	struct bs_nvme_disc_log_entry *e;
-	uint8_t *page = calloc(1, size);
 	char host[128], port[32];
 	const char *colon;
 
-	memset(buf, 0, len);
-	if (!page)
-		return;
-	h = (void *)page;
-	e = (void *)(page + sizeof(*h));
-	h->genctr = bs_nvme_cpu_to_le64(ss->disc_genctr);
-	h->numrec = bs_nvme_cpu_to_le64(1);
 	e->trtype = BS_NVME_TRTYPE_TCP;
-	snprintf(host, sizeof(host), "%s", ss->listen);
+	/* the bound address (the port the kernel chose for port 0) */
+	snprintf(host, sizeof(host), "%s",
+		 ss->nl ? bs_net_listener_addr(ss->nl) : ss->listen);
 	colon = strrchr(host, ':');
 	snprintf(port, sizeof(port), "%s", colon ? colon + 1 : "4420");
 	if (colon)
@@ -56,14 +88,42 @@ void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 	}
 	e->subtype = BS_NVME_NQN_TYPE_NVME;
 	e->treq = BS_NVME_TREQ_SECURE_NOT_REQUIRED;
-	e->portid = bs_nvme_cpu_to_le16(1);
+	e->portid = bs_nvme_cpu_to_le16(ss->portid);
 	e->cntlid = bs_nvme_cpu_to_le16(BS_NVME_CNTLID_DYNAMIC);
 	e->asqsz = bs_nvme_cpu_to_le16((uint16_t)ss->qdepth);
 	pad(e->trsvcid, sizeof(e->trsvcid), port);
-	memcpy(e->subnqn, ss->nqn, strlen(ss->nqn));
+	memcpy(e->subnqn, ss->nqn, strnlen(ss->nqn, sizeof(e->subnqn)));
 	pad(e->traddr, sizeof(e->traddr), host);
 	e->tsas[0] = BS_NVME_TCP_SECTYPE_NONE;
+}
+
+void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
+			uint32_t len)
+{
+	struct bs_nvme_disc_log_hdr *h;
+	struct nvmf_subsys *s;
+	uint8_t *page = NULL;
+	uint64_t n = 0, i = 0;
+	size_t size;
+
+	(void)ss;
+	memset(buf, 0, len);
+	pthread_mutex_lock(&reg_lock);
+	for (s = reg_head; s; s = s->disc_next)
+		n++;
+	size = sizeof(*h) + n * sizeof(struct bs_nvme_disc_log_entry);
 	if (off < size)
+		page = calloc(1, size);
+	if (page) {
+		h = (void *)page;
+		h->genctr = bs_nvme_cpu_to_le64(reg_genctr);
+		h->numrec = bs_nvme_cpu_to_le64(n);
+		for (s = reg_head; s; s = s->disc_next, i++)
+			entry(s, (void *)(page + sizeof(*h) +
+					  i * sizeof(struct bs_nvme_disc_log_entry)));
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (page)
 		memcpy(buf, page + off, size - off < len ? size - off : len);
 	free(page);
 }

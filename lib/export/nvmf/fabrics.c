@@ -364,10 +364,13 @@ void nvmf_fabrics(struct nvmf_cmd *c)
 		}
 		prop_set(c);
 		return;
-	case BS_NVME_FCTYPE_DISCONNECT:
+	case BS_NVME_FCTYPE_DISCONNECT: {
+		struct nvmf_queue *q = c->q;	/* c is freed when done */
+
 		nvmf_cmd_done(c, 0, 0, NULL, 0);
-		nvmf_queue_end(c->q, "the host disconnected the queue");
+		nvmf_queue_end(q, "the host disconnected the queue");
 		return;
+	}
 	default:
 		nvmf_cmd_done(c, BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR, 0,
 			      NULL, 0);
@@ -377,10 +380,14 @@ void nvmf_fabrics(struct nvmf_cmd *c)
 void nvmf_subsys_tick(struct nvmf_subsys *ss)
 {
 	uint64_t now = bs_now_ns();
-	struct nvmf_ctrl *ctrl;
+	struct nvmf_ctrl *ctrl, *next;
 
-	for (ctrl = ss->ctrls; ctrl; ctrl = ctrl->next) {
+	/* closing the admin queue frees the controller (and unlinks it)
+	 * at once: take the next one first */
+	for (ctrl = ss->ctrls; ctrl; ctrl = next) {
 		uint64_t limit;
+
+		next = ctrl->next;
 
 		if (!ctrl->kato_ms || !ctrl->admin || !ctrl->admin->nc)
 			continue;

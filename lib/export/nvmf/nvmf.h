@@ -34,9 +34,11 @@
 #define NVMF_DEFAULT_LISTEN "127.0.0.1:4420"
 #define NVMF_MAX_ALLOW 32
 #define NVMF_INCAPSULE 16384u	/* in-capsule data bytes accepted */
-#define NVMF_MAXH2CDATA 131072u	/* ICResp MAXH2CDATA */
 #define NVMF_MDTS 8		/* 2^8 x 4 KiB = 1 MiB per command */
 #define NVMF_MAX_XFER (4096u << NVMF_MDTS)
+/* ICResp MAXH2CDATA: the largest transfer, so that one R2T (and one
+ * H2CData PDU) can carry all of a write's data (see queue.c) */
+#define NVMF_MAXH2CDATA NVMF_MAX_XFER
 #define NVMF_AERL 4		/* AERs held at once */
 #define NVMF_KAS_100MS 10	/* keep alive granularity: 1 s */
 
@@ -68,7 +70,8 @@ struct nvmf_subsys {
 	unsigned nns;
 	struct nvmf_ctrl *ctrls;
 	uint16_t next_cntlid;
-	uint64_t disc_genctr;
+	struct nvmf_subsys *disc_next;	/* discovery.c's registry */
+	uint16_t portid;		/* in the discovery log */
 	int timer;
 };
 
@@ -195,7 +198,11 @@ void nvmf_io(struct nvmf_cmd *c);
 void nvmf_io_exec(struct nvmf_cmd *c);
 
 /* discovery.c */
-/* The discovery log page of @ss into @buf (@len bytes from @off). */
+/* Join/leave the list every discovery log shows (any thread). */
+void nvmf_disc_add(struct nvmf_subsys *ss);
+void nvmf_disc_remove(struct nvmf_subsys *ss);
+/* The discovery log page (every subsystem of the process, as @ss's
+ * discovery controller sees it) into @buf (@len bytes from @off). */
 void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 			uint32_t len);
 

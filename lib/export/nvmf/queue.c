@@ -180,9 +180,16 @@ void nvmf_cmd_want_data(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
 	struct nvmf_out *o;
-	/* one R2T for the rest; the host splits it into H2CData PDUs of
-	 * at most MAXH2CDATA each (as Linux's nvmet does) */
+	/* R2TL at most MAXH2CDATA, which is the largest transfer (MDTS):
+	 * so one R2T asks for the rest of a write and a host may answer it
+	 * with one H2CData PDU. Hosts that ignore MAXH2CDATA and send R2TL
+	 * bytes in one PDU (libnvmf, Linux before 2022) thus stay within
+	 * it; libnvmf also cannot answer an R2T that asks for less than
+	 * the rest (it sends the rest under a header saying R2TL). */
 	uint32_t n = c->len - c->got;
+
+	if (n > NVMF_MAXH2CDATA)
+		n = NVMF_MAXH2CDATA;
 
 	o = out_new();
 	if (!o) {
@@ -298,6 +305,10 @@ static void capsule(struct nvmf_queue *q, const uint8_t *data, uint32_t dlen)
 	if (!sf && inc && len != dlen)
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && !inc && dlen)
+		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
+	/* more in-capsule data than IOCCSZ offers (PDUs may be as long as
+	 * MAXH2CDATA, capsules may not) */
+	if (!sf && inc && dlen > NVMF_INCAPSULE)
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && len > NVMF_MAX_XFER + 0u &&
 	    c->sqe.opcode != BS_NVME_FABRICS_OPC)

@@ -259,6 +259,7 @@ static void subsys_free(struct nvmf_subsys *ss)
 {
 	unsigned i;
 
+	nvmf_disc_remove(ss);
 	if (ss->timer)
 		bs_loop_cancel_timer(ss->loop, ss->timer);
 	if (ss->nl)
@@ -306,7 +307,6 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 	ss->kato_max_ms = o.kato_max_ms;
 	ss->lim = o.lim;
 	ss->next_cntlid = 1;
-	ss->disc_genctr = 1;
 	ss->nns = exp->nunits;
 	ss->ns = calloc(ss->nns, sizeof(*ss->ns));
 	if (!ss->ns) {
@@ -336,6 +336,7 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 	if (ss->timer < 0)
 		ss->timer = 0;
 	exp->priv = ss;
+	nvmf_disc_add(ss);
 	bs_exports_log(exp->set, "export %s: nvmf subsystem %s on %s, %u "
 		       "namespace%s", exp->name, ss->nqn,
 		       bs_net_listener_addr(ss->nl), ss->nns,

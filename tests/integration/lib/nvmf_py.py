@@ -7,18 +7,90 @@
                                         queue/write_zeroes_unmap 0`, expect a Namespace
                                         Attribute Changed event, the changed-namespace log
                                         [1], and print the new dlfeat
+  nvmf_py.py PORT - discover            print one "subnqn traddr trsvcid portid" per entry
+  nvmf_py.py PORT NQN badhost HOSTNQN   connect as HOSTNQN, print "refused status=0xSS"
+  nvmf_py.py PORT NQN disconnect        send a Fabrics Disconnect (raw capsule) on the admin
+                                        queue, print "status=N" and "eof" when the target closes
+  nvmf_py.py PORT NQN kato MS           connect with KATO MS, send nothing, and print
+                                        "closed after N s" once the target drops the queue
 """
 import os
+import struct
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.environ.get("PYNVMEOF", "/work/shared/peers/pynvmeof") + "/src")
 from nvmeof_client import NVMeoFClient  # noqa: E402
+from nvmeof_client.exceptions import CommandError  # noqa: E402
 
 port, nqn, step = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if step == "discover":
+    c = NVMeoFClient("127.0.0.1", None, port=port, timeout=10)
+    c.connect()
+    for e in c.discover_subsystems():
+        print(" ".join(str(e.get(k, "?")).strip() for k in
+                       ("subsystem_nqn", "transport_address", "transport_service_id", "port_id")))
+    c.disconnect()
+    sys.exit(0)
+if step == "badhost":
+    c = NVMeoFClient("127.0.0.1", nqn, port=port, timeout=10, host_nqn=sys.argv[4])
+    try:
+        c.connect()
+    except Exception as e:  # connect() wraps the CommandError
+        while e is not None and not isinstance(e, CommandError):
+            e = e.__cause__ or e.__context__
+        if e is None:
+            raise
+        print(f"refused status=0x{int(e.status_code):x}")
+        sys.exit(0)
+    sys.exit("connect was accepted")
+if step == "kato":
+    c = NVMeoFClient("127.0.0.1", nqn, port=port, timeout=10, kato=int(sys.argv[4]))
+    c.connect()
+    t0 = time.time()
+    sock = c._socket
+    sock.settimeout(0.5)
+    while time.time() - t0 < 20:
+        try:
+            if sock.recv(4096) == b"":
+                break
+        except TimeoutError:
+            continue
+        except OSError:
+            break
+    print(f"closed after {time.time() - t0:.0f} s")
+    sys.exit(0)
 c = NVMeoFClient("127.0.0.1", nqn, port=port, timeout=10)
 c.connect()
+if step == "disconnect":
+    # CapsuleCmd PDU: type 4, no digests, HLEN 72, PDO 0, PLEN 72; SQE:
+    # opcode 7Fh (Fabrics), CID 0x4242, FCTYPE 08h (Disconnect) at byte 4,
+    # an SGL data block of length 0 (transport data block, type 5Ah)
+    sqe = bytearray(64)
+    sqe[0] = 0x7F
+    sqe[1] = 0x40  # PSDT: SGL
+    struct.pack_into("<H", sqe, 2, 0x4242)
+    sqe[4] = 0x08
+    sqe[39] = 0x5A
+    pdu = bytes([4, 0, 72, 0]) + struct.pack("<I", 72) + bytes(sqe)
+    sock = c._socket
+    sock.settimeout(5)
+    sock.sendall(pdu)
+    rsp = b""
+    while len(rsp) < 24:
+        chunk = sock.recv(24 - len(rsp))
+        if not chunk:
+            sys.exit("closed before the Disconnect response")
+        rsp += chunk
+    cid, status = struct.unpack_from("<HH", rsp, 20)
+    assert rsp[0] == 5 and cid == 0x4242, f"not our response: {rsp.hex()}"
+    print(f"status={status >> 1}")
+    try:
+        print("eof" if sock.recv(1) == b"" else "more data")
+    except OSError as e:
+        print(f"recv: {e}")
+    sys.exit(0)
 
 
 def ident():

@@ -188,6 +188,14 @@ io.sendall(capsule(sqe(0x02, 3, nsid=9, sgl_len=512)))
 expect_status(io, 0x0B, "read of NSID 9")
 io.sendall(capsule(sqe(0x08, 4, nsid=1, cdw10=nblocks, cdw12=0)))
 expect_status(io, 0x80, "write zeroes past the end")
+# in-capsule data: 16 KiB (IOCCSZ) is taken, 32 KiB is Data SGL Length
+# Invalid (the PDU itself is within MAXH2CDATA)
+io.sendall(capsule(sqe(0x01, 5, nsid=1, cdw12=31, sgl_len=16384,
+                       sgl_type=0x01), bytes(16384)))
+expect_status(io, 0x00, "16 KiB write in capsule")
+io.sendall(capsule(sqe(0x01, 6, nsid=1, cdw12=63, sgl_len=32768,
+                       sgl_type=0x01), bytes(32768)))
+expect_status(io, 0x0F, "32 KiB in capsule, above IOCCSZ")
 
 # 32 reads of 64 KiB pipelined while the client does not read: the
 # stream that comes out once it does is well framed
