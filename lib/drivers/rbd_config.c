@@ -88,6 +88,7 @@ int rbd_config_decide(const struct rbd_facts *f, struct rbd_config *out)
 	/* a write inside one object is one OSD operation */
 	l->io_opt = f->obj_size > UINT32_MAX ? 0 : (uint32_t)f->obj_size;
 	l->max_hw_sectors = sectors(f->max_io ? f->max_io : (4u << 20));
+	l->max_segments = 1024;	/* librbd refuses more than IOV_MAX iovecs */
 	if (f->cache)
 		l->features |= BS_FEAT_WRITE_CACHE;	/* FUA: the core flushes */
 
