@@ -488,7 +488,7 @@ static int rbdd_open(struct bs_dev *dev, struct bs_opts *opts)
 			       "4K..64M in whole sectors", dev->name);
 		goto fail;
 	}
-	if (err == 0 && s->create_size % BS_SECTOR_SIZE) {
+	if (err == 0 && (!s->create_size || s->create_size % BS_SECTOR_SIZE)) {
 		err = bs_error(-EINVAL, "%s: rbd: create = %llu: a positive "
 			       "multiple of 512 bytes", dev->name,
 			       (unsigned long long)s->create_size);
