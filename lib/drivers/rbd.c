@@ -359,7 +359,7 @@ static int open_run(struct bs_job *job)
 	}
 	err = rados_ioctx_create(s->cluster, s->pool, &s->io);
 	if (err < 0) {
-		fail_at(s, err, "pool");
+		fail_at(s, err, err == -ENOENT ? "no such pool" : "pool");
 		goto fail;
 	}
 	err = open_image(s);
