@@ -9,7 +9,9 @@
 #   - `rbd du` drops after may-unmap zeroing of whole objects and does not
 #     after NOUNMAP zeroing;
 #   - nbdinfo --map shows holes and data; qemu-img convert of the export
-#     equals the image read by qemu directly.
+#     equals the image read by qemu directly;
+#   - a missing image or pool, or create with another size, fail the open
+#     naming the step.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/ceph.bash"
@@ -130,6 +132,16 @@ timeout 120 qemu-img convert -f raw -O raw "$R" "$T/direct.raw" || fail "convert
 cmp "$T/via-nbd.raw" "$T/direct.raw" || fail "the two copies differ"
 timeout 120 qemu-img compare -f raw -F raw "$U" "$T/direct.raw" >/dev/null ||
 	fail "qemu-img compare"
+
+note "open failures say which step and why"
+out=$("$BS" info "rbd:rbd/nope,conf=$CEPH_CONF" 2>&1 || true)
+[[ $out == *"failed: rbd rbd/nope: no such image (create = SIZE makes it)"* ]] ||
+	fail "missing image: $out"
+out=$("$BS" info "rbd:nopool/x,conf=$CEPH_CONF" 2>&1 || true)
+[[ $out == *"no such pool"* ]] || fail "missing pool: $out"
+out=$("$BS" info "rbd:rbd/v1,conf=$CEPH_CONF,create=32M" 2>&1 || true)
+[[ $out == *"the image has 67108864 bytes, create = 33554432"* ]] ||
+	fail "create with another size: $out"
 
 stop_daemon
 note "rbd_data: pass"
