@@ -9,6 +9,7 @@ PKGS=(
 	libnbd-dev libnbd-bin nbdkit qemu-utils
 	libiscsi-dev libiscsi-bin tgt nettle-dev
 	libext2fs-dev e2fsprogs
+	ceph-mon ceph-osd ceph-common librbd-dev qemu-block-extra
 	fio clang libclang-rt-14-dev valgrind
 	util-linux bsdutils coreutils jq python3 python3-ply tshark
 	nfs-ganesha nfs-ganesha-vfs

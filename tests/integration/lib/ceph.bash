@@ -1,0 +1,38 @@
+# Shared by tests/integration/rbd_*.sh (sourced after cli-common.bash and
+# daemon.bash): one throw-away Ceph cluster per test script, made by
+# scripts/ceph-cluster.sh under $T/ceph and stopped by the PIDs it
+# recorded when the script exits.
+
+CEPH_DIR=
+CEPH_SCRIPT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/scripts/ceph-cluster.sh"
+
+ceph_cleanup() {
+	if [[ -n $CEPH_DIR && -d $CEPH_DIR ]]; then
+		"$CEPH_SCRIPT" stop "$CEPH_DIR" >/dev/null 2>&1 || true
+	fi
+	daemon_cleanup
+}
+
+# ceph_setup: after daemon_setup; SKIP (77) when Ceph is not installed or
+# the cluster cannot start, with the reason. Sets $CEPH_CONF.
+ceph_setup() {
+	local c
+	for c in ceph-mon ceph-osd ceph rados rbd monmaptool; do
+		command -v "$c" >/dev/null ||
+			skip "$c not installed (scripts/deps.sh installs ceph-mon ceph-osd ceph-common)"
+	done
+	has_type rbd || skip "blkstack built without librbd (librbd-dev)"
+	CEPH_DIR=$T/ceph
+	trap ceph_cleanup EXIT
+	if ! "$CEPH_SCRIPT" start "$CEPH_DIR" >"$T/ceph-start.log" 2>&1; then
+		cat "$T/ceph-start.log" >&2
+		skip "the test Ceph cluster did not start (scripts/ceph-cluster.sh)"
+	fi
+	note "$(tail -1 "$T/ceph-start.log")"
+	export CEPH_CONF=$CEPH_DIR/ceph.conf
+}
+
+# rbd_used POOL/IMAGE: bytes `rbd du` counts as used.
+rbd_used() {
+	timeout 60 rbd du --format json "$1" | jq -r '.images[0].used_size'
+}
