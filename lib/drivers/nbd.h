@@ -51,6 +51,7 @@ struct nbdc_conn {
 	struct bs_fdpump *pump;
 	enum nbdc_conn_state state;
 	bool tearing;			/* nbd_close() under way */
+	bool was_ready;			/* lost while ready (counted) */
 	int timer;			/* reconnect */
 	struct bs_work lost_work;	/* teardown outside libnbd */
 	char lost_why[160];

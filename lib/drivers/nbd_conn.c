@@ -338,13 +338,14 @@ static void lost_now(void *arg)
 	snprintf(c->last_error, sizeof(c->last_error), "%s", c->lost_why);
 	snprintf(s->last_error, sizeof(s->last_error), "connection %u: %s",
 		 c->idx + 1, c->lost_why);
-	if (c->h && c->state == NC_READY) {
+	if (c->h && (c->state == NC_READY || c->was_ready)) {
 		c->lost++;
 		/* acknowledged writes no FLUSH has covered may be gone with
 		 * a server that restarted */
 		if (s->facts.can_flush && s->wseq > s->flushed_seq)
 			s->lost_seq = s->wseq;
 	}
+	c->was_ready = false;
 	teardown(c);
 	if (c->idx == 0 && s->opening) {
 		s->failed_connects++;
@@ -362,8 +363,10 @@ void nbdc_conn_lost(struct nbdc_conn *c, const char *why)
 
 	if (s->closing)
 		return;
-	if (c->state == NC_READY)
+	if (c->state == NC_READY) {
 		c->state = NC_DOWN;	/* nothing new goes to it */
+		c->was_ready = true;
+	}
 	if (c->lost_work.fn)
 		return;
 	snprintf(c->lost_why, sizeof(c->lost_why), "%s", why ? why : "lost");
