@@ -470,6 +470,10 @@ static void nbdc_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   (unsigned long long)s->retries, (unsigned long long)s->expired,
 	   (unsigned long long)s->reconnects,
 	   (unsigned long long)s->flush_lost);
+	kv(arg, "durability", "writes acknowledged %llu, covered by a flush "
+	   "%llu, up to %llu acknowledged on a lost connection",
+	   (unsigned long long)s->wseq, (unsigned long long)s->flushed_seq,
+	   (unsigned long long)s->lost_seq);
 }
 
 static const struct bs_dev_type nbd_type = {
