@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The nbd client driver's reconnect policy against nbdkit (file plugin,
+# on a UNIX socket of the test's own), killed and restarted by PID, seen
+# through blkstackd's NBD export of the nbd device (timeout = 4 s,
+# reconnect_ms = 200):
+#   - with the server gone, a read fails with EIO, and only after the
+#     timeout (not at once, and not much later);
+#   - a read sent while the server is down and restarted within the
+#     timeout is retried on the new connection and returns the bytes;
+#   - after the restart I/O works again; info counts the lost connection
+#     and the reconnect;
+#   - a write acknowledged (no FUA, no flush yet), the server killed and
+#     restarted: the next FLUSH fails with EIO, once; the one after works.
+source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/daemon.bash"
+need nbdkit qemu-io
+has_type nbd || skip "blkstack built without the nbd driver"
+daemon_setup
+
+KPID=
+cleanup() {
+	if [[ -n $KPID ]]; then
+		kill -KILL "$KPID" 2>/dev/null || true
+		wait "$KPID" 2>/dev/null || true
+	fi
+	daemon_cleanup
+}
+trap cleanup EXIT
+
+start_nbdkit() {
+	local i
+	rm -f "$T/k.sock"
+	nbdkit -f -U "$T/k.sock" file "$T/k.img" >>"$T/k.log" 2>&1 &
+	KPID=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ -S $T/k.sock ]] && return 0
+		sleep 0.05
+	done
+	fail "nbdkit did not start"
+}
+kill_nbdkit() {
+	kill -KILL "$KPID"
+	wait "$KPID" 2>/dev/null || true
+	KPID=
+}
+
+truncate -s 32M "$T/k.img"
+start_nbdkit
+cat >>"$T/d.ini" <<EOC
+[device k]
+type = nbd
+uri = nbd+unix:///?socket=$T/k.sock
+timeout = 4
+reconnect_ms = 200
+
+[export k]
+type = nbd
+device = k
+socket = $T/ek.sock
+EOC
+start_daemon "$T/d.ini"
+EK="nbd+unix:///k?socket=$T/ek.sock"
+for ((i = 0; i < 50; i++)); do
+	ctl 0 info k
+	[[ $OUT == *"state"*"live"* ]] && break
+	sleep 0.1
+done
+timeout 20 qemu-io -f raw "$EK" -c "write -P 0x61 0 1M" >"$T/q.log" 2>&1 ||
+	{ cat "$T/q.log"; fail "first write"; }
+
+note "server gone: EIO, after the timeout"
+kill_nbdkit
+t0=$(date +%s%N)
+timeout 30 qemu-io -f raw "$EK" -c "read -P 0x61 0 64K" >"$T/q1.log" 2>&1 || true
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+grep -q "Input/output error" "$T/q1.log" || { cat "$T/q1.log"; fail "no EIO with the server gone"; }
+((ms >= 3000)) || fail "EIO after $ms ms, before the 4 s timeout"
+# qemu-io sends two reads here (its open reads the first block), each
+# waiting its 4 s: about 8 s plus start-up
+((ms <= 12000)) || fail "EIO after $ms ms, long past the 4 s timeout"
+note "EIO after $ms ms"
+
+note "server back within the timeout: the waiting read is retried"
+timeout 30 qemu-io -f raw "$EK" -c "read -P 0x61 0 64K" >"$T/q2.log" 2>&1 &
+QPID=$!
+sleep 1
+start_nbdkit
+wait "$QPID" || { cat "$T/q2.log"; fail "qemu-io failed"; }
+grep -q "read 65536/65536" "$T/q2.log" && ! grep -q "error\|Pattern verification failed" "$T/q2.log" ||
+	{ cat "$T/q2.log"; fail "the read across the restart did not return the bytes"; }
+
+note "I/O works again; info counts the loss and the reconnect"
+timeout 20 qemu-io -f raw "$EK" -c "write -P 0x62 1M 1M" -c "read -P 0x62 1M 1M" \
+	-c "read -P 0x61 0 1M" >"$T/q3.log" 2>&1 || { cat "$T/q3.log"; fail "after reconnect"; }
+grep -q "Pattern verification failed\|error" "$T/q3.log" && { cat "$T/q3.log"; fail "bytes after reconnect"; }
+ctl 0 info k
+[[ $OUT =~ conn\.1\ +ready\ \(connects\ [2-9] ]] || fail "no reconnect in info: $OUT"
+[[ $OUT =~ lost\ [1-9] ]] || fail "loss not counted: $OUT"
+[[ $OUT =~ failed\ at\ the\ deadline\ [1-9] ]] || fail "expiry not counted: $OUT"
+
+note "writes acknowledged, then the server restarted: the next FLUSH fails once"
+# qemu-io -t writeback: plain writes (no FUA), a flush only when asked
+mkfifo "$T/qin"
+timeout 60 qemu-io -t writeback -f raw "$EK" <"$T/qin" >"$T/q4.log" 2>&1 &
+QPID=$!
+exec 7>"$T/qin"
+echo "write -P 0x63 2M 64K" >&7
+for ((i = 0; i < 100; i++)); do
+	grep -q "wrote 65536/65536" "$T/q4.log" && break
+	sleep 0.1
+done
+grep -q "wrote 65536/65536" "$T/q4.log" || { cat "$T/q4.log"; fail "write before the restart"; }
+kill_nbdkit
+sleep 0.5
+start_nbdkit
+for ((i = 0; i < 50; i++)); do
+	ctl 0 info k
+	[[ $OUT =~ conn\.1\ +ready\ \(connects\ 3 ]] && break
+	sleep 0.1
+done
+echo "flush" >&7
+echo "quit" >&7
+exec 7>&-
+wait "$QPID" || true
+# qemu-io prints nothing for a failed flush: the daemon's log and info say it
+n=$(grep -c "flush 0+0: Input/output error" "$T/d.log" || true)
+((n == 2)) || { tail -5 "$T/d.log"; fail "want one more failed flush (the one at the deadline before), got $n"; }
+ctl 0 info k
+[[ $OUT == *"flushes failed after a lost connection 1"* ]] || fail "not counted: $OUT"
+note "and only once: the next flush works, the bytes are there"
+timeout 20 qemu-io -t writeback -f raw "$EK" -c "write -P 0x64 3M 64K" -c flush \
+	-c "read -P 0x63 2M 64K" -c "read -P 0x64 3M 64K" >"$T/q5.log" 2>&1 ||
+	{ cat "$T/q5.log"; fail "after the failed flush"; }
+grep -q "Pattern verification failed\|error" "$T/q5.log" && { cat "$T/q5.log"; fail "bytes after the failed flush"; }
+n=$(grep -c "flush 0+0: Input/output error" "$T/d.log" || true)
+((n == 2)) || fail "a second flush failed after the restart"
+
+stop_daemon
+note "PASS"
