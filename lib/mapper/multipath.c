@@ -93,7 +93,7 @@ struct mpath {
 	unsigned nqueued;
 	/* main loop */
 	int timer;
-	bool closing;
+	bool closing;		/* written under @lock */
 	/* counters (atomic) */
 	uint64_t retried, queued, queue_timeouts;
 };
@@ -602,7 +602,9 @@ static void mpath_close(struct bs_dev *dev)
 
 	if (!m)
 		return;
+	pthread_mutex_lock(&m->lock);	/* dispatch() reads it */
 	m->closing = true;
+	pthread_mutex_unlock(&m->lock);
 	if (m->timer > 0)
 		bs_loop_cancel_timer(main_loop, m->timer);
 	m->timer = 0;
