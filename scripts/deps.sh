@@ -11,7 +11,7 @@ PKGS=(
 	libext2fs-dev e2fsprogs
 	ceph-mon ceph-osd ceph-common librbd-dev qemu-block-extra
 	fio clang libclang-rt-14-dev valgrind
-	util-linux bsdutils coreutils jq python3 python3-ply tshark
+	util-linux bsdutils coreutils iproute2 jq python3 python3-ply tshark
 	nfs-ganesha nfs-ganesha-vfs
 )
 

@@ -77,9 +77,21 @@ for how in unix tcp; do
 	grep -q "^read 65536/65536" "$T/q" || fail "$how: read back failed: $(cat "$T/q")"
 done
 
+# wait until the daemon has accepted a control client (a slow, loaded
+# machine can take longer than any fixed sleep to get there)
+ctl_client_in() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		(($(ss -xH state connected 2>/dev/null | grep -cF "$CTL") > 0)) && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 note "a stop signal during a control command: the command answers"
 "$BS" -s "$CTL" zeroout -l 2G slow >"$T/zo.out" 2>&1 &
 ZP=$!
+ctl_client_in || fail "the zeroout's control client never connected"
 sleep 0.5
 kill -TERM "$DPID"
 zr=0; wait "$ZP" || zr=$?
@@ -96,6 +108,7 @@ note "a control client that hangs up mid-command: no spinning"
 start_daemon "$T/d.ini"
 "$BS" -s "$CTL" zeroout -l 2G slow >/dev/null 2>&1 &
 ZP=$!
+ctl_client_in || fail "the zeroout's control client never connected"
 sleep 0.3
 kill -0 "$ZP" 2>/dev/null || fail "the control zeroout ended before it could be interrupted"
 kill -KILL "$ZP"; wait "$ZP" 2>/dev/null || true
