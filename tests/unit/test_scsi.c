@@ -292,6 +292,7 @@ static void physical_blocks(void **state)
 	p[17] = 0x0a;
 	p[18] = 0x04;
 	p[19] = 0x10;
+	p[21] = 0x40;				/* TAS (not changeable) */
 	ms10[8] = sizeof(p);
 	assert_int_equal(sth_cmd(s, s->n[0], 0, ms10, 10, p, sizeof(p), 0, &R),
 			 BS_SCSI_GOOD);

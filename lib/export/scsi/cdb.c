@@ -218,10 +218,14 @@ static bool opcode_known(uint8_t opcode)
 
 /* ---- completion ---------------------------------------------------------- */
 
+_Static_assert(sizeof(struct scsi_core) <= sizeof(((struct bs_scsi_cmd *)0)->core),
+	       "struct scsi_core outgrew bs_scsi_cmd.core");
+
 static void finish_work(void *arg)
 {
 	struct bs_scsi_cmd *cmd = arg;
 
+	scsi_set_remove(cmd);
 	cmd->done(cmd);
 }
 
@@ -237,7 +241,7 @@ void scsi_finish(struct bs_scsi_cmd *cmd)
 		bs_loop_defer(loop, &c->work);
 	else
 		/* no loop on this thread: nothing to defer to */
-		cmd->done(cmd);
+		finish_work(cmd);
 }
 
 uint8_t *scsi_din(struct bs_scsi_cmd *cmd, uint32_t len)
@@ -315,6 +319,8 @@ void bs_scsi_exec(struct bs_scsi_cmd *cmd)
 		;
 	c->lu = lu;
 	c->dsense = lu && lu->d_sense;
+	if (lu)
+		scsi_set_add(lu, cmd);
 	if (lu && !(op && op->flags & F_NO_UA))
 		ua = scsi_ua_take(n, lu->lun);
 	if (lu && op && !ua)

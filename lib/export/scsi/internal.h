@@ -163,6 +163,10 @@ struct bs_scsi_lu {
 	struct bs_scsi_nexus *res_holder;
 	struct scsi_pr pr;
 	struct scsi_gate gate;
+	/* the task set (one for all nexuses, TST 000b): commands in the
+	 * core, newest first; @aborting of them aborted by task management */
+	struct bs_scsi_cmd *tasks;
+	unsigned aborting;
 	struct bs_scsi_lu *next;
 };
 
@@ -194,6 +198,16 @@ struct bs_scsi_tgt {
 	char vendor[9], product[17], revision[5];
 	struct bs_scsi_lu *lus;		/* ascending LUN */
 	struct bs_scsi_nexus *nexuses;
+	struct scsi_tmf_wait *waits;	/* task management waiting */
+};
+
+/* A task management function waiting for the tasks it aborted. */
+struct scsi_tmf_wait {
+	struct bs_work work;
+	struct bs_loop *loop;		/* where fn runs (NULL: in place) */
+	bool all;			/* every LU, else @lun */
+	uint64_t lun;
+	struct scsi_tmf_wait *next;
 };
 
 /* What the core keeps in cmd->core[]. */
@@ -203,6 +217,9 @@ struct scsi_core {
 	struct scsi_io *io;	/* I/O in progress */
 	uint32_t din_cap;	/* bytes of cmd->din (bs_buf_get size) */
 	bool dsense;		/* sense format chosen at start */
+	bool in_set;		/* linked in lu->tasks (target lock) */
+	bool aborted;		/* by task management: TASK ABORTED */
+	struct bs_scsi_cmd *set_next, *set_prev;	/* lu->tasks */
 };
 
 static inline struct scsi_core *scsi_core(struct bs_scsi_cmd *cmd)
@@ -285,6 +302,11 @@ void scsi_ua_queue_all(struct bs_scsi_tgt *t, uint64_t lun, uint16_t asc,
 /* Take the oldest UA of (@n, @lun); 0 when none; lock held. */
 uint16_t scsi_ua_take(struct bs_scsi_nexus *n, uint64_t lun);
 bool scsi_lu_dsense(const struct bs_scsi_lu *lu);
+/* Link @cmd into @lu's task set / take it out; lock held. */
+void scsi_set_add(struct bs_scsi_lu *lu, struct bs_scsi_cmd *cmd);
+/* Out of the set (takes the lock): an aborted task gets TASK ABORTED
+ * and waiting task management may be answered. */
+void scsi_set_remove(struct bs_scsi_cmd *cmd);
 
 /* Capacity in blocks and block size, from the published snapshot. */
 void scsi_lu_geometry(const struct bs_scsi_lu *lu, uint64_t *nblocks,
