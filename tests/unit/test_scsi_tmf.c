@@ -58,11 +58,18 @@ static void inflight_free(struct inflight *f)
 	free(f);
 }
 
+/* In-flight commands that must have been answered before a waiter fires. */
+static struct inflight *watch[2];
+
 static void fired_cb(void *arg)
 {
 	bool *fired = arg;
+	unsigned i;
 
 	assert_false(*fired);	/* once */
+	for (i = 0; i < 2; i++)
+		if (watch[i])
+			assert_true(watch[i]->done);
 	*fired = true;
 }
 
@@ -99,6 +106,8 @@ static void lu_reset_aborts_all_nexuses(void **state)
 	setup(s, 1);
 	fa = start_read(A, 0);
 	fb = start_read(B, 0);
+	watch[0] = fa;
+	watch[1] = fb;
 	assert_int_equal(bs_scsi_lu_reset_wait(s->tgt, 0, A, fired_cb, &fired),
 			 1);
 	assert_false(fired);	/* never inside the call */
@@ -109,6 +118,7 @@ static void lu_reset_aborts_all_nexuses(void **state)
 	assert_int_equal(fb->status, BS_SCSI_TASK_ABORTED);
 	assert_int_equal(fa->status, BS_SCSI_TASK_ABORTED);
 	assert_int_equal(fb->cmd.din_len, 0);
+	watch[0] = watch[1] = NULL;
 	inflight_free(fa);
 	inflight_free(fb);
 	/* then a unit attention for both nexuses, once */

@@ -224,9 +224,10 @@ _Static_assert(sizeof(struct scsi_core) <= sizeof(((struct bs_scsi_cmd *)0)->cor
 static void finish_work(void *arg)
 {
 	struct bs_scsi_cmd *cmd = arg;
+	struct scsi_tmf_wait *ready = scsi_set_remove(cmd);
 
-	scsi_set_remove(cmd);
 	cmd->done(cmd);
+	scsi_waits_run(ready);
 }
 
 void scsi_finish(struct bs_scsi_cmd *cmd)

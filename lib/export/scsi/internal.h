@@ -304,9 +304,11 @@ uint16_t scsi_ua_take(struct bs_scsi_nexus *n, uint64_t lun);
 bool scsi_lu_dsense(const struct bs_scsi_lu *lu);
 /* Link @cmd into @lu's task set / take it out; lock held. */
 void scsi_set_add(struct bs_scsi_lu *lu, struct bs_scsi_cmd *cmd);
-/* Out of the set (takes the lock): an aborted task gets TASK ABORTED
- * and waiting task management may be answered. */
-void scsi_set_remove(struct bs_scsi_cmd *cmd);
+/* Out of the set (takes the lock): an aborted task gets TASK ABORTED;
+ * returns the task management functions that may now answer, to pass to
+ * scsi_waits_run() after the task's done() (its answer goes first). */
+struct scsi_tmf_wait *scsi_set_remove(struct bs_scsi_cmd *cmd);
+void scsi_waits_run(struct scsi_tmf_wait *ready);
 
 /* Capacity in blocks and block size, from the published snapshot. */
 void scsi_lu_geometry(const struct bs_scsi_lu *lu, uint64_t *nblocks,

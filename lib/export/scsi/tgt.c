@@ -353,8 +353,8 @@ void bs_scsi_nexus_free(struct bs_scsi_nexus *n)
  * with TASK ABORTED (TAS 1: the other nexuses hear of it that way; the
  * transport drops the answers of its own nexus), and the function's
  * response waits (struct scsi_tmf_wait) until no aborted task of its
- * scope is left. The I/O of an aborted task is not cancelled: it runs
- * out, then the task ends.
+ * scope is left. A request of an aborted task already at the device is
+ * not cancelled; the task ends when it completes, without further steps.
  */
 
 void scsi_set_add(struct bs_scsi_lu *lu, struct bs_scsi_cmd *cmd)
@@ -412,7 +412,7 @@ static void waits_run(struct scsi_tmf_wait *w)
 	}
 }
 
-void scsi_set_remove(struct bs_scsi_cmd *cmd)
+struct scsi_tmf_wait *scsi_set_remove(struct bs_scsi_cmd *cmd)
 {
 	struct scsi_core *c = scsi_core(cmd);
 	struct bs_scsi_lu *lu = c->lu;
@@ -420,7 +420,7 @@ void scsi_set_remove(struct bs_scsi_cmd *cmd)
 	struct bs_scsi_tgt *t;
 
 	if (!c->in_set)
-		return;
+		return NULL;
 	t = lu->tgt;
 	pthread_mutex_lock(&t->lock);
 	if (c->set_prev)
@@ -440,6 +440,11 @@ void scsi_set_remove(struct bs_scsi_cmd *cmd)
 		cmd->sense_len = 0;
 		cmd->din_len = 0;
 	}
+	return ready;
+}
+
+void scsi_waits_run(struct scsi_tmf_wait *ready)
+{
 	waits_run(ready);
 }
 
@@ -452,7 +457,8 @@ static void set_abort(struct bs_scsi_lu *lu)
 		struct scsi_core *c = scsi_core(cmd);
 
 		if (!c->aborted) {
-			c->aborted = true;
+			/* read without the lock between I/O steps (io.c) */
+			__atomic_store_n(&c->aborted, true, __ATOMIC_RELAXED);
 			lu->aborting++;
 		}
 	}
