@@ -391,6 +391,9 @@ int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_get_lba_status(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_extended_copy(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_receive_copy_results(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+/* VPD 8Fh (Third-party Copy) into @d (header bytes 0..3 left to the
+ * caller); its length with the header. */
+uint32_t scsi_vpd_tpc(struct bs_scsi_lu *lu, uint8_t *d);
 int scsi_mode_sense(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_mode_select(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_reserve(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
