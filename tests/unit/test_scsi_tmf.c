@@ -85,7 +85,7 @@ static void setup(struct sth *s, unsigned nlu)
 	unsigned i;
 
 	for (i = 0; i < nlu; i++) {
-		char name[8];
+		char name[16];
 
 		snprintf(name, sizeof(name), "m%u", i);
 		sth_lu(s, i, th_dev(s->ctx, name, "mem:1M"), false);
