@@ -157,6 +157,13 @@ struct bs_scsi_cmd {
 	uint32_t din_max;
 	bs_scsi_done_fn done;
 	void *priv;
+	/*
+	 * Set by bs_scsi_cmd_arrived() for a command that waits in the
+	 * transport (a write gathering Data-Out) before bs_scsi_exec():
+	 * a reset or CLEAR TASK SET of its LU in between aborts it.
+	 */
+	bool arrived;
+	uint32_t epoch;
 
 	/* --- results, valid in done() ---------------------------------------- */
 	uint8_t status;		/* BS_SCSI_* */
@@ -216,6 +223,14 @@ int bs_scsi_clear_task_set_wait(struct bs_scsi_tgt *t, uint64_t lun,
 int bs_scsi_lu_reset(struct bs_scsi_tgt *t, uint64_t lun,
 		     struct bs_scsi_nexus *from);
 void bs_scsi_tgt_reset(struct bs_scsi_tgt *t, struct bs_scsi_nexus *from);
+
+/*
+ * The transport took @cmd (nexus, lun set) but will pass it to
+ * bs_scsi_exec() only later (a write waiting for its Data-Out): a task
+ * management function of any nexus that aborts the LU's task set
+ * meanwhile makes it end with TASK ABORTED, unexecuted, when it comes.
+ */
+void bs_scsi_cmd_arrived(struct bs_scsi_cmd *cmd);
 
 /* ---- helpers for transports ---------------------------------------------- */
 

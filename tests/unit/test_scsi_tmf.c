@@ -253,6 +253,58 @@ static void two_waiters(void **state)
 	inflight_free(f1);
 }
 
+/* A command the transport held (a write gathering Data-Out) when another
+ * nexus reset the LU ends TASK ABORTED, unexecuted, and leaves the unit
+ * attention for the next command; one held across no reset runs. */
+static void held_by_transport(void **state)
+{
+	struct sth *s = *state;
+	struct bs_scsi_cmd *cmd = calloc(1, sizeof(*cmd));
+	static uint8_t data[512];
+
+	setup(s, 1);
+	assert_non_null(cmd);
+	cmd->nexus = B;
+	cmd->lun = 0;
+	sth_cdb_rw(cmd->cdb, 10, true, 0, 1);
+	cmd->cdb_len = 10;
+	cmd->dout = data;
+	cmd->dout_len = sizeof(data);
+	bs_scsi_cmd_arrived(cmd);
+	assert_true(cmd->arrived);
+	assert_int_equal(bs_scsi_lu_reset_wait(s->tgt, 0, A, NULL, NULL), 0);
+	{
+		struct inflight *f = calloc(1, sizeof(*f));
+
+		assert_non_null(f);
+		f->cmd = *cmd;
+		f->cmd.done = inflight_done;
+		f->cmd.priv = f;
+		bs_scsi_exec(&f->cmd);
+		assert_int_equal(bs_ctx_wait(s->ctx, &f->done), 0);
+		assert_int_equal(f->status, BS_SCSI_TASK_ABORTED);
+		inflight_free(f);
+	}
+	tur(s, B, 0);
+	sth_assert_check(&R, 0x6, 0x2903);
+	sth_clear_ua(s, A, 0);
+	/* no reset in between: it runs */
+	bs_scsi_cmd_arrived(cmd);
+	{
+		struct inflight *f = calloc(1, sizeof(*f));
+
+		assert_non_null(f);
+		f->cmd = *cmd;
+		f->cmd.done = inflight_done;
+		f->cmd.priv = f;
+		bs_scsi_exec(&f->cmd);
+		assert_int_equal(bs_ctx_wait(s->ctx, &f->done), 0);
+		assert_int_equal(f->status, BS_SCSI_GOOD);
+		inflight_free(f);
+	}
+	free(cmd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +317,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(target_reset, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(two_waiters, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(held_by_transport, sth_setup,
 						sth_teardown),
 	};
 

@@ -475,6 +475,8 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 		exec(s, t);
 		return true;
 	}
+	/* waits for Data-Out: another session's reset aborts it meanwhile */
+	bs_scsi_cmd_arrived(&t->cmd);
 	send_r2ts(s, t);
 	return true;
 }

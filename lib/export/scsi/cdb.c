@@ -322,13 +322,20 @@ void bs_scsi_exec(struct bs_scsi_cmd *cmd)
 	c->dsense = lu && lu->d_sense;
 	if (lu)
 		scsi_set_add(lu, cmd);
-	if (lu && !(op && op->flags & F_NO_UA))
+	if (lu && cmd->arrived && cmd->epoch != lu->epoch) {
+		/* aborted while the transport held it: never runs */
+		c->aborted = true;
+		lu->aborting++;
+	}
+	if (lu && !c->aborted && !(op && op->flags & F_NO_UA))
 		ua = scsi_ua_take(n, lu->lun);
-	if (lu && op && !ua)
+	if (lu && op && !ua && !c->aborted)
 		conflict = scsi_res_conflict(lu, n, op, cmd->cdb);
 	pthread_mutex_unlock(&t->lock);
 
-	if (!lu) {
+	if (c->aborted) {
+		rc = SCSI_DONE;	/* TASK ABORTED as it leaves the set */
+	} else if (!lu) {
 		if (op && op->flags & F_NO_LU)
 			rc = op->fn(cmd, NULL);
 		else

@@ -167,6 +167,7 @@ struct bs_scsi_lu {
 	 * core, newest first; @aborting of them aborted by task management */
 	struct bs_scsi_cmd *tasks;
 	unsigned aborting;
+	uint32_t epoch;		/* task set aborts so far (bs_scsi_cmd_arrived) */
 	struct bs_scsi_lu *next;
 };
 

@@ -13,6 +13,7 @@
 #include "export/scsi/internal.h"
 
 static struct scsi_tmf_wait *waits_ready(struct bs_scsi_tgt *t);
+static struct bs_scsi_lu *lu_find(struct bs_scsi_tgt *t, uint64_t lun);
 static void waits_run(struct scsi_tmf_wait *w);
 
 /* FNV-1a, 64 bits: stable identifiers from names. */
@@ -370,6 +371,18 @@ void scsi_set_add(struct bs_scsi_lu *lu, struct bs_scsi_cmd *cmd)
 	c->aborted = false;
 }
 
+void bs_scsi_cmd_arrived(struct bs_scsi_cmd *cmd)
+{
+	struct bs_scsi_tgt *t = cmd->nexus->tgt;
+	struct bs_scsi_lu *lu;
+
+	pthread_mutex_lock(&t->lock);
+	lu = lu_find(t, cmd->lun);
+	cmd->arrived = lu != NULL;
+	cmd->epoch = lu ? lu->epoch : 0;
+	pthread_mutex_unlock(&t->lock);
+}
+
 static unsigned aborting(struct bs_scsi_tgt *t, const struct scsi_tmf_wait *w)
 {
 	struct bs_scsi_lu *lu;
@@ -453,6 +466,7 @@ static void set_abort(struct bs_scsi_lu *lu)
 {
 	struct bs_scsi_cmd *cmd;
 
+	lu->epoch++;	/* and the tasks the transports still hold */
 	for (cmd = lu->tasks; cmd; cmd = scsi_core(cmd)->set_next) {
 		struct scsi_core *c = scsi_core(cmd);
 
