@@ -206,6 +206,8 @@ struct bs_scsi_tgt {
 struct scsi_tmf_wait {
 	struct bs_work work;
 	struct bs_loop *loop;		/* where fn runs (NULL: in place) */
+	bs_scsi_tmf_fn fn;
+	void *arg;
 	bool all;			/* every LU, else @lun */
 	uint64_t lun;
 	struct scsi_tmf_wait *next;

@@ -411,6 +411,17 @@ static struct scsi_tmf_wait *waits_ready(struct bs_scsi_tgt *t)
 	return out;
 }
 
+/* The waiter's work, on its loop: the caller's function, then free. */
+static void wait_fire(void *arg)
+{
+	struct scsi_tmf_wait *w = arg;
+	bs_scsi_tmf_fn fn = w->fn;
+	void *fn_arg = w->arg;
+
+	free(w);
+	fn(fn_arg);
+}
+
 static void waits_run(struct scsi_tmf_wait *w)
 {
 	struct scsi_tmf_wait *next;
@@ -499,8 +510,10 @@ static int wait_add(struct bs_scsi_tgt *t, bool all, uint64_t lun,
 		return 0;
 	}
 	w->loop = bs_loop_current();
-	w->work.fn = fn;
-	w->work.arg = arg;
+	w->fn = fn;
+	w->arg = arg;
+	w->work.fn = wait_fire;
+	w->work.arg = w;
 	w->next = t->waits;
 	t->waits = w;
 	return 1;
