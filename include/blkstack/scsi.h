@@ -157,6 +157,13 @@ struct bs_scsi_cmd {
 	uint32_t din_max;
 	bs_scsi_done_fn done;
 	void *priv;
+	/*
+	 * Set by bs_scsi_cmd_arrived() for a command that waits in the
+	 * transport (a write gathering Data-Out) before bs_scsi_exec():
+	 * a reset or CLEAR TASK SET of its LU in between aborts it.
+	 */
+	bool arrived;
+	uint32_t epoch;
 
 	/* --- results, valid in done() ---------------------------------------- */
 	uint8_t status;		/* BS_SCSI_* */
@@ -183,15 +190,47 @@ void bs_scsi_exec(struct bs_scsi_cmd *cmd);
 void bs_scsi_cmd_release(struct bs_scsi_cmd *cmd);
 
 /*
- * Task management, called by the transport (which aborts its own tasks
- * and waits for their completions itself). Both queue the unit attention
- * SAM gives to every nexus (@from's included: SAM-5 names all I_T
- * nexuses) and drop RESERVE/RELEASE reservations.
- * 0, or -ENODEV (no such LUN).
+ * Task management, called by the transport. A LU has one task set for
+ * all I_T nexuses (control mode page TST 000b, TAS 1). LOGICAL UNIT
+ * RESET, TARGET WARM RESET and CLEAR TASK SET abort the tasks of every
+ * nexus that are in the core (between bs_scsi_exec() and done()): each
+ * still ends with done(), its status TASK ABORTED (the transport sends
+ * that to the other nexuses and drops the answers of @from's own aborted
+ * tasks). The resets also queue the unit attention SAM gives (29h/03h,
+ * 29h/02h) for every nexus, @from's included (SAM-5 names all I_T
+ * nexuses), and drop RESERVE/RELEASE reservations; CLEAR TASK SET queues
+ * none (TAS 1 reports the aborts).
+ *
+ * The _wait forms: 0 when no aborted task is left, 1 when @fn(@arg)
+ * will be called once they are all gone (on the calling thread's loop,
+ * never inside the call; in place when the thread has no loop), or
+ * -ENODEV (no such LUN), -ENOMEM. The caller keeps @arg alive until then
+ * (a task's done() always comes, so does @fn). With @fn NULL they do not
+ * wait. Tasks a transport has not yet passed to the core (a write still
+ * gathering Data-Out) are the transport's to abort.
  */
+typedef void (*bs_scsi_tmf_fn)(void *arg);
+
+int bs_scsi_lu_reset_wait(struct bs_scsi_tgt *t, uint64_t lun,
+			  struct bs_scsi_nexus *from, bs_scsi_tmf_fn fn,
+			  void *arg);
+int bs_scsi_tgt_reset_wait(struct bs_scsi_tgt *t, struct bs_scsi_nexus *from,
+			   bs_scsi_tmf_fn fn, void *arg);
+int bs_scsi_clear_task_set_wait(struct bs_scsi_tgt *t, uint64_t lun,
+				struct bs_scsi_nexus *from, bs_scsi_tmf_fn fn,
+				void *arg);
+/* The same without waiting: 0, or -ENODEV (no such LUN). */
 int bs_scsi_lu_reset(struct bs_scsi_tgt *t, uint64_t lun,
 		     struct bs_scsi_nexus *from);
 void bs_scsi_tgt_reset(struct bs_scsi_tgt *t, struct bs_scsi_nexus *from);
+
+/*
+ * The transport took @cmd (nexus, lun set) but will pass it to
+ * bs_scsi_exec() only later (a write waiting for its Data-Out): a task
+ * management function of any nexus that aborts the LU's task set
+ * meanwhile makes it end with TASK ABORTED, unexecuted, when it comes.
+ */
+void bs_scsi_cmd_arrived(struct bs_scsi_cmd *cmd);
 
 /* ---- helpers for transports ---------------------------------------------- */
 

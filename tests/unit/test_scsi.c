@@ -79,7 +79,7 @@ static void inquiry_standard(void **state)
 	assert_int_equal(R.din[3] & 0x0f, 2);
 	assert_int_equal(R.din[4], R.din_len - 5);
 	assert_int_equal(R.din[5] & 0x30, 0);		/* TPGS 0 */
-	assert_int_equal(R.din[5] & 0x08, 0);		/* 3PC 0 */
+	assert_int_equal(R.din[5] & 0x08, 0x08);	/* 3PC: EXTENDED COPY */
 	assert_int_equal(R.din[7] & 0x02, 0x02);	/* CMDQUE */
 	assert_memory_equal(R.din + 8, "BLKSTACK", 8);
 	assert_memory_equal(R.din + 16, "test            ", 16);
@@ -127,8 +127,8 @@ static void vpd_ident(void **state)
 
 	sth_lu(s, 0, th_dev(s->ctx, "m", "mem:64M"), false);
 	assert_int_equal(inquiry(s, s->n[0], 0, true, 0x00), BS_SCSI_GOOD);
-	assert_int_equal(R.din[3], 6);
-	assert_memory_equal(R.din + 4, "\x00\x80\x83\xb0\xb1\xb2", 6);
+	assert_int_equal(R.din[3], 7);
+	assert_memory_equal(R.din + 4, "\x00\x80\x83\x8f\xb0\xb1\xb2", 7);
 	assert_int_equal(inquiry(s, s->n[0], 0, true, 0x80), BS_SCSI_GOOD);
 	assert_int_equal(R.din[1], 0x80);
 	assert_true(R.din[3] > 0);
@@ -292,6 +292,7 @@ static void physical_blocks(void **state)
 	p[17] = 0x0a;
 	p[18] = 0x04;
 	p[19] = 0x10;
+	p[21] = 0x40;				/* TAS (not changeable) */
 	ms10[8] = sizeof(p);
 	assert_int_equal(sth_cmd(s, s->n[0], 0, ms10, 10, p, sizeof(p), 0, &R),
 			 BS_SCSI_GOOD);

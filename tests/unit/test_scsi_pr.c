@@ -262,6 +262,7 @@ static void mode_dsense(void **state)
 	p[5] = 0x0a;
 	p[6] = 0x04;
 	p[7] = 0x10;
+	p[9] = 0x40;	/* TAS (not changeable) */
 	sel[4] = sizeof(p);
 	assert_int_equal(sth_cmd(s, A, 0, sel, 6, p, sizeof(p), 0, &R),
 			 BS_SCSI_GOOD);

@@ -3,7 +3,8 @@
  * EXTENDED COPY (LID1) block to block, within a unit and between two
  * units of the target, named by their VPD 83h NAA designators; the
  * parameter list checks; COPY ABORTED for what cannot be copied; RECEIVE
- * COPY RESULTS operating parameters.
+ * COPY RESULTS operating parameters; CSCD descriptor ID FFFFh (the unit
+ * itself); 3PC and VPD 8Fh (Third-party Copy) with the same limits.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -234,12 +235,135 @@ static void limits(void **state)
 	sth_assert_check(&R, 0x5, 0x1a00);
 }
 
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* VPD 8Fh: the descriptors, with the limits EXTENDED COPY enforces and
+ * lengths from the block size; 3PC in the standard data. */
+static void vpd_tpc(void **state)
+{
+	struct sth *s = *state;
+	uint8_t inq[6] = { 0x12, 1, 0x8f, 0, 255, 0 };
+	uint8_t rcr[16] = { 0x84, 0x03 };
+	unsigned off, seen = 0;
+
+	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:1M,logical_block_size=4096"),
+	       false);
+	sth_clear_ua(s, s->n[0], 0);
+	assert_int_equal(sth_cmd(s, s->n[0], 0, inq, 6, NULL, 0, 255, &R),
+			 BS_SCSI_GOOD);
+	assert_int_equal(R.din[1], 0x8f);
+	assert_int_equal(be16(R.din + 2) + 4u, R.din_len);
+	for (off = 4; off + 4 <= R.din_len; off += 4 + be16(R.din + off + 2)) {
+		const uint8_t *d = R.din + off;
+
+		assert_int_equal(be16(d + 2) % 4, 0);
+		switch (be16(d)) {
+		case 0x0001:	/* supported commands */
+			assert_int_equal(d[4], 7);
+			assert_int_equal(d[5], 0x83);
+			assert_int_equal(d[8], 0x84);
+			seen |= 1;
+			break;
+		case 0x0004:	/* parameter data */
+			assert_int_equal(be16(d + 8), 2);
+			assert_int_equal(be16(d + 10), 8);
+			assert_int_equal(be32(d + 12), 1024);
+			seen |= 2;
+			break;
+		case 0x0008:	/* supported descriptors */
+			assert_int_equal(d[4], 2);
+			assert_int_equal(d[5], 0x02);
+			assert_int_equal(d[6], 0xe4);
+			seen |= 4;
+			break;
+		case 0x000c:	/* supported CSCD IDs: FFFFh */
+			assert_int_equal(be16(d + 4), 2);
+			assert_int_equal(be16(d + 6), 0xffff);
+			seen |= 8;
+			break;
+		case 0x8001:	/* general copy operations */
+			assert_int_equal(be32(d + 12), 0xffffu * 4096);
+			assert_int_equal(d[16], 12);
+			seen |= 16;
+			break;
+		}
+	}
+	assert_int_equal(seen, 31);
+	/* RECEIVE COPY RESULTS says the same for 4096-byte blocks */
+	rcr[13] = 255;
+	assert_int_equal(sth_cmd(s, s->n[0], 0, rcr, 16, NULL, 0, 255, &R),
+			 BS_SCSI_GOOD);
+	assert_int_equal(be32(R.din + 16), 0xffffu * 4096);
+	assert_int_equal(R.din[37], 12);
+	/* standard INQUIRY: 3PC */
+	inq[1] = 0;
+	inq[2] = 0;
+	assert_int_equal(sth_cmd(s, s->n[0], 0, inq, 6, NULL, 0, 255, &R),
+			 BS_SCSI_GOOD);
+	assert_int_equal(R.din[5] & 0x08, 0x08);
+	/* VPD 00h lists 8Fh */
+	inq[1] = 1;
+	assert_int_equal(sth_cmd(s, s->n[0], 0, inq, 6, NULL, 0, 255, &R),
+			 BS_SCSI_GOOD);
+	assert_non_null(memchr(R.din + 4, 0x8f, R.din[3]));
+}
+
+/* CSCD descriptor ID FFFFh: the unit the command went to, with no
+ * identification descriptor at all, or mixed with list indexes. */
+static void cscd_self(void **state)
+{
+	struct sth *s = *state;
+	uint8_t ids[1][12], p[512];
+	uint16_t si[2] = { 0xffff, 0xffff }, di[2] = { 0xffff, 0 };
+	uint16_t n[2] = { 8, 4 };
+	uint64_t src[2] = { 0, 0 }, dst[2] = { 100, 200 };
+	uint32_t len;
+
+	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:1M"), false);
+	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:1M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	sth_clear_ua(s, s->n[0], 1);
+	fill(s, 1, 0, 8, 0x71);
+	naa_of(s, 0, ids[0]);
+	/* sent to LU 1: FFFFh is LU 1, index 0 is LU 0 */
+	len = plist(p, ids, 0, 1, si, di, n, src, dst);
+	{
+		uint8_t cdb[16] = { 0x83, 0x00 };
+
+		put_be(cdb + 10, len, 4);
+		assert_int_equal(sth_cmd(s, s->n[0], 1, cdb, 16, p, len, 0,
+					 &R),
+				 BS_SCSI_GOOD);
+		assert_true(reads_byte(s, 1, 100, 8, 0x71));
+		assert_true(reads_byte(s, 0, 100, 1, 0x00));
+		len = plist(p, ids, 1, 2, si, di, n, src, dst);
+		put_be(cdb + 10, len, 4);
+		assert_int_equal(sth_cmd(s, s->n[0], 1, cdb, 16, p, len, 0,
+					 &R),
+				 BS_SCSI_GOOD);
+		assert_true(reads_byte(s, 0, 200, 4, 0x71));
+		/* another reserved ID is still not reachable */
+		si[0] = 0xfffe;
+		len = plist(p, ids, 1, 1, si, di, n, src, dst);
+		put_be(cdb + 10, len, 4);
+		sth_cmd(s, s->n[0], 1, cdb, 16, p, len, 0, &R);
+		sth_assert_check(&R, 0xa, 0x0d02);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(copies, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(limits, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(vpd_tpc, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(cscd_self, sth_setup,
 						sth_teardown),
 	};
 

@@ -79,6 +79,8 @@ struct iscsi_tmf {
 	uint8_t function;
 	uint64_t lun;
 	uint8_t response;
+	bool core_wait;		/* the core's reset waits for other
+				 * sessions' aborted tasks (s->live held) */
 };
 
 struct iscsi_session {

@@ -1007,7 +1007,7 @@ static unsigned executing(const struct iscsi_session *s)
 
 bool iscsi_session_finished(const struct iscsi_session *s)
 {
-	if (executing(s))
+	if (executing(s) || s->tmf.core_wait)
 		return false;
 	if (s->ended || s->eof)
 		return true;
@@ -1102,8 +1102,9 @@ void iscsi_session_free(struct iscsi_session *s)
 	s->in = IN_NONE;
 	s->held = false;
 	iscsi_tasks_drop(s);
-	if (executing(s)) {
-		/* the core still has commands: free on the last one */
+	if (executing(s) || s->tmf.core_wait) {
+		/* the core still has commands (or a reset waits for other
+		 * sessions' aborted ones): free on the last one */
 		s->orphan = true;
 		if (s->set)
 			bs_exports_hold(s->set);

@@ -475,6 +475,8 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 		exec(s, t);
 		return true;
 	}
+	/* waits for Data-Out: another session's reset aborts it meanwhile */
+	bs_scsi_cmd_arrived(&t->cmd);
 	send_r2ts(s, t);
 	return true;
 }
@@ -618,16 +620,8 @@ void iscsi_tmf_check(struct iscsi_session *s)
 	struct iscsi_tmf *m = &s->tmf;
 	uint8_t rsp[ISCSI_BHS_LEN];
 
-	if (!m->pending || tmf_waiting(s))
+	if (!m->pending || m->core_wait || tmf_waiting(s))
 		return;
-	if (m->response == ISCSI_TMF_RSP_COMPLETE) {
-		if (m->function == ISCSI_TMF_LUN_RESET &&
-		    bs_scsi_lu_reset(s->st.scsi, m->lun, s->nexus) == -ENODEV)
-			m->response = ISCSI_TMF_RSP_NO_LUN;
-		else if (m->function == ISCSI_TMF_TARGET_WARM_RESET ||
-			 m->function == ISCSI_TMF_TARGET_COLD_RESET)
-			bs_scsi_tgt_reset(s->st.scsi, s->nexus);
-	}
 	iscsi_bhs_init(rsp, ISCSI_OP_TMF_RSP, 0, m->itt);
 	rsp[2] = m->response;
 	iscsi_put_sn(s, rsp, true);
@@ -641,6 +635,60 @@ void iscsi_tmf_check(struct iscsi_session *s)
 	    m->response == ISCSI_TMF_RSP_COMPLETE)
 		iscsi_end(s, "target cold reset");
 	iscsi_kick(s);
+}
+
+/* The core's task set has no aborted task left (on the session's loop). */
+static void tmf_core_done(void *arg)
+{
+	struct iscsi_session *s = arg;
+
+	s->tmf.core_wait = false;
+	s->live--;	/* held while the core waited */
+	if (s->orphan) {
+		if (!s->live)
+			iscsi_session_destroy(s);
+		return;
+	}
+	iscsi_tmf_check(s);
+	iscsi_tasks_idle(s);
+	iscsi_kick(s);
+}
+
+/*
+ * The part of a TMF that reaches the other sessions: the LU's task set in
+ * the core (every I_T nexus's tasks there end with TASK ABORTED), the
+ * unit attentions, and the wait for those tasks to end.
+ */
+static void tmf_core(struct iscsi_session *s)
+{
+	struct iscsi_tmf *m = &s->tmf;
+	struct bs_scsi_tgt *tgt = s->st.scsi;
+	int rc;
+
+	switch (m->function) {
+	case ISCSI_TMF_LUN_RESET:
+		rc = bs_scsi_lu_reset_wait(tgt, m->lun, s->nexus,
+					   tmf_core_done, s);
+		break;
+	case ISCSI_TMF_CLEAR_TASK_SET:
+		rc = bs_scsi_clear_task_set_wait(tgt, m->lun, s->nexus,
+						 tmf_core_done, s);
+		break;
+	case ISCSI_TMF_TARGET_WARM_RESET:
+	case ISCSI_TMF_TARGET_COLD_RESET:
+		rc = bs_scsi_tgt_reset_wait(tgt, s->nexus, tmf_core_done, s);
+		break;
+	default:
+		return;
+	}
+	if (rc == -ENODEV) {
+		m->response = ISCSI_TMF_RSP_NO_LUN;
+	} else if (rc == -ENOMEM) {
+		m->response = ISCSI_TMF_RSP_REJECTED;
+	} else if (rc == 1) {
+		m->core_wait = true;
+		s->live++;
+	}
 }
 
 void iscsi_task_tmf(struct iscsi_session *s)
@@ -691,6 +739,8 @@ void iscsi_task_tmf(struct iscsi_session *s)
 		m->response = ISCSI_TMF_RSP_NOT_SUPPORTED;
 		break;
 	}
+	if (m->response == ISCSI_TMF_RSP_COMPLETE)
+		tmf_core(s);
 	iscsi_tmf_check(s);
 }
 

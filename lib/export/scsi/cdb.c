@@ -218,11 +218,16 @@ static bool opcode_known(uint8_t opcode)
 
 /* ---- completion ---------------------------------------------------------- */
 
+_Static_assert(sizeof(struct scsi_core) <= sizeof(((struct bs_scsi_cmd *)0)->core),
+	       "struct scsi_core outgrew bs_scsi_cmd.core");
+
 static void finish_work(void *arg)
 {
 	struct bs_scsi_cmd *cmd = arg;
+	struct scsi_tmf_wait *ready = scsi_set_remove(cmd);
 
 	cmd->done(cmd);
+	scsi_waits_run(ready);
 }
 
 void scsi_finish(struct bs_scsi_cmd *cmd)
@@ -237,7 +242,7 @@ void scsi_finish(struct bs_scsi_cmd *cmd)
 		bs_loop_defer(loop, &c->work);
 	else
 		/* no loop on this thread: nothing to defer to */
-		cmd->done(cmd);
+		finish_work(cmd);
 }
 
 uint8_t *scsi_din(struct bs_scsi_cmd *cmd, uint32_t len)
@@ -315,13 +320,22 @@ void bs_scsi_exec(struct bs_scsi_cmd *cmd)
 		;
 	c->lu = lu;
 	c->dsense = lu && lu->d_sense;
-	if (lu && !(op && op->flags & F_NO_UA))
+	if (lu)
+		scsi_set_add(lu, cmd);
+	if (lu && cmd->arrived && cmd->epoch != lu->epoch) {
+		/* aborted while the transport held it: never runs */
+		c->aborted = true;
+		lu->aborting++;
+	}
+	if (lu && !c->aborted && !(op && op->flags & F_NO_UA))
 		ua = scsi_ua_take(n, lu->lun);
-	if (lu && op && !ua)
+	if (lu && op && !ua && !c->aborted)
 		conflict = scsi_res_conflict(lu, n, op, cmd->cdb);
 	pthread_mutex_unlock(&t->lock);
 
-	if (!lu) {
+	if (c->aborted) {
+		rc = SCSI_DONE;	/* TASK ABORTED as it leaves the set */
+	} else if (!lu) {
 		if (op && op->flags & F_NO_LU)
 			rc = op->fn(cmd, NULL);
 		else

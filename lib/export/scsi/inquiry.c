@@ -2,7 +2,7 @@
 /*
  * INQUIRY: standard data (SPC-4) and the vital product data pages 00h,
  * 80h (serial), 83h (identification: NAA, EUI-64, T10 vendor id, relative
- * target port, SCSI name strings), B0h (block limits), B1h (block device
+ * target port, SCSI name strings), 8Fh (third-party copy: xcopy.c), B0h (block limits), B1h (block device
  * characteristics), B2h (logical block provisioning). The block pages
  * follow the device's capabilities as they are now (caps.c has the
  * mapping), so a knob or a restack below changes the next answer.
@@ -30,7 +30,8 @@ static uint32_t inq_std(struct bs_scsi_tgt *t, struct bs_scsi_lu *lu,
 	d[2] = 0x06;			/* SPC-4 */
 	d[3] = 0x10 | 0x02;		/* HISUP, response data format 2 */
 	d[4] = INQ_STD_LEN - 5;
-	d[5] = 0x00;			/* SCCS 0, TPGS 0, 3PC 0, PROTECT 0 */
+	/* SCCS 0, TPGS 0, PROTECT 0; 3PC: EXTENDED COPY (xcopy.c) */
+	d[5] = lu ? 0x08 : 0x00;
 	d[7] = 0x02;			/* CMDQUE */
 	pad_ascii(d + 8, t->vendor, 8);
 	pad_ascii(d + 16, t->product, 16);
@@ -143,7 +144,8 @@ static uint32_t vpd_b2(const struct bs_caps *c, uint8_t *d)
 	return 8;
 }
 
-static const uint8_t vpd_pages[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
+static const uint8_t vpd_pages[] = { 0x00, 0x80, 0x83, 0x8f, 0xb0, 0xb1,
+				     0xb2 };
 
 int scsi_inquiry(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 {
@@ -184,6 +186,9 @@ int scsi_inquiry(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		break;
 	case 0x83:
 		len = vpd83(cmd, lu, d);
+		break;
+	case 0x8f:
+		len = scsi_vpd_tpc(lu, d);
 		break;
 	case 0xb0:
 		len = vpd_b0(&c, d);

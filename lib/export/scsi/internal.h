@@ -163,6 +163,11 @@ struct bs_scsi_lu {
 	struct bs_scsi_nexus *res_holder;
 	struct scsi_pr pr;
 	struct scsi_gate gate;
+	/* the task set (one for all nexuses, TST 000b): commands in the
+	 * core, newest first; @aborting of them aborted by task management */
+	struct bs_scsi_cmd *tasks;
+	unsigned aborting;
+	uint32_t epoch;		/* task set aborts so far (bs_scsi_cmd_arrived) */
 	struct bs_scsi_lu *next;
 };
 
@@ -194,6 +199,18 @@ struct bs_scsi_tgt {
 	char vendor[9], product[17], revision[5];
 	struct bs_scsi_lu *lus;		/* ascending LUN */
 	struct bs_scsi_nexus *nexuses;
+	struct scsi_tmf_wait *waits;	/* task management waiting */
+};
+
+/* A task management function waiting for the tasks it aborted. */
+struct scsi_tmf_wait {
+	struct bs_work work;
+	struct bs_loop *loop;		/* where fn runs (NULL: in place) */
+	bs_scsi_tmf_fn fn;
+	void *arg;
+	bool all;			/* every LU, else @lun */
+	uint64_t lun;
+	struct scsi_tmf_wait *next;
 };
 
 /* What the core keeps in cmd->core[]. */
@@ -203,6 +220,9 @@ struct scsi_core {
 	struct scsi_io *io;	/* I/O in progress */
 	uint32_t din_cap;	/* bytes of cmd->din (bs_buf_get size) */
 	bool dsense;		/* sense format chosen at start */
+	bool in_set;		/* linked in lu->tasks (target lock) */
+	bool aborted;		/* by task management: TASK ABORTED */
+	struct bs_scsi_cmd *set_next, *set_prev;	/* lu->tasks */
 };
 
 static inline struct scsi_core *scsi_core(struct bs_scsi_cmd *cmd)
@@ -285,6 +305,13 @@ void scsi_ua_queue_all(struct bs_scsi_tgt *t, uint64_t lun, uint16_t asc,
 /* Take the oldest UA of (@n, @lun); 0 when none; lock held. */
 uint16_t scsi_ua_take(struct bs_scsi_nexus *n, uint64_t lun);
 bool scsi_lu_dsense(const struct bs_scsi_lu *lu);
+/* Link @cmd into @lu's task set / take it out; lock held. */
+void scsi_set_add(struct bs_scsi_lu *lu, struct bs_scsi_cmd *cmd);
+/* Out of the set (takes the lock): an aborted task gets TASK ABORTED;
+ * returns the task management functions that may now answer, to pass to
+ * scsi_waits_run() after the task's done() (its answer goes first). */
+struct scsi_tmf_wait *scsi_set_remove(struct bs_scsi_cmd *cmd);
+void scsi_waits_run(struct scsi_tmf_wait *ready);
 
 /* Capacity in blocks and block size, from the published snapshot. */
 void scsi_lu_geometry(const struct bs_scsi_lu *lu, uint64_t *nblocks,
@@ -367,6 +394,9 @@ int scsi_unmap(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_get_lba_status(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_extended_copy(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_receive_copy_results(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+/* VPD 8Fh (Third-party Copy) into @d (header bytes 0..3 left to the
+ * caller); its length with the header. */
+uint32_t scsi_vpd_tpc(struct bs_scsi_lu *lu, uint8_t *d);
 int scsi_mode_sense(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_mode_select(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
 int scsi_reserve(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);

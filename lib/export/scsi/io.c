@@ -68,6 +68,13 @@ static void io_done(struct bs_req *req)
 		scsi_io_fail(io, req->result);
 		return;
 	}
+	if (__atomic_load_n(&scsi_core(io->cmd)->aborted, __ATOMIC_RELAXED)) {
+		/* aborted by task management: no further step (the long
+		 * chunk loops of WRITE SAME, VERIFY, copies stop here); the
+		 * status becomes TASK ABORTED as the task leaves the set */
+		scsi_io_end(io);
+		return;
+	}
 	io->step(io);
 }
 

@@ -37,8 +37,12 @@ static unsigned page(struct bs_scsi_lu *lu, const struct bs_caps *c,
 			d[2] = 0x04;	/* D_SENSE is changeable */
 		else if (pc == 0 && scsi_lu_dsense(lu))
 			d[2] = 0x04;
-		if (pc != 1)
+		if (pc != 1) {
 			d[3] = 0x10;	/* queue algorithm: unrestricted */
+			d[5] = 0x40;	/* TAS: tasks aborted by another nexus
+					 * end with TASK ABORTED (TST 000b:
+					 * one task set for all nexuses) */
+		}
 		return 12;
 	case 0x1c:
 		memset(d, 0, 12);

@@ -12,6 +12,10 @@
 
 #include "export/scsi/internal.h"
 
+static struct scsi_tmf_wait *waits_ready(struct bs_scsi_tgt *t);
+static struct bs_scsi_lu *lu_find(struct bs_scsi_tgt *t, uint64_t lun);
+static void waits_run(struct scsi_tmf_wait *w);
+
 /* FNV-1a, 64 bits: stable identifiers from names. */
 static uint64_t fnv1a(uint64_t h, const char *s)
 {
@@ -62,6 +66,12 @@ void bs_scsi_tgt_free(struct bs_scsi_tgt *t)
 		bs_scsi_nexus_free(t->nexuses);
 	while (t->lus)
 		bs_scsi_lu_remove(t->lus);
+	while (t->waits) {	/* only when tasks were lost: drop them */
+		struct scsi_tmf_wait *w = t->waits;
+
+		t->waits = w->next;
+		free(w);
+	}
 	pthread_mutex_destroy(&t->lock);
 	free(t->name);
 	free(t);
@@ -216,6 +226,7 @@ void bs_scsi_lu_remove(struct bs_scsi_lu *lu)
 	struct bs_scsi_tgt *t;
 	struct bs_scsi_lu **pp, *o;
 	struct bs_scsi_nexus *n;
+	struct scsi_tmf_wait *ready;
 
 	if (!lu)
 		return;
@@ -230,7 +241,9 @@ void bs_scsi_lu_remove(struct bs_scsi_lu *lu)
 		for (o = t->lus; o; o = o->next)
 			scsi_ua_queue(n, o->lun, A_LUNS_CHANGED);
 	}
+	ready = waits_ready(t);
 	pthread_mutex_unlock(&t->lock);
+	waits_run(ready);
 	scsi_pr_free(&lu->pr);
 	free(lu->name);
 	free(lu);
@@ -333,11 +346,185 @@ void bs_scsi_nexus_free(struct bs_scsi_nexus *n)
 
 /* ---- task management ----------------------------------------------------- */
 
+/*
+ * One task set per LU for all I_T nexuses (control mode page TST 000b):
+ * every command the core runs on a LU is linked into lu->tasks from
+ * bs_scsi_exec() until just before its done() (scsi_set_remove()). A
+ * reset or CLEAR TASK SET marks the tasks in the set aborted; each ends
+ * with TASK ABORTED (TAS 1: the other nexuses hear of it that way; the
+ * transport drops the answers of its own nexus), and the function's
+ * response waits (struct scsi_tmf_wait) until no aborted task of its
+ * scope is left. A request of an aborted task already at the device is
+ * not cancelled; the task ends when it completes, without further steps.
+ */
+
+void scsi_set_add(struct bs_scsi_lu *lu, struct bs_scsi_cmd *cmd)
+{
+	struct scsi_core *c = scsi_core(cmd);
+
+	c->set_prev = NULL;
+	c->set_next = lu->tasks;
+	if (lu->tasks)
+		scsi_core(lu->tasks)->set_prev = cmd;
+	lu->tasks = cmd;
+	c->in_set = true;
+	c->aborted = false;
+}
+
+void bs_scsi_cmd_arrived(struct bs_scsi_cmd *cmd)
+{
+	struct bs_scsi_tgt *t = cmd->nexus->tgt;
+	struct bs_scsi_lu *lu;
+
+	pthread_mutex_lock(&t->lock);
+	lu = lu_find(t, cmd->lun);
+	cmd->arrived = lu != NULL;
+	cmd->epoch = lu ? lu->epoch : 0;
+	pthread_mutex_unlock(&t->lock);
+}
+
+static unsigned aborting(struct bs_scsi_tgt *t, const struct scsi_tmf_wait *w)
+{
+	struct bs_scsi_lu *lu;
+	unsigned n = 0;
+
+	for (lu = t->lus; lu; lu = lu->next)
+		if (w->all || lu->lun == w->lun)
+			n += lu->aborting;
+	return n;
+}
+
+/* Take the satisfied waiters off the list (lock held) into @out. */
+static struct scsi_tmf_wait *waits_ready(struct bs_scsi_tgt *t)
+{
+	struct scsi_tmf_wait **pp, *w, *out = NULL;
+
+	for (pp = &t->waits; (w = *pp);) {
+		if (!aborting(t, w)) {
+			*pp = w->next;
+			w->next = out;
+			out = w;
+		} else {
+			pp = &w->next;
+		}
+	}
+	return out;
+}
+
+/* The waiter's work, on its loop: the caller's function, then free. */
+static void wait_fire(void *arg)
+{
+	struct scsi_tmf_wait *w = arg;
+	bs_scsi_tmf_fn fn = w->fn;
+	void *fn_arg = w->arg;
+
+	free(w);
+	fn(fn_arg);
+}
+
+static void waits_run(struct scsi_tmf_wait *w)
+{
+	struct scsi_tmf_wait *next;
+
+	for (; w; w = next) {
+		next = w->next;
+		w->work.next = NULL;
+		if (w->loop)
+			bs_loop_send(w->loop, &w->work);
+		else
+			w->work.fn(w->work.arg);
+	}
+}
+
+struct scsi_tmf_wait *scsi_set_remove(struct bs_scsi_cmd *cmd)
+{
+	struct scsi_core *c = scsi_core(cmd);
+	struct bs_scsi_lu *lu = c->lu;
+	struct scsi_tmf_wait *ready = NULL;
+	struct bs_scsi_tgt *t;
+
+	if (!c->in_set)
+		return NULL;
+	t = lu->tgt;
+	pthread_mutex_lock(&t->lock);
+	if (c->set_prev)
+		scsi_core(c->set_prev)->set_next = c->set_next;
+	else
+		lu->tasks = c->set_next;
+	if (c->set_next)
+		scsi_core(c->set_next)->set_prev = c->set_prev;
+	c->in_set = false;
+	if (c->aborted) {
+		lu->aborting--;
+		ready = waits_ready(t);
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (c->aborted) {
+		cmd->status = BS_SCSI_TASK_ABORTED;
+		cmd->sense_len = 0;
+		cmd->din_len = 0;
+	}
+	return ready;
+}
+
+void scsi_waits_run(struct scsi_tmf_wait *ready)
+{
+	waits_run(ready);
+}
+
+/* Mark every task of @lu aborted; lock held. */
+static void set_abort(struct bs_scsi_lu *lu)
+{
+	struct bs_scsi_cmd *cmd;
+
+	lu->epoch++;	/* and the tasks the transports still hold */
+	for (cmd = lu->tasks; cmd; cmd = scsi_core(cmd)->set_next) {
+		struct scsi_core *c = scsi_core(cmd);
+
+		if (!c->aborted) {
+			/* read without the lock between I/O steps (io.c) */
+			__atomic_store_n(&c->aborted, true, __ATOMIC_RELAXED);
+			lu->aborting++;
+		}
+	}
+}
+
+/*
+ * After the aborts (lock held): 0 when nothing is left to wait for, else
+ * queue a waiter calling @fn(@arg) on this thread's loop and return 1.
+ */
+static int wait_add(struct bs_scsi_tgt *t, bool all, uint64_t lun,
+		    bs_scsi_tmf_fn fn, void *arg)
+{
+	struct scsi_tmf_wait *w;
+
+	if (!fn)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->all = all;
+	w->lun = lun;
+	if (!aborting(t, w)) {
+		free(w);
+		return 0;
+	}
+	w->loop = bs_loop_current();
+	w->fn = fn;
+	w->arg = arg;
+	w->work.fn = wait_fire;
+	w->work.arg = w;
+	w->next = t->waits;
+	t->waits = w;
+	return 1;
+}
+
 static void lu_reset_locked(struct bs_scsi_tgt *t, struct bs_scsi_lu *lu,
 			    uint16_t asc)
 {
 	struct bs_scsi_nexus *n;
 
+	set_abort(lu);
 	if (lu->res_holder)
 		scsi_res_drop(lu, lu->res_holder);
 	/*
@@ -348,28 +535,77 @@ static void lu_reset_locked(struct bs_scsi_tgt *t, struct bs_scsi_lu *lu,
 		scsi_ua_queue(n, lu->lun, asc);
 }
 
-int bs_scsi_lu_reset(struct bs_scsi_tgt *t, uint64_t lun,
-		     struct bs_scsi_nexus *from)
+static struct bs_scsi_lu *lu_find(struct bs_scsi_tgt *t, uint64_t lun)
 {
 	struct bs_scsi_lu *lu;
 
-	pthread_mutex_lock(&t->lock);
 	for (lu = t->lus; lu && lu->lun != lun; lu = lu->next)
 		;
-	if (lu)
+	return lu;
+}
+
+int bs_scsi_lu_reset_wait(struct bs_scsi_tgt *t, uint64_t lun,
+			  struct bs_scsi_nexus *from, bs_scsi_tmf_fn fn,
+			  void *arg)
+{
+	struct bs_scsi_lu *lu;
+	int rc = -ENODEV;
+
+	(void)from;
+	pthread_mutex_lock(&t->lock);
+	lu = lu_find(t, lun);
+	if (lu) {
 		lu_reset_locked(t, lu, A_LU_RESET);
+		rc = wait_add(t, false, lun, fn, arg);
+	}
 	pthread_mutex_unlock(&t->lock);
-	return lu ? 0 : -ENODEV;
+	return rc;
+}
+
+int bs_scsi_tgt_reset_wait(struct bs_scsi_tgt *t, struct bs_scsi_nexus *from,
+			   bs_scsi_tmf_fn fn, void *arg)
+{
+	struct bs_scsi_lu *lu;
+	int rc;
+
+	(void)from;
+	pthread_mutex_lock(&t->lock);
+	for (lu = t->lus; lu; lu = lu->next)
+		lu_reset_locked(t, lu, A_BUS_RESET);
+	rc = wait_add(t, true, 0, fn, arg);
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+int bs_scsi_clear_task_set_wait(struct bs_scsi_tgt *t, uint64_t lun,
+				struct bs_scsi_nexus *from, bs_scsi_tmf_fn fn,
+				void *arg)
+{
+	struct bs_scsi_lu *lu;
+	int rc = -ENODEV;
+
+	(void)from;
+	pthread_mutex_lock(&t->lock);
+	lu = lu_find(t, lun);
+	if (lu) {
+		/* TAS 1: the other nexuses learn of it from TASK ABORTED
+		 * status, not from a unit attention (SAM-5) */
+		set_abort(lu);
+		rc = wait_add(t, false, lun, fn, arg);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+int bs_scsi_lu_reset(struct bs_scsi_tgt *t, uint64_t lun,
+		     struct bs_scsi_nexus *from)
+{
+	return bs_scsi_lu_reset_wait(t, lun, from, NULL, NULL);
 }
 
 void bs_scsi_tgt_reset(struct bs_scsi_tgt *t, struct bs_scsi_nexus *from)
 {
-	struct bs_scsi_lu *lu;
-
-	pthread_mutex_lock(&t->lock);
-	for (lu = t->lus; lu; lu = lu->next)
-		lu_reset_locked(t, lu, A_BUS_RESET);
-	pthread_mutex_unlock(&t->lock);
+	bs_scsi_tgt_reset_wait(t, from, NULL, NULL);
 }
 
 /* ---- LUN fields ---------------------------------------------------------- */

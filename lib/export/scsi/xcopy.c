@@ -10,6 +10,12 @@
  * LIST ID USAGE says "hold" (00b, 10b) are kept per nexus (the last four)
  * for RECEIVE COPY RESULTS COPY STATUS.
  *
+ * A segment's CSCD descriptor ID FFFFh names the LU the EXTENDED COPY
+ * was sent to, with no identification descriptor. VPD 8Fh (Third-party
+ * Copy) and RECEIVE COPY RESULTS OPERATING PARAMETERS report the same
+ * limits (the constants below; lengths from the LU's block size), and
+ * standard INQUIRY sets 3PC.
+ *
  * Errors in the parameter list are ILLEGAL REQUEST before anything is
  * copied; a segment that cannot be done (a target index not in the list,
  * an unknown unit, a range past the end, different block sizes) ends the
@@ -29,6 +35,7 @@
 #define MAX_LIST (1024u)
 #define TD_LEN 32
 #define SEG_B2B_LEN 28
+#define CSCD_SELF 0xffffu	/* the LU that received the command */
 
 enum {
 	A_TOO_MANY_TARGETS = ASC(0x26, 0x06),
@@ -114,6 +121,10 @@ static void xc_written(struct bs_req *req)
 	x->dst_lba += x->chunk;
 	x->left -= x->chunk;
 	x->copied += (uint64_t)x->chunk * io->bs;
+	if (__atomic_load_n(&scsi_core(io->cmd)->aborted, __ATOMIC_RELAXED)) {
+		scsi_io_end(io);	/* task management: TASK ABORTED */
+		return;
+	}
 	xc_chunk(io);
 }
 
@@ -163,12 +174,12 @@ static void xc_next_segment(struct scsi_io *io)
 	s = x->seg + SEG_B2B_LEN * x->iseg++;
 	si = get16(s + 4);
 	di = get16(s + 6);
-	if (si >= x->ntd || di >= x->ntd || !x->td[si] || !x->td[di]) {
+	x->src = si == CSCD_SELF ? io->lu : si < x->ntd ? x->td[si] : NULL;
+	x->dst = di == CSCD_SELF ? io->lu : di < x->ntd ? x->td[di] : NULL;
+	if (!x->src || !x->dst) {
 		xc_abort(io, A_TARGET_UNREACHABLE);
 		return;
 	}
-	x->src = x->td[si];
-	x->dst = x->td[di];
 	if (x->dst->readonly) {
 		scsi_check(io->cmd, SK_DATA_PROTECT, A_WRITE_PROTECTED);
 		scsi_io_end(io);
@@ -303,9 +314,83 @@ static int copy_status(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu,
 	return scsi_din_done(cmd, 12, alloc);
 }
 
+/* A segment moves at most 0xffff blocks (its 16-bit block count). */
+static uint32_t max_segment_bytes(uint32_t bs)
+{
+	return 0xffffu * bs;
+}
+
+static uint8_t log2_bs(uint32_t bs)
+{
+	uint8_t l = 0;
+
+	while ((1u << (l + 1)) <= bs)
+		l++;
+	return l;
+}
+
+/* One VPD 8Fh descriptor header at @d; returns the padded total length. */
+static uint32_t tpc_desc(uint8_t *d, uint16_t type, uint32_t body)
+{
+	uint32_t len = (body + 3) & ~3u;
+
+	put16(d, type);
+	put16(d + 2, (uint16_t)len);
+	return 4 + len;
+}
+
+uint32_t scsi_vpd_tpc(struct bs_scsi_lu *lu, uint8_t *d)
+{
+	uint32_t off = 4, bs;
+	uint64_t nblocks;
+	uint8_t *p;
+
+	scsi_lu_geometry(lu, &nblocks, &bs);
+	/* Supported Commands (0001h): EXTENDED COPY LID1, RECEIVE COPY
+	 * RESULTS COPY STATUS and OPERATING PARAMETERS */
+	p = d + off;
+	p[4] = 7;			/* the list's length */
+	p[5] = 0x83;
+	p[6] = 1;
+	p[7] = 0x00;
+	p[8] = 0x84;
+	p[9] = 2;
+	p[10] = 0x00;
+	p[11] = 0x03;
+	off += tpc_desc(p, 0x0001, 8);
+	/* Parameter Data (0004h) */
+	p = d + off;
+	put16(p + 8, MAX_TARGETS);
+	put16(p + 10, MAX_SEGMENTS);
+	put32(p + 12, MAX_LIST);
+	put32(p + 16, 0);		/* no inline data */
+	off += tpc_desc(p, 0x0004, 28);
+	/* Supported Descriptors (0008h): block to block, identification */
+	p = d + off;
+	p[4] = 2;
+	p[5] = 0x02;
+	p[6] = 0xe4;
+	off += tpc_desc(p, 0x0008, 3);
+	/* Supported CSCD Descriptor IDs (000Ch): FFFFh, the LU itself */
+	p = d + off;
+	put16(p + 4, 2);
+	put16(p + 6, CSCD_SELF);
+	off += tpc_desc(p, 0x000c, 4);
+	/* General Copy Operations (8001h) */
+	p = d + off;
+	put32(p + 4, 1);		/* total concurrent copies */
+	put32(p + 8, 1);		/* maximum identified concurrent copies */
+	put32(p + 12, max_segment_bytes(bs));
+	p[16] = log2_bs(bs);		/* data segment granularity */
+	p[17] = log2_bs(bs);		/* inline data granularity */
+	off += tpc_desc(p, 0x8001, 32);
+	return off;
+}
+
 int scsi_receive_copy_results(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 {
-	uint32_t alloc = get32(cmd->cdb + 10);
+	uint32_t alloc = get32(cmd->cdb + 10), bs;
+	uint64_t nblocks;
 	uint8_t *d = scsi_din(cmd, 48);
 
 	if (!d)
@@ -313,14 +398,15 @@ int scsi_receive_copy_results(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if ((cmd->cdb[1] & 0x1f) == 0x00)
 		return copy_status(cmd, lu, d, alloc);
 	/* OPERATING PARAMETERS */
+	scsi_lu_geometry(lu, &nblocks, &bs);
 	put32(d, 46 - 4);
 	put16(d + 8, MAX_TARGETS);
 	put16(d + 10, MAX_SEGMENTS);
 	put32(d + 12, MAX_LIST);
-	put32(d + 16, 0xffffu * 512u);	/* a segment's 16-bit block count */
+	put32(d + 16, max_segment_bytes(bs));
 	put16(d + 34, 1);		/* total concurrent copies */
 	d[36] = 1;			/* maximum concurrent copies */
-	d[37] = 9;			/* data segment granularity: 512 */
+	d[37] = log2_bs(bs);		/* data segment granularity */
 	d[43] = 2;			/* implemented descriptor types */
 	d[44] = 0x02;			/* block to block */
 	d[45] = 0xe4;			/* identification descriptor */
