@@ -24,7 +24,13 @@
  * rbd_aio_flush; there is no native FUA (the core flushes after).
  * Block status and `allocated` come from rbd_diff_iterate2 over whole
  * objects (the object map when the image has fast-diff), which blocks the
- * calling loop for that one call.
+ * calling loop. Block status walks in pieces of STATUS_CHUNK_OBJS objects
+ * and stops after the piece that used up status_budget (100 ms): what was
+ * found is reported, the rest is left undescribed, which the core reports
+ * as data (always a true answer: a client reads it, or asks again);
+ * `block_status_cut` in info counts such calls. Without fast-diff every
+ * object is a round trip, and a big image's map could hold an I/O thread
+ * for seconds.
  */
 #if __has_include(<rbd/librbd.h>)
 
@@ -39,6 +45,8 @@
 #include <rbd/librbd.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/loop.h>
+#include <blkstack/net.h>
 #include <blkstack/opts.h>
 #include <blkstack/workers.h>
 
@@ -51,6 +59,7 @@ struct rbdd {
 	uint64_t create_size;		/* 0: the image must exist */
 	uint32_t timeout_s;
 	uint32_t max_io;
+	unsigned status_budget_ms;	/* 0: no bound */
 	bool readonly;
 
 	rados_t cluster;
@@ -70,6 +79,10 @@ struct rbdd {
 	uint64_t inflight;		/* atomic */
 	uint64_t wz_thick;		/* atomic: write-zeroes sent thick */
 	uint64_t wz_unmap;		/* atomic: write-zeroes that may unmap */
+	uint64_t status_calls;		/* atomic: block status calls */
+	uint64_t status_cut;		/* atomic: stopped by the budget */
+	bool wt_until_flush;		/* rbd_cache_writethrough_until_flush */
+	int open_flush;			/* 1: flushed at open; <= 0: see info */
 };
 
 struct rbdd_req {
@@ -211,16 +224,64 @@ static int diff_extents(struct rbdd *s, uint64_t off, uint64_t len,
 	return 0;
 }
 
+/* Objects per rbd_diff_iterate2 call of block status (a budget check). */
+#define STATUS_CHUNK_OBJS 64
+
+/*
+ * The allocated extents of [offset, offset+len) found within the budget:
+ * whole pieces from @offset; *covered is where the walk stopped.
+ */
+static int status_extents(struct rbdd *s, uint64_t offset, uint64_t len,
+			  struct ext_list *l, uint64_t *covered)
+{
+	uint64_t end = offset + len, cur = offset, piece, n;
+	uint64_t until = bs_now_ns() +
+			 (uint64_t)s->status_budget_ms * 1000000;
+	struct ext_list part;
+	size_t i;
+	int err;
+
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+	piece = (s->facts.obj_size ? s->facts.obj_size : (4u << 20)) *
+		STATUS_CHUNK_OBJS;
+	while (cur < end) {
+		/* pieces on object-group boundaries */
+		n = piece - cur % piece;
+		if (n > end - cur)
+			n = end - cur;
+		err = diff_extents(s, cur, n, &part);
+		for (i = 0; !err && i < part.n; i++)
+			err = ext_add(part.v[i].off, part.v[i].len, 1, l);
+		if (!err)
+			free(part.v);
+		if (err) {
+			pthread_mutex_destroy(&l->lock);
+			free(l->v);
+			return err;
+		}
+		cur += n;
+		if (cur < end && s->status_budget_ms && bs_now_ns() >= until) {
+			__atomic_fetch_add(&s->status_cut, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	pthread_mutex_destroy(&l->lock);
+	*covered = cur;
+	return 0;
+}
+
 static int rbdd_block_status(struct bs_dev *dev, uint64_t offset,
 			     uint64_t len, bs_extent_fn fn, void *arg)
 {
 	struct rbdd *s = dev->priv;
-	uint64_t cur = offset, end = offset + len, a, b;
+	uint64_t cur = offset, end, a, b;
 	struct ext_list l;
 	size_t i;
 	int err;
 
-	err = diff_extents(s, offset, len, &l);
+	__atomic_fetch_add(&s->status_calls, 1, __ATOMIC_RELAXED);
+	err = status_extents(s, offset, len, &l, &end);
 	if (err)
 		return err;
 	for (i = 0; i < l.n && cur < end; i++) {
@@ -414,6 +475,20 @@ static int open_run(struct bs_job *job)
 			 (unsigned long long)info.obj_size);
 		goto fail;
 	}
+	/*
+	 * librbd keeps its cache write-through until the image's first
+	 * flush (rbd_cache_writethrough_until_flush, on by default), for
+	 * users that never flush. This device declares a volatile cache and
+	 * passes every FLUSH from above to rbd_aio_flush, so one flush now
+	 * puts the cache in write-back from the start: without it, 1 MiB
+	 * sequential writes waited for the OSD until a client happened to
+	 * flush (half qemu-nbd's speed in bench/rbd.sh). A failed flush
+	 * only leaves the cache write-through: not an open failure.
+	 */
+	s->wt_until_flush =
+		conf_bool(s, "rbd_cache_writethrough_until_flush", true);
+	if (!s->readonly && s->facts.cache && s->wt_until_flush)
+		s->open_flush = rbd_flush(s->img) < 0 ? -1 : 1;
 	return 0;
 fail:
 	close_handles(s);
@@ -463,6 +538,7 @@ static int rbdd_open(struct bs_dev *dev, struct bs_opts *opts)
 	const char *image, *pool;
 	uint64_t max_io = 4u << 20;
 	uint32_t timeout = 30;
+	const char *budget;
 	struct bs_workers *w;
 	char why[320];
 	int err;
@@ -492,6 +568,14 @@ static int rbdd_open(struct bs_dev *dev, struct bs_opts *opts)
 		err = bs_error(-EINVAL, "%s: rbd: create = %llu: a positive "
 			       "multiple of 512 bytes", dev->name,
 			       (unsigned long long)s->create_size);
+		goto fail;
+	}
+	s->status_budget_ms = 100;
+	budget = bs_opts_get(opts, "status_budget");
+	if (budget && bs_net_parse_ms(budget, &s->status_budget_ms)) {
+		err = bs_error(-EINVAL, "%s: rbd: status_budget = '%s': not a "
+			       "duration (0.1, 100ms; 0 = no bound)", dev->name,
+			       budget);
 		goto fail;
 	}
 	s->timeout_s = timeout;
@@ -589,11 +673,27 @@ static void rbdd_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   s->facts.skip_partial_discard ? "true" : "false",
 	   (unsigned long long)s->facts.discard_gran,
 	   (unsigned long long)s->cfg.discard_gran);
-	kv(arg, "cache", "rbd_cache %s", s->facts.cache ? "true" : "false");
+	if (!s->facts.cache)
+		kv(arg, "cache", "rbd_cache false (no cache: writes go to "
+		   "the OSDs)");
+	else if (!s->wt_until_flush)
+		kv(arg, "cache", "rbd_cache true, write-back "
+		   "(rbd_cache_writethrough_until_flush false)");
+	else
+		kv(arg, "cache", "rbd_cache true, %s", s->open_flush > 0 ?
+		   "write-back: flushed at open (ends "
+		   "rbd_cache_writethrough_until_flush)" : s->readonly ?
+		   "read-only" : "write-through until the first flush (the "
+		   "flush at open failed)");
 	kv(arg, "decision", "%s", s->cfg.why);
 	kv(arg, "write_zeroes_sent", "%llu may unmap, %llu thick (NOUNMAP)",
 	   (unsigned long long)__atomic_load_n(&s->wz_unmap, __ATOMIC_RELAXED),
 	   (unsigned long long)__atomic_load_n(&s->wz_thick, __ATOMIC_RELAXED));
+	kv(arg, "block_status_cut", "%llu of %llu calls (status_budget %u ms%s)",
+	   (unsigned long long)__atomic_load_n(&s->status_cut, __ATOMIC_RELAXED),
+	   (unsigned long long)__atomic_load_n(&s->status_calls,
+					       __ATOMIC_RELAXED),
+	   s->status_budget_ms, s->status_budget_ms ? "" : ": no bound");
 	kv(arg, "inflight", "%llu",
 	   (unsigned long long)__atomic_load_n(&s->inflight, __ATOMIC_RELAXED));
 }
@@ -611,7 +711,11 @@ static const struct bs_dev_type rbd_type = {
 		"create=SIZE          make the image (librbd's default features)\n"
 		"                     when missing; an existing one must have SIZE\n"
 		"timeout=SECONDS      longest connecting may take (30)\n"
-		"max_io=SIZE          largest read/write sent at once (4M)\n",
+		"max_io=SIZE          largest read/write sent at once (4M)\n"
+		"status_budget=SECONDS  block status stops after the piece\n"
+		"                     (64 objects) that used this up and leaves\n"
+		"                     the rest to be reported as data (0.1;\n"
+		"                     100ms also works; 0 = no bound)\n",
 	.open = rbdd_open,
 	.close = rbdd_close,
 	.submit = rbdd_submit,

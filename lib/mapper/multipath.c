@@ -16,6 +16,16 @@
  * 0 every retry_interval; the path rejoins when it succeeds and the queue
  * is sent out again.
  *
+ * FLUSH goes to EVERY live path, not one: a write acknowledged by path
+ * a may sit in a cache only a's connection or server flushes (a client
+ * cache, one server process of several), so a flush routed to b alone
+ * would make nothing durable. The flush succeeds when every live path
+ * flushed; a path that fails it with a path error is marked failed (its
+ * connection is gone; the volume's own cache was flushed through the
+ * others) and the flush still succeeds if at least one path flushed;
+ * with none, it is retried on whatever is live or queues like any
+ * request. An error of the request itself (not a path's) is returned.
+ *
  * Limits come from the live paths only (with none live, from every
  * path), so a path without unmap zeroing takes WRITE_ZEROES_UNMAP away
  * while it is live and gives it back when it fails; every state change
@@ -228,6 +238,75 @@ static int pick_locked(struct mpath *m)
 }
 
 static void kid_done(struct bs_req *kid);
+static void dispatch(struct mreq *mr);
+static void fail_path(struct mpath *m, unsigned i, const struct bs_req *r);
+
+/* A FLUSH fanned out to every live path. */
+struct fan {
+	struct mreq *mr;
+	unsigned pending;	/* atomic */
+	unsigned nok;		/* atomic: paths that flushed */
+	int err;		/* atomic: first error of the request itself */
+	unsigned path[MAX_PATHS];
+	struct bs_req kids[];
+};
+
+static void fan_done(struct bs_req *kid)
+{
+	struct fan *f = kid->priv;
+	struct mreq *mr = f->mr;
+	struct mpath *m = mr->m;
+	unsigned k = (unsigned)(kid - f->kids);
+	int res = kid->result, zero = 0, err;
+
+	if (!res)
+		__atomic_fetch_add(&f->nok, 1, __ATOMIC_RELAXED);
+	else if (is_path_error(res))
+		fail_path(m, f->path[k], kid);
+	else
+		__atomic_compare_exchange_n(&f->err, &zero, res, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	if (__atomic_sub_fetch(&f->pending, 1, __ATOMIC_ACQ_REL))
+		return;
+	err = __atomic_load_n(&f->err, __ATOMIC_RELAXED);
+	if (!err && !__atomic_load_n(&f->nok, __ATOMIC_RELAXED)) {
+		/* every path it reached failed: again on what is live */
+		free(f);
+		__atomic_fetch_add(&m->retried, 1, __ATOMIC_RELAXED);
+		dispatch(mr);
+		return;
+	}
+	free(f);
+	bs_req_complete(mr->parent, err);
+}
+
+/* Send the FLUSH in @mr to the @n live paths in @live. */
+static void flush_all(struct mreq *mr, const unsigned *live, unsigned n)
+{
+	struct bs_req *parent = mr->parent;
+	struct mpath *m = mr->m;
+	struct fan *f;
+	unsigned k;
+
+	f = calloc(1, sizeof(*f) + n * sizeof(f->kids[0]));
+	if (!f) {
+		bs_req_complete(parent, -ENOMEM);
+		return;
+	}
+	f->mr = mr;
+	f->pending = n;
+	for (k = 0; k < n; k++) {
+		f->path[k] = live[k];
+		bs_req_init(&f->kids[k], BS_OP_FLUSH, parent->flags, 0, 0,
+			    NULL, fan_done, f);
+	}
+	/* the last completion frees f: read nothing of it after that */
+	for (k = 0; k < n; k++) {
+		__atomic_fetch_add(&m->paths[live[k]].ios, 1,
+				   __ATOMIC_RELAXED);
+		bs_submit(m->dev->components[live[k]], &f->kids[k]);
+	}
+}
 
 static void send_to(struct mreq *mr, unsigned p)
 {
@@ -247,10 +326,15 @@ static void send_to(struct mreq *mr, unsigned p)
 static void dispatch(struct mreq *mr)
 {
 	struct mpath *m = mr->m;
+	unsigned live[MAX_PATHS], nlive = 0, i;
 	int p;
 
 	pthread_mutex_lock(&m->lock);
 	p = pick_locked(m);
+	if (p >= 0 && mr->parent->op == BS_OP_FLUSH)
+		for (i = 0; i < m->n; i++)
+			if (m->paths[i].live)
+				live[nlive++] = i;
 	if (p < 0 && m->queue_ms && !m->closing) {
 		/* one step with the pick: a path rejoining flushes the queue
 		 * under this lock, so nothing is left behind */
@@ -271,6 +355,10 @@ static void dispatch(struct mreq *mr)
 	pthread_mutex_unlock(&m->lock);
 	if (p < 0) {
 		bs_req_complete(mr->parent, -EIO);
+		return;
+	}
+	if (nlive) {
+		flush_all(mr, live, nlive);
 		return;
 	}
 	send_to(mr, (unsigned)p);

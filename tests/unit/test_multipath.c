@@ -378,6 +378,79 @@ static void test_depth_break_mid_run(void **state)
 	free(back);
 }
 
+/*
+ * FLUSH reaches every live path, whatever the policy: a write that went
+ * through p0 must be durable even if a flush were routed to p1 alone.
+ * A path failing the flush with a path error is failed and the flush
+ * still succeeds through the others; a failed path gets none; an error
+ * of the request itself goes up.
+ */
+static void test_flush_every_live_path(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_dev *mp, *p0, *p1, *p2, *s0, *s1;
+	uint8_t buf[4096];
+	struct desc d;
+
+	th_dev(ctx, "vol", "mem:1M,write_cache=1");
+	p0 = th_dev_kv(ctx, "p0", "type=error;devices=vol;claim=shared;"
+		       "after=100000000");
+	p1 = th_dev_kv(ctx, "p1", "type=error;devices=vol;claim=shared;"
+		       "after=100000000");
+	p2 = th_dev_kv(ctx, "p2", "type=error;devices=vol;claim=shared;"
+		       "after=100000000");
+	mp = th_dev_kv(ctx, "mp", "type=multipath;devices=p0 p1 p2;"
+		       "retry_interval=50ms;queue_if_no_path=200ms");
+	memset(buf, 3, sizeof(buf));
+	/* failover: the write goes to p0 only, the flush to all three */
+	assert_int_equal(bs_write_sync(mp, buf, 4096, 0), 0);
+	assert_int_equal(p0->stats.ops[BS_OP_WRITE], 1);
+	assert_int_equal(p1->stats.ops[BS_OP_WRITE], 0);
+	assert_int_equal(bs_flush_sync(mp), 0);
+	assert_int_equal(p0->stats.ops[BS_OP_FLUSH], 1);
+	assert_int_equal(p1->stats.ops[BS_OP_FLUSH], 1);
+	assert_int_equal(p2->stats.ops[BS_OP_FLUSH], 1);
+	/* round robin gives no different answer */
+	th_dev(ctx, "vol2", "mem:1M,write_cache=1");
+	s0 = th_dev_kv(ctx, "s0", "type=error;devices=vol2;claim=shared;"
+		       "after=100000000");
+	s1 = th_dev_kv(ctx, "s1", "type=error;devices=vol2;claim=shared;"
+		       "errno=EREMOTEIO;ops=flush");
+	th_dev_kv(ctx, "rr", "type=multipath;devices=s0 s1;"
+		  "policy=round-robin");
+	/* s1 fails the flush with a target error (the request's, not the
+	 * path's): the flush fails, no path is failed */
+	assert_int_equal(bs_flush_sync(bs_dev_find(ctx, "rr")), -EREMOTEIO);
+	assert_int_equal(s0->stats.ops[BS_OP_FLUSH], 1);
+	assert_int_equal(s1->stats.ops[BS_OP_FLUSH], 1);
+	assert_non_null(strstr(describe(bs_dev_find(ctx, "rr"), &d),
+			       "paths: 2 (2 live)"));
+	/* p1 breaks (a path error): failed, the flush succeeds via p0, p2 */
+	path_break(p1);
+	assert_int_equal(bs_flush_sync(mp), 0);
+	assert_int_equal(p0->stats.ops[BS_OP_FLUSH], 2);
+	assert_int_equal(p1->stats.ops[BS_OP_FLUSH], 2);
+	assert_int_equal(p2->stats.ops[BS_OP_FLUSH], 2);
+	describe(mp, &d);
+	assert_non_null(strstr(d.text, "paths: 3 (2 live)"));
+	assert_non_null(strstr(d.text, "last EIO on flush"));
+	/* a failed path gets no flush (the checker only reads) */
+	assert_int_equal(bs_flush_sync(mp), 0);
+	assert_int_equal(p0->stats.ops[BS_OP_FLUSH], 3);
+	assert_int_equal(p1->stats.ops[BS_OP_FLUSH], 2);
+	assert_int_equal(p2->stats.ops[BS_OP_FLUSH], 3);
+	/* every path fails it: none flushed, so it is not a success (it
+	 * waits for a path like any request, then fails) */
+	path_break(p0);
+	path_break(p2);
+	assert_int_equal(bs_flush_sync(mp), -EIO);
+	/* mended, p1 rejoins and gets flushes again */
+	path_mend(p1);
+	assert_true(wait_for(ctx, mp, "paths: 3 (1 live)", 3000));
+	assert_int_equal(bs_flush_sync(mp), 0);
+	assert_int_equal(p1->stats.ops[BS_OP_FLUSH], 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +474,8 @@ int main(void)
 			test_request_errors_no_path_failure, th_ctx_setup,
 			th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(test_depth_break_mid_run,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(test_flush_every_live_path,
 						th_ctx_setup, th_ctx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
