@@ -24,10 +24,12 @@ UNITS=(test_threads test_sync test_workers test_control test_budget
 # on the control thread, many NBD connections: the I/O threads once
 # `threads = N` exists); mt_*.sh: any later multi-thread test. Left out:
 # nbd_budget, which bounds the daemon's RSS (TSan's shadow and allocator
-# add hundreds of MiB).
+# add hundreds of MiB); nvmf_clients (libnvmf and pynvmeof at depth 32 up
+# to 1 MiB: too slow under TSan; nvmf_admin, nvmf_host and nvmf_multipath
+# run the NVMe/TCP target's queues on several I/O threads instead).
 SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
 	nbd_mirror nbd_clients nbd_resilience hostbdev_loop sd_tgt
-	iscsi_clients)
+	iscsi_clients nvmf_admin nvmf_host nvmf_multipath)
 
 source scripts/lib/runner.bash
 

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	exp.nunits = 1;
 	ns.nsid = 1;
 	ns.unit = &unit;
+	ns.caps = unit.caps;
+	pthread_mutex_init(&ss.lock, NULL);
 	strcpy(ss.nqn, "nqn.2026-12.org.blkstack:fuzz");
 	ss.exp = &exp;
 	ss.loop = loop;
@@ -183,6 +186,7 @@ free_ctrl:
 		free(c->ioq);
 		free(c);
 	}
+	pthread_mutex_destroy(&ss.lock);
 out:
 	bs_ctx_free(ctx);
 	return 0;

@@ -10,6 +10,7 @@
  * at any dword offset, and its generation counter moves when one joins
  * or leaves.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@ static int setup(void **state)
 	bs_dev_caps(f->dev, &f->unit.caps);
 	f->ns.nsid = 1;
 	f->ns.unit = &f->unit;
+	f->ns.caps = f->unit.caps;
+	pthread_mutex_init(&f->ss.lock, NULL);
 	snprintf(f->ss.nqn, sizeof(f->ss.nqn), "nqn.2026-12.org.blkstack:t");
 	f->ss.ns = &f->ns;
 	f->ss.nns = 1;
@@ -81,6 +84,7 @@ static int teardown(void **state)
 		free(o);
 	}
 	th_ctx_teardown((void **)&f->ctx);
+	pthread_mutex_destroy(&f->ss.lock);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
 	assert_int_equal(system(cmd), 0);
 	free(f);
@@ -114,6 +118,7 @@ static void dlfeat_follows_the_knob(void **state)
 	assert_int_equal(bs_attr_store(f->dev, "queue/write_zeroes_unmap",
 				       "0"), 0);
 	bs_dev_caps(f->dev, &f->unit.caps);
+	f->ns.caps = f->unit.caps;
 	nvmf_id_ns(&f->ns, &id);
 	assert_int_equal(id.dlfeat, 0);
 	assert_int_equal(id.nmic, BS_NVME_NMIC_SHARED);
@@ -123,6 +128,7 @@ static void dlfeat_follows_the_knob(void **state)
 	assert_int_equal(bs_attr_store(f->dev, "queue/write_zeroes_unmap",
 				       "1"), 0);
 	bs_dev_caps(f->dev, &f->unit.caps);
+	f->ns.caps = f->unit.caps;
 	nvmf_id_ns(&f->ns, &id);
 	assert_int_equal(id.dlfeat, 9);
 }

@@ -49,7 +49,7 @@ static uint8_t mdts_of(struct nvmf_subsys *ss)
 	unsigned i;
 
 	for (i = 0; i < ss->nns; i++) {
-		uint64_t m = ss->ns[i].unit->caps.max_transfer;
+		uint64_t m = ss->ns[i].caps.max_transfer;
 
 		if (m && m < max)
 			max = m;
@@ -123,7 +123,7 @@ void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
 	id->oaes = bs_nvme_cpu_to_le32(BS_NVME_AEN_CFG_NS_ATTR);
 	id->acl = 3;
 	for (i = 0; i < ss->nns; i++) {
-		const struct bs_caps *cp = &ss->ns[i].unit->caps;
+		const struct bs_caps *cp = &ss->ns[i].caps;
 
 		if (cp->zeroing != BS_CAP_NO)
 			oncs |= BS_NVME_ONCS_WRITE_ZEROES;
@@ -142,7 +142,7 @@ void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
 
 void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id)
 {
-	const struct bs_caps *cp = &ns->unit->caps;
+	const struct bs_caps *cp = &ns->caps;
 	uint32_t lbs = cp->logical_block_size ? cp->logical_block_size : 512;
 	uint64_t blocks = cp->size / lbs;
 
@@ -261,7 +261,7 @@ static void identify(struct nvmf_cmd *c)
 		}
 		if (cns == BS_NVME_CNS_NS_CS_INDEP) {
 			/* NSFEAT, NMIC, RESCAP, FPI, ANAGRPID, NSATTR... */
-			b[0] = ns->unit->caps.discard ? BS_NVME_NSFEAT_THIN : 0;
+			b[0] = ns->caps.discard ? BS_NVME_NSFEAT_THIN : 0;
 			b[1] = BS_NVME_NMIC_SHARED;
 			b[6] = ns->unit->readonly ? 1 : 0;
 		}
@@ -393,7 +393,7 @@ static bool any_write_cache(struct nvmf_subsys *ss)
 	unsigned i;
 
 	for (i = 0; i < ss->nns; i++)
-		if (ss->ns[i].unit->caps.write_cache)
+		if (ss->ns[i].caps.write_cache)
 			return true;
 	return false;
 }
@@ -470,7 +470,8 @@ static void features(struct nvmf_cmd *c, bool set)
 			break;
 		}
 		if (set)
-			ctrl->wce = cdw11 & 1;
+			__atomic_store_n(&ctrl->wce, cdw11 & 1,
+					 __ATOMIC_RELAXED);
 		r = ctrl->wce;
 		break;
 	default:
@@ -522,7 +523,9 @@ void nvmf_aen_ns_changed(struct nvmf_subsys *ss, uint32_t nsid)
 				ctrl->changed[ctrl->nchanged++] = nsid;
 		}
 		ctrl->aen_ns_pending = true;
-		nvmf_aen_kick(ctrl);
+		/* the admin queue's loop answers a held AER */
+		if (ctrl->admin)
+			nvmf_queue_send_aen(ctrl->admin);
 	}
 }
 
@@ -539,7 +542,7 @@ static void aer(struct nvmf_cmd *c)
 	nvmf_aen_kick(ctrl);
 }
 
-void nvmf_admin(struct nvmf_cmd *c)
+static void admin(struct nvmf_cmd *c)
 {
 	struct nvmf_ctrl *ctrl = c->q->ctrl;
 
@@ -575,4 +578,13 @@ void nvmf_admin(struct nvmf_cmd *c)
 	default:
 		FAIL(c, BS_NVME_SC_INVALID_OPCODE);
 	}
+}
+
+void nvmf_admin(struct nvmf_cmd *c)
+{
+	struct nvmf_subsys *ss = c->q->ss;
+
+	pthread_mutex_lock(&ss->lock);
+	admin(c);
+	pthread_mutex_unlock(&ss->lock);
 }

@@ -4,6 +4,11 @@
  * unique in the subsystem; an I/O queue joins the controller it names),
  * the host NQN allow-list, Property Get/Set (CAP, VS, CC, CSTS), and the
  * keep alive timer (KATO) enforced once a second.
+ *
+ * Everything here runs under the subsystem's lock (ss->lock): the queues
+ * of a controller may live on different I/O threads, the tick on the
+ * main loop. A queue of another thread is closed by a message to its
+ * loop, never by a direct call.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -81,19 +86,21 @@ void nvmf_ctrl_detach(struct nvmf_queue *q)
 
 	if (!ctrl)
 		return;
+	pthread_mutex_lock(&q->ss->lock);
 	q->ctrl = NULL;
-	if (q->qid == 0) {
+	if (q->qid == 0 && ctrl->admin == q) {
 		/* the association ends: every I/O queue goes with it */
 		ctrl->admin = NULL;
 		for (i = 1; i <= ctrl->ss->max_ioq; i++)
-			if (ctrl->ioq[i] && ctrl->ioq[i]->nc)
-				bs_net_conn_close(ctrl->ioq[i]->nc,
-						  "the admin queue closed");
-	} else if (ctrl->ioq[q->qid] == q) {
+			if (ctrl->ioq[i])
+				nvmf_queue_send_close(ctrl->ioq[i],
+						      "the admin queue closed");
+	} else if (q->qid && ctrl->ioq[q->qid] == q) {
 		ctrl->ioq[q->qid] = NULL;
 	}
 	if (!--ctrl->refs)
 		ctrl_free(ctrl);
+	pthread_mutex_unlock(&q->ss->lock);
 }
 
 static void connect_admin(struct nvmf_cmd *c,
@@ -334,7 +341,7 @@ static void prop_set(struct nvmf_cmd *c)
 	nvmf_cmd_done(c, 0, 0, NULL, 0);
 }
 
-void nvmf_fabrics(struct nvmf_cmd *c)
+static void fabrics(struct nvmf_cmd *c)
 {
 	const struct bs_nvme_fabrics_cmd *f = (const void *)&c->sqe;
 
@@ -377,26 +384,35 @@ void nvmf_fabrics(struct nvmf_cmd *c)
 	}
 }
 
+void nvmf_fabrics(struct nvmf_cmd *c)
+{
+	struct nvmf_subsys *ss = c->q->ss;
+
+	pthread_mutex_lock(&ss->lock);
+	fabrics(c);
+	pthread_mutex_unlock(&ss->lock);
+}
+
+/* On the main loop: the admin queue's loop closes it (and with it the
+ * controller and its I/O queues). */
 void nvmf_subsys_tick(struct nvmf_subsys *ss)
 {
 	uint64_t now = bs_now_ns();
-	struct nvmf_ctrl *ctrl, *next;
+	struct nvmf_ctrl *ctrl;
 
-	/* closing the admin queue frees the controller (and unlinks it)
-	 * at once: take the next one first */
-	for (ctrl = ss->ctrls; ctrl; ctrl = next) {
+	pthread_mutex_lock(&ss->lock);
+	for (ctrl = ss->ctrls; ctrl; ctrl = ctrl->next) {
 		uint64_t limit;
 
-		next = ctrl->next;
-
-		if (!ctrl->kato_ms || !ctrl->admin || !ctrl->admin->nc)
+		if (!ctrl->kato_ms || !ctrl->admin)
 			continue;
 		/* the host may be one granularity (KAS) late */
 		limit = ((uint64_t)ctrl->kato_ms + NVMF_KAS_100MS * 100) *
 			1000000ull;
 		if (now - ctrl->ka_ns > limit)
-			bs_net_conn_close(ctrl->admin->nc,
-					  "keep alive timeout: no Keep Alive "
-					  "within KATO");
+			nvmf_queue_send_close(ctrl->admin,
+					      "keep alive timeout: no Keep "
+					      "Alive within KATO");
 	}
+	pthread_mutex_unlock(&ss->lock);
 }

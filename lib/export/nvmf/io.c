@@ -15,11 +15,11 @@
 
 #define FAIL(c, sf) nvmf_cmd_done((c), (sf) | BS_NVME_SF_DNR, 0, NULL, 0)
 
-static uint32_t lbs_of(const struct nvmf_ns *ns)
+/* The write cache as the host set it (Set Features on the admin queue,
+ * maybe another thread). */
+static bool wce(const struct nvmf_cmd *c)
 {
-	uint32_t l = ns->unit->caps.logical_block_size;
-
-	return l ? l : 512;
+	return __atomic_load_n(&c->q->ctrl->wce, __ATOMIC_RELAXED);
 }
 
 static void req_done(struct bs_req *req)
@@ -65,8 +65,12 @@ static uint16_t range(struct nvmf_cmd *c, uint64_t *off, uint64_t *len)
 	uint64_t slba = bs_nvme_le32(c->sqe.cdw10) |
 			(uint64_t)bs_nvme_le32(c->sqe.cdw11) << 32;
 	uint64_t nlb = (bs_nvme_le32(c->sqe.cdw12) & BS_NVME_RW_NLB_MASK) + 1;
-	uint32_t lbs = lbs_of(c->ns);
-	uint64_t blocks = c->ns->unit->caps.size / lbs;
+	uint32_t lbs;
+	uint64_t size, blocks;
+	bool wzu;
+
+	nvmf_ns_geometry(c->q->ss, c->ns, &lbs, &size, &wzu);
+	blocks = size / lbs;
 
 	if (slba >= blocks || nlb > blocks - slba)
 		return BS_NVME_SC_LBA_RANGE | BS_NVME_SF_DNR;
@@ -106,7 +110,7 @@ void nvmf_io_exec(struct nvmf_cmd *c)
 		submit(c, &c->req);
 		return;
 	}
-	if ((cdw12 & BS_NVME_RW_FUA) || !c->q->ctrl->wce)
+	if ((cdw12 & BS_NVME_RW_FUA) || !wce(c))
 		flags |= BS_REQ_FUA;
 	bs_req_init(&c->req, BS_OP_WRITE, flags, off, len, c->buf, req_done,
 		    c);
@@ -165,7 +169,7 @@ static void write_zeroes(struct nvmf_cmd *c)
 	 * way); without it they must stay allocated */
 	if (!(cdw12 & BS_NVME_RW_DEAC))
 		flags |= BS_REQ_NOUNMAP;
-	if ((cdw12 & BS_NVME_RW_FUA) || !c->q->ctrl->wce)
+	if ((cdw12 & BS_NVME_RW_FUA) || !wce(c))
 		flags |= BS_REQ_FUA;
 	bs_req_init(&c->req, BS_OP_WRITE_ZEROES, flags, off, len, NULL,
 		    req_done, c);
@@ -177,9 +181,9 @@ static void dsm(struct nvmf_cmd *c)
 	uint32_t nr = (bs_nvme_le32(c->sqe.cdw10) & BS_NVME_DSM_NR_MASK) + 1;
 	uint32_t attr = bs_nvme_le32(c->sqe.cdw11);
 	struct nvmf_ns *ns = c->ns;
-	uint32_t lbs = lbs_of(ns);
-	uint64_t blocks = ns->unit->caps.size / lbs;
-	bool zero = ns->unit->caps.write_zeroes_unmap;
+	uint32_t lbs;
+	uint64_t size, blocks;
+	bool zero;
 	const struct bs_nvme_dsm_range *r;
 	unsigned i, n = 0;
 
@@ -191,6 +195,8 @@ static void dsm(struct nvmf_cmd *c)
 		FAIL(c, BS_NVME_SC_SGL_INVALID_DATA);
 		return;
 	}
+	nvmf_ns_geometry(c->q->ss, ns, &lbs, &size, &zero);
+	blocks = size / lbs;
 	if (!(attr & BS_NVME_DSM_AD)) {
 		nvmf_cmd_done(c, 0, 0, NULL, 0);	/* hints only */
 		return;

@@ -11,13 +11,22 @@
  *   nvmf_queue   one TCP connection = one queue (admin or I/O).
  *   nvmf_cmd     one command in flight on a queue.
  *
- * Threads: every connection of a subsystem lives on the loop of the
- * export (the listener is opened without a context to spread on), so
- * controllers and queues are shared without locks.
+ * Threads (docs/nvmf.md "Threads"): the listener spreads connections
+ * over the I/O threads, so the queues of one controller may live on
+ * different loops. A queue's own state (input, output, commands) is its
+ * loop's alone. What queues and the main loop share sits under the
+ * subsystem's lock ss->lock: the controller list and IDs, every
+ * controller's state (CC/CSTS, KATO and its last Keep Alive, AEN
+ * configuration, held AERs, the changed-namespace log, features, its
+ * queue table) and the namespaces' capabilities as hosts see them.
+ * Another thread reaches a queue only by nvmf_queue_send_close() /
+ * nvmf_queue_send_aen() under ss->lock while the queue is attached to a
+ * controller; the queue takes its message back when it detaches.
  */
 #ifndef BLKSTACK_NVMF_INTERNAL_H
 #define BLKSTACK_NVMF_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +57,9 @@ struct nvmf_ns {
 	uint8_t nguid[16];
 	uint8_t eui64[8];
 	uint8_t uuid[16];
+	/* the unit's capabilities as hosts see them (ss->lock): copied
+	 * before the namespace attribute notice is sent */
+	struct bs_caps caps;
 };
 
 struct nvmf_ctrl;
@@ -55,7 +67,8 @@ struct nvmf_queue;
 
 struct nvmf_subsys {
 	struct bs_export *exp;
-	struct bs_loop *loop;
+	struct bs_loop *loop;		/* the main loop: listener, tick */
+	pthread_mutex_t lock;		/* see "Threads" above */
 	char nqn[BS_NVME_NQN_SIZE];
 	char *allow[NVMF_MAX_ALLOW];	/* host NQNs; none = any host */
 	unsigned nallow;
@@ -94,7 +107,7 @@ struct nvmf_ctrl {
 	unsigned nchanged;
 	bool changed_overflow;
 	uint32_t nr_ioq;		/* granted by Set Features */
-	bool wce;
+	bool wce;			/* atomic: I/O queues read it */
 	struct nvmf_queue *admin;
 	struct nvmf_queue **ioq;	/* [1..max_ioq] */
 	unsigned refs;			/* queues attached */
@@ -134,6 +147,11 @@ struct nvmf_cmd {
 struct nvmf_queue {
 	struct bs_net_conn *nc;
 	struct nvmf_subsys *ss;
+	struct bs_loop *loop;		/* the loop that serves it */
+	/* messages from other threads (ss->lock) */
+	struct bs_work msg;
+	bool msg_sent, msg_aen;
+	const char *msg_close;		/* a reason: close the queue */
 	struct nvmf_ctrl *ctrl;		/* after Connect */
 	uint16_t qid;
 	uint16_t sqsize;
@@ -175,6 +193,11 @@ void nvmf_cmd_want_data(struct nvmf_cmd *c);
 void nvmf_queue_respond(struct nvmf_queue *q, uint16_t cid, uint16_t sf,
 			uint64_t result);
 uint16_t nvmf_errno_sf(int err, bool write);
+/* Under ss->lock, @q attached to a controller, from any thread: close
+ * @q on its loop (@why a constant) / send its controller's pending
+ * asynchronous events there (@q an admin queue). */
+void nvmf_queue_send_close(struct nvmf_queue *q, const char *why);
+void nvmf_queue_send_aen(struct nvmf_queue *q);
 /* Length of the data the SGL of @sqe describes, and whether in capsule. */
 int nvmf_sgl(const struct bs_nvme_sqe *sqe, uint32_t *len, bool *incapsule);
 
@@ -185,10 +208,13 @@ void nvmf_subsys_tick(struct nvmf_subsys *ss);
 const char *nvmf_queue_subnqn(const struct nvmf_queue *q);
 
 /* admin.c */
+/* Takes ss->lock for the command. */
 void nvmf_admin(struct nvmf_cmd *c);
+/* These two under ss->lock; kick on the admin queue's loop only. */
 void nvmf_aen_ns_changed(struct nvmf_subsys *ss, uint32_t nsid);
 void nvmf_aen_kick(struct nvmf_ctrl *ctrl);
-/* The Identify data structures, as sent (unit tests read them too). */
+/* The Identify data structures, as sent (unit tests read them too;
+ * under ss->lock when queues may run). */
 void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id);
 void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id);
 
@@ -208,4 +234,7 @@ void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 
 /* subsys.c */
 struct nvmf_ns *nvmf_ns_find(struct nvmf_subsys *ss, uint32_t nsid);
+/* What the data path needs of @ns's capabilities (takes ss->lock). */
+void nvmf_ns_geometry(struct nvmf_subsys *ss, const struct nvmf_ns *ns,
+		      uint32_t *lbs, uint64_t *size, bool *wz_unmap);
 #endif

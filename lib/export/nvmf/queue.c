@@ -8,6 +8,7 @@
  * transport errors. Commands go to fabrics.c, admin.c or io.c.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,6 +503,51 @@ static size_t feed(struct nvmf_queue *q, const uint8_t *buf, size_t len)
 	return used;
 }
 
+/* ---- messages from other threads ----------------------------------------- */
+
+/* On @q's loop. */
+static void msg_here(void *arg)
+{
+	struct nvmf_queue *q = arg;
+	struct nvmf_subsys *ss = q->ss;
+	const char *why;
+
+	pthread_mutex_lock(&ss->lock);
+	q->msg_sent = false;
+	why = q->msg_close;
+	q->msg_close = NULL;
+	if (q->msg_aen && q->ctrl && q->ctrl->admin == q)
+		nvmf_aen_kick(q->ctrl);
+	q->msg_aen = false;
+	pthread_mutex_unlock(&ss->lock);
+	if (why && !q->ended && q->nc)
+		bs_net_conn_close(q->nc, why);	/* may free q */
+}
+
+static void msg_send(struct nvmf_queue *q)
+{
+	if (q->msg_sent)
+		return;
+	q->msg_sent = true;
+	q->msg.fn = msg_here;
+	q->msg.arg = q;
+	if (q->loop)
+		bs_loop_send(q->loop, &q->msg);
+}
+
+void nvmf_queue_send_close(struct nvmf_queue *q, const char *why)
+{
+	if (!q->msg_close)
+		q->msg_close = why;
+	msg_send(q);
+}
+
+void nvmf_queue_send_aen(struct nvmf_queue *q)
+{
+	q->msg_aen = true;
+	msg_send(q);
+}
+
 /* ---- the network server's ops ---------------------------------------------- */
 
 static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
@@ -513,6 +559,7 @@ static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 		return -ENOMEM;
 	q->nc = nc;
 	q->ss = ss;
+	q->loop = bs_loop_current();
 	q->pp.max_data = NVMF_MAXH2CDATA > NVMF_INCAPSULE ? NVMF_MAXH2CDATA
 							  : NVMF_INCAPSULE;
 	q->start_ns = bs_now_ns();
@@ -660,6 +707,9 @@ static void p_close(void *sess, const char *why)
 			why ? why : q->reason[0] ? q->reason : "closed");
 	q->ended = true;
 	nvmf_ctrl_detach(q);
+	/* detached: nothing sends to it any more; take back what was sent */
+	if (q->loop)
+		bs_loop_cancel_work(q->loop, &q->msg);
 	/* commands not in the device go now; the rest finish first */
 	for (c = q->cmds; c; c = next) {
 		next = c->next;

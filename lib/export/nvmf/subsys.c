@@ -24,6 +24,7 @@
  * and differ between namespaces.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,17 @@ struct nvmf_ns *nvmf_ns_find(struct nvmf_subsys *ss, uint32_t nsid)
 	return &ss->ns[nsid - 1];
 }
 
+void nvmf_ns_geometry(struct nvmf_subsys *ss, const struct nvmf_ns *ns,
+		      uint32_t *lbs, uint64_t *size, bool *wz_unmap)
+{
+	pthread_mutex_lock(&ss->lock);
+	*lbs = ns->caps.logical_block_size ? ns->caps.logical_block_size
+					   : 512;
+	*size = ns->caps.size;
+	*wz_unmap = ns->caps.write_zeroes_unmap;
+	pthread_mutex_unlock(&ss->lock);
+}
+
 /* ---- the export type ------------------------------------------------------- */
 
 static void set_log(void *arg, const char *msg)
@@ -262,11 +274,13 @@ static void subsys_free(struct nvmf_subsys *ss)
 	nvmf_disc_remove(ss);
 	if (ss->timer)
 		bs_loop_cancel_timer(ss->loop, ss->timer);
+	/* closes every queue and waits until they are gone */
 	if (ss->nl)
 		bs_net_listener_free(ss->nl);
 	for (i = 0; i < ss->nallow; i++)
 		free(ss->allow[i]);
 	free(ss->ns);
+	pthread_mutex_destroy(&ss->lock);
 	free(ss);
 }
 
@@ -286,6 +300,7 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 		free(o.allow_words);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&ss->lock, NULL);
 	ss->exp = exp;
 	ss->loop = bs_ctx_loop(exp->ctx);
 	snprintf(ss->nqn, sizeof(ss->nqn), "%s", o.nqn);
@@ -316,6 +331,7 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 	for (i = 0; i < ss->nns; i++) {
 		ss->ns[i].nsid = i + 1;
 		ss->ns[i].unit = &exp->units[i];
+		ss->ns[i].caps = exp->units[i].caps;
 		ns_ids(&ss->ns[i], ss->nqn, exp->units[i].name);
 	}
 	{
@@ -326,6 +342,8 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 			.owner = ss,
 			.log = set_log,
 			.log_arg = ss,
+			/* connections spread over the I/O threads */
+			.ctx = exp->ctx,
 		};
 
 		err = bs_net_listen(ss->loop, &cfg, &ss->nl);
@@ -381,8 +399,10 @@ static void nvmf_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 
 	if (!ss)
 		return;
+	pthread_mutex_lock(&ss->lock);
 	for (c = ss->ctrls; c; c = c->next)
 		n++;
+	pthread_mutex_unlock(&ss->lock);
 	kv(arg, "nqn", "%s", ss->nqn);
 	kv(arg, "listen", "%s", bs_net_listener_addr(ss->nl));
 	kv(arg, "namespaces", "%u", ss->nns);
@@ -410,9 +430,17 @@ static void nvmf_caps_changed(struct bs_export *exp, struct bs_export_unit *u,
 	    old->readonly == now->readonly &&
 	    old->logical_block_size == now->logical_block_size &&
 	    old->zeroing == now->zeroing &&
-	    old->discard_granularity == now->discard_granularity)
+	    old->discard_granularity == now->discard_granularity) {
+		pthread_mutex_lock(&ss->lock);
+		ss->ns[u->index].caps = *now;
+		pthread_mutex_unlock(&ss->lock);
 		return;
+	}
+	/* Identify reads the new capabilities before the notice goes */
+	pthread_mutex_lock(&ss->lock);
+	ss->ns[u->index].caps = *now;
 	nvmf_aen_ns_changed(ss, ss->ns[u->index].nsid);
+	pthread_mutex_unlock(&ss->lock);
 }
 
 const struct bs_export_type nvmf_export_type = {
