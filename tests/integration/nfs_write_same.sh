@@ -8,6 +8,9 @@
 # - the same with write_zeroes_unmap = 0: zeroes written (the image grows);
 # - a pattern with block numbers, read back through NFS and the fs layer;
 # - a host directory: written zeroes (du, SEEK_DATA: no holes);
+# - a server-side WRITE_SAME that outlasts the client's lease (1 s, 2
+#   GiB of written zeroes) leaves the client's session alive (CLOSE after
+#   it works);
 # - errors: --no-check sends malformed descriptions and the server answers
 #   NFS4ERR_INVAL / NFS4ERR_FBIG, writing nothing.
 source "$(dirname "$0")/lib/cli-common.bash"
@@ -20,7 +23,8 @@ truncate -s 2G "$T/fs1.img"
 truncate -s 512M "$T/fs0.img"
 run_bs 0 fs mkfs "file:$T/fs1.img"
 run_bs 0 fs mkfs "file:$T/fs0.img"
-P1=$(free_port) P0=$(free_port)
+P1=$(free_port) P0=$(free_port) PL=$(free_port)
+mkdir -p "$T/short"
 cat >>"$T/d.ini" <<EOC
 [device fs1]
 type = file
@@ -46,6 +50,12 @@ type = nfs
 path = $T/share
 listen = 127.0.0.1:$PORT
 lease = 5
+grace = 0
+[export short]
+type = nfs
+path = $T/short
+listen = 127.0.0.1:$PL
+lease = 1
 grace = 0
 EOC
 rc=0
@@ -121,6 +131,11 @@ run_bs 0 nfs write-same -o 1M -b 4K -n 4 --pattern 00ff "$UD/z"
 cmp -s <(tail -c +$((1048576 + 1)) "$T/share/z" | head -c 16384) \
 	<(python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex("00ff") * 8192)') ||
 	fail "dir pattern: bytes differ"
+
+# ---- a WRITE_SAME longer than the lease: the client is not expired
+run_bs 0 nfs write-same -b 1M -n 2048 --zero "nfs://127.0.0.1:$PL/z"
+[[ $OUT == *"server WRITE_SAME: 2147483648 bytes at 0"* ]] || fail "long WRITE_SAME: $OUT"
+note "lease 1 s: $OUT (the CLOSE after it worked)"
 
 # ---- errors from the server (the client's own checks skipped)
 run_bs 1 nfs write-same --no-check --no-fallback -b 0 -n 1 --zero "$U1/e"

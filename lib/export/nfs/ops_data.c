@@ -301,7 +301,8 @@ uint32_t nfs_op_read_plus(struct nfs_compound *c, struct xdr_dec *a,
  * extents at metadata cost where the storage zeroes by unmapping), else
  * the blocks are written from one bounded buffer. wr_committed is
  * FILE_SYNC4 only when the result was made durable (a stable request);
- * UNSTABLE4 results need a COMMIT.
+ * UNSTABLE4 results need a COMMIT. The caller's lease is renewed when it
+ * ends, since a large request can take longer than the lease.
  */
 struct ws_call {
 	const struct bs_ws_adb *adb;
@@ -349,6 +350,10 @@ uint32_t nfs_op_write_same(struct nfs_compound *c, struct xdr_dec *a,
 		return NFS4ERR_NOTSUPP;
 	w.stable = stable != UNSTABLE4;
 	err = be->ops->with_ws_sink(be, &c->cfh, ws_run, &w);
+	/* written zeroes of many GiB can outlast the lease that SEQUENCE
+	 * renewed: the client was busy with us, so its lease runs from now */
+	if (c->sess)
+		c->sess->clp->renewed = nfs_now();
 	if (!w.ran && err)
 		return nfs_errno(err);
 	bs_error_clear();
