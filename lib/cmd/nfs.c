@@ -274,6 +274,7 @@ struct ws_req {
 	bool force_fallback;
 	bool no_fallback;
 	bool unstable;
+	bool no_check;		/* send even a malformed description */
 };
 
 static double secs_since(const struct timespec *t0)
@@ -317,8 +318,9 @@ static int write_same(struct nfs_ctx *c, struct bs_nfs_file *f,
 	char why[64];
 	int err;
 
-	/* the checks first: a malformed description is the user's error */
-	if ((err = bs_ws_check(&r->adb, 0)))
+	/* the checks first: a malformed description is the user's error
+	 * (--no-check sends it anyway, to see what the server answers) */
+	if (!r->no_check && (err = bs_ws_check(&r->adb, 0)))
 		return err;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!r->force_fallback) {
@@ -404,6 +406,7 @@ static int sub_write_same(struct nfs_ctx *c, int argc, char **argv)
 		{ "fallback", no_argument, NULL, 'F' },
 		{ "no-fallback", no_argument, NULL, 'X' },
 		{ "unstable", no_argument, NULL, 'u' },
+		{ "no-check", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ws_req r = { .adb = { .reloff_blocknum = BS_WS_NO_BLOCKNUM } };
@@ -435,6 +438,7 @@ static int sub_write_same(struct nfs_ctx *c, int argc, char **argv)
 		case 'F': r.force_fallback = true; break;
 		case 'X': r.no_fallback = true; break;
 		case 'u': r.unstable = true; break;
+		case 'C': r.no_check = true; break;
 		default:
 			free(pat);
 			return bad_option(c, argv, ch);
@@ -454,6 +458,12 @@ static int sub_write_same(struct nfs_ctx *c, int argc, char **argv)
 		return cmd_usage(c->env, "nfs", "nfs write-same: -b BLOCKSIZE, "
 				 "-n COUNT and one of --pattern HEX or --zero, "
 				 "please");
+	}
+	if (r.no_check && !r.no_fallback) {
+		free(pat);
+		return cmd_usage(c->env, "nfs", "nfs write-same: --no-check "
+				 "needs --no-fallback (a malformed description "
+				 "is for the server to refuse)");
 	}
 	if (r.force_fallback && r.no_fallback) {
 		free(pat);
@@ -657,7 +667,8 @@ static const struct bs_cmd nfs_cmd = {
 	"      big-endian value at that offset. --zero: blocks of zeroes.\n"
 	"      A block size of 0, a pattern longer than the block, offsets\n"
 	"      outside it or a range past 2^63 are refused before anything is\n"
-	"      sent (EINVAL, EFBIG).\n"
+	"      sent (EINVAL, EFBIG); write-same --no-check --no-fallback\n"
+	"      sends them anyway, to see the server's answer.\n"
 	"\n"
 	"OPTIONS\n"
 	"  --minor 1|2        highest minor version to ask for (default 2)\n"

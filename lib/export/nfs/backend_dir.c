@@ -24,6 +24,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <blkstack/write_same.h>
+
 #include "export/nfs/nfs.h"
 
 struct dirbe {
@@ -475,6 +477,23 @@ static int d_fallocate(struct nfs_backend *b, const struct nfs_fh *fh,
 	return err;
 }
 
+/* the host file sink (FALLOC_FL_WRITE_ZEROES where the host has it) */
+static int d_with_ws_sink(struct nfs_backend *b, const struct nfs_fh *fh,
+			  int (*fn)(void *arg, const struct bs_ws_sink *sink),
+			  void *arg)
+{
+	struct bs_ws_file_sink f;
+	struct bs_ws_sink sink;
+	int fd = open_fh(b, fh, O_WRONLY), err;
+
+	if (fd < 0)
+		return fd;
+	bs_ws_file_sink_init(&sink, &f, fd);
+	err = fn(arg, &sink);
+	close(fd);
+	return err;
+}
+
 static int d_seek(struct nfs_backend *b, const struct nfs_fh *fh,
 		  uint64_t off, int whence, uint64_t *out)
 {
@@ -543,6 +562,7 @@ static const struct nfs_backend_ops dir_ops = {
 	.seek = d_seek,
 	.statfs = d_statfs,
 	.close = d_close,
+	.with_ws_sink = d_with_ws_sink,
 };
 
 int nfs_backend_dir_open(struct nfs_backend *b, const char *path)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <blkstack/fs.h>
+#include <blkstack/write_same.h>
 
 #include "export/nfs/nfs.h"
 
@@ -326,6 +327,22 @@ static int x_fallocate(struct nfs_backend *b, const struct nfs_fh *fh,
 					   (int64_t)len);
 }
 
+/* the inode sink: zeroes by the fs layer's WRITE_ZEROES when the device
+ * has unmap zeroing, else written */
+static int x_with_ws_sink(struct nfs_backend *b, const struct nfs_fh *fh,
+			  int (*fn)(void *arg, const struct bs_ws_sink *sink),
+			  void *arg)
+{
+	struct bs_ws_fs_sink f;
+	struct bs_ws_sink sink;
+	struct bs_fs_stat st;
+	int err = ino_of(b, fh, &st);
+
+	if (!err)
+		err = bs_ws_fs_sink_init(&sink, &f, FS(b), st.ino);
+	return err ? err : fn(arg, &sink);
+}
+
 struct sk {
 	uint64_t pos;		/* bytes */
 	uint32_t bs;
@@ -426,6 +443,7 @@ static const struct nfs_backend_ops ext4_ops = {
 	.seek = x_seek,
 	.statfs = x_statfs,
 	.close = x_close,
+	.with_ws_sink = x_with_ws_sink,
 };
 
 int nfs_backend_ext4_open(struct nfs_backend *b, struct bs_export_unit *u)

@@ -83,6 +83,7 @@ struct nfs_statfs {
 /* ---- backends ------------------------------------------------------------ */
 
 struct nfs_backend;
+struct bs_ws_sink;
 
 /* One readdir entry; return nonzero to stop (no room). */
 typedef int (*nfs_dirent_fn)(void *arg, const char *name, uint64_t cookie,
@@ -141,6 +142,10 @@ struct nfs_backend_ops {
 		    uint64_t off, int whence, uint64_t *out);
 	int (*statfs)(struct nfs_backend *b, struct nfs_statfs *out);
 	void (*close)(struct nfs_backend *b);
+	/* WRITE_SAME: @fn runs with a bs_write_same() sink on file @fh */
+	int (*with_ws_sink)(struct nfs_backend *b, const struct nfs_fh *fh,
+			    int (*fn)(void *arg, const struct bs_ws_sink *sink),
+			    void *arg);
 };
 
 struct nfs_backend {

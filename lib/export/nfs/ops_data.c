@@ -5,8 +5,8 @@
  * at every start, tells a client to resend after a restart; DATA_SYNC4 /
  * FILE_SYNC4 writes are synced), COMMIT, and the v4.2 ALLOCATE,
  * DEALLOCATE (a punched hole), SEEK and READ_PLUS (data and hole
- * segments from the backend's SEEK_DATA/SEEK_HOLE). WRITE_SAME answers
- * NOTSUPP until the shared bs_write_same() lands.
+ * segments from the backend's SEEK_DATA/SEEK_HOLE) and WRITE_SAME
+ * (bs_write_same() on the backend's sink).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <blkstack/bdev.h>
+#include <blkstack/write_same.h>
 
 #include "export/nfs/nfs.h"
 
@@ -291,28 +294,74 @@ uint32_t nfs_op_read_plus(struct nfs_compound *c, struct xdr_dec *a,
 /*
  * WRITE_SAME4args (RFC 7862 15.12.1): stateid, stable_how4, then the
  * app_data_block4: offset, block size, block count, reloff_blocknum,
- * block_num, reloff_pattern, pattern<>. Decoded and checked; served once
- * the shared bs_write_same() lands, until then NFS4ERR_NOTSUPP.
+ * block_num (a count4), reloff_pattern, pattern<>. After the stateid and
+ * file checks the description goes to bs_write_same() (the function the
+ * client fallback runs too) on the backend's sink: its checks give INVAL
+ * and FBIG, a block of zeroes becomes the sink's write_zeroes (written
+ * extents at metadata cost where the storage zeroes by unmapping), else
+ * the blocks are written from one bounded buffer. wr_committed is
+ * FILE_SYNC4 only when the result was made durable (a stable request);
+ * UNSTABLE4 results need a COMMIT. The caller's lease is renewed when it
+ * ends, since a large request can take longer than the lease.
  */
+struct ws_call {
+	const struct bs_ws_adb *adb;
+	bool stable;
+	struct bs_ws_result res;
+	int err;
+	bool ran;
+};
+
+static int ws_run(void *arg, const struct bs_ws_sink *sink)
+{
+	struct ws_call *w = arg;
+
+	w->ran = true;
+	w->err = bs_write_same(w->adb, sink, w->stable, &w->res);
+	return w->err;
+}
+
 uint32_t nfs_op_write_same(struct nfs_compound *c, struct xdr_dec *a,
 			   struct xdr_enc *r)
 {
+	struct nfs_backend *be = &c->srv->be;
+	struct bs_ws_adb adb = { 0 };
+	struct ws_call w = { .adb = &adb };
 	struct nfs_stateid sid;
-	uint32_t stable, plen;
-	uint64_t bsize, bcount;
+	struct nfs_attr at;
+	uint32_t stable, st;
+	int err;
 
 	nfs_get_stateid(c, a, &sid);
 	stable = xdr_get_u32(a);
-	xdr_get_u64(a);				/* adb_offset */
-	bsize = xdr_get_u64(a);
-	bcount = xdr_get_u64(a);
-	xdr_get_u64(a);				/* adb_reloff_blocknum */
-	xdr_get_u32(a);				/* adb_block_num */
-	xdr_get_u64(a);				/* adb_reloff_pattern */
-	xdr_get_opaque_ref(a, &plen, XDR_NOMAX);
+	adb.offset = xdr_get_u64(a);
+	adb.block_size = xdr_get_u64(a);
+	adb.block_count = xdr_get_u64(a);
+	adb.reloff_blocknum = xdr_get_u64(a);
+	adb.block_num = xdr_get_u32(a);
+	adb.reloff_pattern = xdr_get_u64(a);
+	adb.pattern = xdr_get_opaque_ref(a, &adb.pattern_len, XDR_NOMAX);
 	if (xdr_dec_err(a) || stable > FILE_SYNC4)
 		return NFS4ERR_BADXDR;
-	(void)bsize;
-	(void)bcount;
-	return NFS4ERR_NOTSUPP;
+	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_WRITE);
+	if (st)
+		return st;
+	if (!be->ops->with_ws_sink)
+		return NFS4ERR_NOTSUPP;
+	w.stable = stable != UNSTABLE4;
+	err = be->ops->with_ws_sink(be, &c->cfh, ws_run, &w);
+	/* written zeroes of many GiB can outlast the lease that SEQUENCE
+	 * renewed: the client was busy with us, so its lease runs from now */
+	if (c->sess)
+		c->sess->clp->renewed = nfs_now();
+	if (!w.ran && err)
+		return nfs_errno(err);
+	bs_error_clear();
+	if (w.err)
+		return bs_ws_nfsstat(w.err);
+	xdr_put_u32(r, 0);			/* wr_callback_id<1>: none */
+	xdr_put_u64(r, w.res.bytes);
+	xdr_put_u32(r, w.res.committed ? FILE_SYNC4 : UNSTABLE4);
+	xdr_put_fixed(r, c->srv->boot_verf, NFS4_VERIFIER_SIZE);
+	return NFS4_OK;
 }
