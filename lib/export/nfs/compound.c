@@ -203,6 +203,19 @@ int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
 				n++;
 				break;
 			}
+			/*
+			 * sa_cachethis asks for a reply the session's
+			 * cache may not hold (RFC 8881 18.46.3)
+			 */
+			if (c.sess && c.cache_reply && status == NFS4_OK &&
+			    xdr_enc_len(r) - start > c.sess->max_resp_cached) {
+				xdr_enc_truncate(r, op_at);
+				xdr_put_u32(r, num);
+				xdr_put_u32(r, status =
+					    NFS4ERR_REP_TOO_BIG_TO_CACHE);
+				n++;
+				break;
+			}
 			if (xdr_enc_err(r) == -ENOSPC) {
 				xdr_enc_truncate(r, op_at);
 				xdr_put_u32(r, num);
