@@ -97,6 +97,10 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_SEEK, nfs_op_seek, 2, 0),
 	OP(OP_WRITE_SAME, nfs_op_write_same, 2, 0),
 	OP(OP_CLONE, NULL, 2, 0),
+	OP(OP_GETXATTR, nfs_op_getxattr, 2, 0),
+	OP(OP_SETXATTR, nfs_op_setxattr, 2, 0),
+	OP(OP_LISTXATTRS, nfs_op_listxattrs, 2, 0),
+	OP(OP_REMOVEXATTR, nfs_op_removexattr, 2, 0),
 };
 
 /* The op @num of minor version @minor, or NULL when it is not one. */
