@@ -4,7 +4,7 @@
 # one blkstackd, pynfs built from ../shared/peers/pynfs into
 # $BUILD/peers/pynfs with Debian's python3 (python3-ply), --maketree,
 # results from --json. The two backends run at once (the suite mostly
-# sleeps: the courtesy tests wait lease + 10 s each), with a 3 s lease;
+# sleeps: the courtesy tests wait lease + 10 s each), with a 5 s lease;
 # EID9, which sleeps min(lease - 10, 1) s, runs apart on exports with an
 # 11 s lease. Fails when fewer than PASS_FLOOR tests pass (2 below the
 # count when last raised, so a regression shows), or when the daemon
@@ -48,7 +48,7 @@ run_bs 0 fs mkfs "file:$T/fs9.img"
 PORT2=$(free_port)
 PORT9=$(free_port)
 PORT10=$(free_port)
-# share/e4: the main runs, lease 3 s (the courtesy tests sleep lease +
+# share/e4: the main runs, lease 5 s (the courtesy tests sleep lease +
 # 10 s, five times); share9/e49: EID9 alone, which sleeps
 # min(lease - 10, 1) and so needs a lease of 10 s or more
 cat >>"$T/d.ini" <<EOC
@@ -62,13 +62,13 @@ path = $T/fs9.img
 type = nfs
 path = $T/share
 listen = 127.0.0.1:$PORT
-lease = 3
+lease = 5
 grace = 1
 [export e4]
 type = nfs
 device = fsdev
 listen = 127.0.0.1:$PORT2
-lease = 3
+lease = 5
 grace = 1
 [export share9]
 type = nfs
