@@ -35,7 +35,7 @@ const uint32_t nfs_supported_attrs[NFS4_BITMAP_WORDS] = {
 	B(FATTR4_TIME_DELTA) | B(FATTR4_TIME_METADATA) |
 	B(FATTR4_TIME_MODIFY) | B(FATTR4_TIME_MODIFY_SET) |
 	B(FATTR4_MOUNTED_ON_FILEID),
-	B(FATTR4_SUPPATTR_EXCLCREAT),
+	B(FATTR4_SUPPATTR_EXCLCREAT) | B(FATTR4_XATTR_SUPPORT),
 };
 
 /* attributes a client may set */
@@ -251,6 +251,9 @@ uint32_t nfs_encode_fattr(struct nfs_compound *c, struct xdr_enc *r,
 			break;
 		case FATTR4_SUPPATTR_EXCLCREAT:
 			nfs_put_bitmap(r, settable, NFS4_BITMAP_WORDS);
+			break;
+		case FATTR4_XATTR_SUPPORT:
+			xdr_put_bool(r, srv->be.ops->getxattr != NULL);
 			break;
 		}
 	}

@@ -16,12 +16,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <blkstack/write_same.h>
@@ -511,6 +513,112 @@ static int d_seek(struct nfs_backend *b, const struct nfs_fh *fh,
 	return err;
 }
 
+/*
+ * Extended attributes: the protocol's names are the host's user.*
+ * ones. The object is opened O_PATH (a fifo must not be opened for
+ * real) and reached through /proc/self/fd, as f*xattr refuse O_PATH.
+ */
+static int xattr_path(struct nfs_backend *b, const struct nfs_fh *fh,
+		      char *path, size_t cap)
+{
+	int fd = open_fh(b, fh, O_PATH);
+
+	if (fd >= 0)
+		snprintf(path, cap, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+static int xattr_name(const char *name, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "user.%s", name);
+
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+static int d_getxattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		      const char *name, void *buf, size_t cap, size_t *len)
+{
+	char path[64], xn[XATTR_NAME_MAX + 1];
+	int fd, err = xattr_name(name, xn, sizeof(xn));
+	ssize_t n;
+
+	if (err)
+		return err;
+	fd = xattr_path(b, fh, path, sizeof(path));
+	if (fd < 0)
+		return fd;
+	n = getxattr(path, xn, buf, cap);
+	if (n < 0)
+		err = -errno;
+	else
+		*len = (size_t)n;
+	close(fd);
+	return err;
+}
+
+static int d_setxattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		      const char *name, const void *val, size_t len,
+		      int flags)
+{
+	char path[64], xn[XATTR_NAME_MAX + 1];
+	int fd, err = xattr_name(name, xn, sizeof(xn));
+
+	if (err)
+		return err;
+	fd = xattr_path(b, fh, path, sizeof(path));
+	if (fd < 0)
+		return fd;
+	if (setxattr(path, xn, val, len, flags) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int d_listxattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		       char *buf, size_t cap, size_t *len)
+{
+	char path[64];
+	int fd = xattr_path(b, fh, path, sizeof(path)), err = 0;
+	ssize_t n, i, o = 0;
+
+	if (fd < 0)
+		return fd;
+	n = listxattr(path, buf, cap);
+	if (n < 0)
+		err = -errno;
+	close(fd);
+	if (err)
+		return err;
+	/* keep the user.* names, without their prefix */
+	for (i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+		size_t l = strlen(buf + i);
+
+		if (l > 5 && !strncmp(buf + i, "user.", 5)) {
+			memmove(buf + o, buf + i + 5, l - 4);
+			o += (ssize_t)l - 4;
+		}
+	}
+	*len = (size_t)o;
+	return 0;
+}
+
+static int d_removexattr(struct nfs_backend *b, const struct nfs_fh *fh,
+			 const char *name)
+{
+	char path[64], xn[XATTR_NAME_MAX + 1];
+	int fd, err = xattr_name(name, xn, sizeof(xn));
+
+	if (err)
+		return err;
+	fd = xattr_path(b, fh, path, sizeof(path));
+	if (fd < 0)
+		return fd;
+	if (removexattr(path, xn) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 static int d_statfs(struct nfs_backend *b, struct nfs_statfs *out)
 {
 	struct dirbe *d = b->priv;
@@ -560,6 +668,10 @@ static const struct nfs_backend_ops dir_ops = {
 	.commit = d_commit,
 	.fallocate = d_fallocate,
 	.seek = d_seek,
+	.getxattr = d_getxattr,
+	.setxattr = d_setxattr,
+	.listxattr = d_listxattr,
+	.removexattr = d_removexattr,
 	.statfs = d_statfs,
 	.close = d_close,
 	.with_ws_sink = d_with_ws_sink,

@@ -97,6 +97,10 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_SEEK, nfs_op_seek, 2, 0),
 	OP(OP_WRITE_SAME, nfs_op_write_same, 2, 0),
 	OP(OP_CLONE, NULL, 2, 0),
+	OP(OP_GETXATTR, nfs_op_getxattr, 2, 0),
+	OP(OP_SETXATTR, nfs_op_setxattr, 2, 0),
+	OP(OP_LISTXATTRS, nfs_op_listxattrs, 2, 0),
+	OP(OP_REMOVEXATTR, nfs_op_removexattr, 2, 0),
 };
 
 /* The op @num of minor version @minor, or NULL when it is not one. */
@@ -200,6 +204,19 @@ int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
 				xdr_enc_truncate(r, op_at);
 				xdr_put_u32(r, num);
 				xdr_put_u32(r, status = NFS4ERR_REP_TOO_BIG);
+				n++;
+				break;
+			}
+			/*
+			 * sa_cachethis asks for a reply the session's
+			 * cache may not hold (RFC 8881 18.46.3)
+			 */
+			if (c.sess && c.cache_reply && status == NFS4_OK &&
+			    xdr_enc_len(r) - start > c.sess->max_resp_cached) {
+				xdr_enc_truncate(r, op_at);
+				xdr_put_u32(r, num);
+				xdr_put_u32(r, status =
+					    NFS4ERR_REP_TOO_BIG_TO_CACHE);
 				n++;
 				break;
 			}

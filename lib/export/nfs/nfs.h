@@ -140,6 +140,22 @@ struct nfs_backend_ops {
 	/* SEEK_DATA / SEEK_HOLE from @off: *out, or -ENXIO past the end */
 	int (*seek)(struct nfs_backend *b, const struct nfs_fh *fh,
 		    uint64_t off, int whence, uint64_t *out);
+	/*
+	 * RFC 8276 extended attributes of the user namespace, @name
+	 * without its "user." (NULL ops: NOTSUPP). The value in @buf
+	 * (*len; -ERANGE when over @cap), -ENODATA when missing; set
+	 * with XATTR_CREATE / XATTR_REPLACE / 0 flags; list: the names
+	 * NUL-terminated one after another in @buf.
+	 */
+	int (*getxattr)(struct nfs_backend *b, const struct nfs_fh *fh,
+			const char *name, void *buf, size_t cap, size_t *len);
+	int (*setxattr)(struct nfs_backend *b, const struct nfs_fh *fh,
+			const char *name, const void *val, size_t len,
+			int flags);
+	int (*listxattr)(struct nfs_backend *b, const struct nfs_fh *fh,
+			 char *buf, size_t cap, size_t *len);
+	int (*removexattr)(struct nfs_backend *b, const struct nfs_fh *fh,
+			   const char *name);
 	int (*statfs)(struct nfs_backend *b, struct nfs_statfs *out);
 	void (*close)(struct nfs_backend *b);
 	/* WRITE_SAME: @fn runs with a bs_write_same() sink on file @fh */
@@ -439,10 +455,13 @@ void nfs_put_change_info(struct xdr_enc *r, uint64_t before,
 #define NFS_OPS_DATA(X)                                                     \
 	X(read) X(write) X(commit) X(allocate) X(deallocate) X(seek)        \
 	X(read_plus) X(write_same)
+#define NFS_OPS_XATTR(X)                                                    \
+	X(getxattr) X(setxattr) X(listxattrs) X(removexattr)
 #define NFS_DECL(n) uint32_t nfs_op_##n(struct nfs_compound *,             \
 					struct xdr_dec *, struct xdr_enc *);
 NFS_OPS_NS(NFS_DECL)
 NFS_OPS_DATA(NFS_DECL)
+NFS_OPS_XATTR(NFS_DECL)
 #undef NFS_DECL
 
 #endif

@@ -139,10 +139,15 @@ enum nfs_opnum4 {
 	OP_SEEK = 69,
 	OP_WRITE_SAME = 70,
 	OP_CLONE = 71,
+	/* RFC 8276 */
+	OP_GETXATTR = 72,
+	OP_SETXATTR = 73,
+	OP_LISTXATTRS = 74,
+	OP_REMOVEXATTR = 75,
 	OP_ILLEGAL = 10044,
 };
 #define NFS4_OP_FIRST OP_ACCESS
-#define NFS4_OP_LAST OP_CLONE
+#define NFS4_OP_LAST OP_REMOVEXATTR
 
 /* ---- nfsstat4 ------------------------------------------------------------ */
 
@@ -260,6 +265,8 @@ enum nfsstat4 {
 	NFS4ERR_WRONG_LFS = 10092,
 	NFS4ERR_BADLABEL = 10093,
 	NFS4ERR_OFFLOAD_NO_REQS = 10094,
+	NFS4ERR_NOXATTR = 10095,	/* RFC 8276 */
+	NFS4ERR_XATTR2BIG = 10096,
 };
 
 /* ---- attributes (fattr4 bit numbers) ------------------------------------- */
@@ -348,7 +355,15 @@ enum nfs4_fattr {
 	FATTR4_SPACE_FREED = 78,
 	FATTR4_CHANGE_ATTR_TYPE = 79,
 	FATTR4_SEC_LABEL = 80,
+	FATTR4_XATTR_SUPPORT = 82,	/* RFC 8276 */
 };
+/* setxattr_option4 (RFC 8276) */
+enum {
+	SETXATTR4_EITHER = 0,
+	SETXATTR4_CREATE = 1,
+	SETXATTR4_REPLACE = 2,
+};
+
 /* bitmap4 words a server of this version needs */
 #define NFS4_BITMAP_WORDS 3
 

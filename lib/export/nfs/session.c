@@ -122,6 +122,19 @@ static void put_server_owner(struct nfs_server *srv, struct xdr_enc *r)
 
 /* ---- EXCHANGE_ID --------------------------------------------------------- */
 
+/* Whether @clp holds anything: a session, an open or a lock. */
+static bool client_has_state(struct nfs_server *srv, struct nfs_client *clp)
+{
+	struct nfs_state *st;
+
+	if (clp->nsessions)
+		return true;
+	for (st = srv->states; st; st = st->next)
+		if (st->clp == clp)
+			return true;
+	return false;
+}
+
 uint32_t nfs_op_exchange_id(struct nfs_compound *c, struct xdr_dec *a,
 			    struct xdr_enc *r)
 {
@@ -184,13 +197,19 @@ uint32_t nfs_op_exchange_id(struct nfs_compound *c, struct xdr_dec *a,
 		   conf->principal == principal) {
 		clp = conf;		/* the same client again */
 	} else if (conf && conf->principal != principal &&
-		   (conf->nsessions || !memcmp(conf->verifier, verf,
-					       sizeof(verf)))) {
+		   client_has_state(srv, conf)) {
+		/* another principal's client in use (18.35.4 case 3) */
 		return NFS4ERR_CLID_INUSE;
 	} else {
-		/* a new client, or one that rebooted: a new record */
+		/*
+		 * a new client, or one that rebooted: a new record. One of
+		 * another principal with no state is replaced at once
+		 * (18.35.4 case 3): its clientid is stale from now on.
+		 */
 		if (unconf)
 			nfs_client_free(srv, unconf);
+		if (conf && conf->principal != principal)
+			nfs_client_free(srv, conf);
 		clp = client_new(srv, owner, olen, verf, principal);
 		if (!clp)
 			return NFS4ERR_SERVERFAULT;
@@ -289,7 +308,12 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	clp = nfs_client_find(srv, id);
 	if (!clp || !clp->minor)
 		return NFS4ERR_STALE_CLIENTID;
-	if (clp->confirmed && clp->principal != principal_of(c))
+	/*
+	 * 18.36.4: the CREATE_SESSION that confirms a record must come
+	 * from the principal of its EXCHANGE_ID; once confirmed, any
+	 * principal may add sessions (SP4_NONE).
+	 */
+	if (!clp->confirmed && clp->principal != principal_of(c))
 		return NFS4ERR_CLID_INUSE;
 	if (seq == clp->cs_seq && clp->cs_cache.reply) {
 		/* a retry: the same answer */
@@ -305,6 +329,12 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 		      CREATE_SESSION4_FLAG_CONN_RDMA))
 		return NFS4ERR_INVAL;
 	if (fore.maxreq < 256 || fore.maxresp < 128 || !fore.maxreqs)
+		return NFS4ERR_TOOSMALL;
+	/*
+	 * a back channel that could never carry CB_SEQUENCE plus a
+	 * callback (18.36.3: TOOSMALL, and the record stays as it was)
+	 */
+	if (back.maxreq < 256 || back.maxresp < 128 || back.maxops < 2)
 		return NFS4ERR_TOOSMALL;
 	s = calloc(1, sizeof(*s));
 	if (!s)

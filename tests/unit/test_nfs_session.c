@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NFS server's client and session rules (RFC 8881 18.35.4, 18.36,
+ * 18.46.3), one COMPOUND at a time through nfs_compound() with AUTH_SYS
+ * principals: the CREATE_SESSION that confirms a record must come from
+ * the EXCHANGE_ID's principal, later ones from any; a confirmed record
+ * of another principal is CLID_INUSE while it has state, replaced when
+ * it has none; a back channel too small is TOOSMALL and leaves the
+ * sequence id; a cachethis reply over ca_maxresponsesize_cached is
+ * REP_TOO_BIG_TO_CACHE.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export/nfs/nfs.h"
+#include "helpers/th.h"
+
+struct fix {
+	char dir[64];
+	struct nfs_server *srv;
+};
+
+static uint8_t out[NFS_MAX_REPLY];
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/test_nfs_session.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->srv = calloc(1, sizeof(*f->srv));
+	pthread_mutex_init(&f->srv->lock, NULL);
+	f->srv->refs = 1;
+	f->srv->lease = 60;
+	f->srv->boot = nfs_now() - 1;
+	f->srv->export_id = 7;
+	f->srv->boot_tag = 0x1234;
+	if (nfs_backend_dir_open(&f->srv->be, f->dir)) {
+		rmdir(f->dir);
+		free(f->srv);
+		free(f);
+		skip();
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	nfs_server_put(f->srv);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* run the COMPOUND args in @e as @uid; the reply's first op status */
+static uint32_t run(struct fix *f, struct xdr_enc *e, uint32_t uid,
+		    struct xdr_dec *d)
+{
+	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS, .uid = uid };
+	struct xdr_dec a;
+	struct xdr_enc r;
+	uint32_t l;
+
+	assert_int_equal(xdr_enc_err(e), 0);
+	xdr_dec_init(&a, e->buf, xdr_enc_len(e));
+	xdr_enc_init(&r, out, sizeof(out));
+	assert_int_equal(nfs_compound(f->srv, &cred, 1, &a, &r), 0);
+	xdr_dec_init(d, out, xdr_enc_len(&r));
+	xdr_get_u32(d);				/* status */
+	xdr_get_opaque_ref(d, &l, 64);		/* tag */
+	if (!xdr_get_u32(d))
+		return NFS4_OK;
+	xdr_get_u32(d);				/* op */
+	return xdr_get_u32(d);
+}
+
+static void head(struct xdr_enc *e, uint8_t *b, size_t cap, uint32_t nops)
+{
+	xdr_enc_init(e, b, cap);
+	xdr_put_u32(e, 0);			/* tag */
+	xdr_put_u32(e, 1);			/* minor */
+	xdr_put_u32(e, nops);
+}
+
+static uint32_t exchange_id(struct fix *f, const char *owner, uint8_t v,
+			    uint32_t uid, uint64_t *id, uint32_t *seq)
+{
+	uint8_t b[256], verf[8];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t st;
+
+	memset(verf, v, sizeof(verf));
+	head(&e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_EXCHANGE_ID);
+	xdr_put_fixed(&e, verf, sizeof(verf));
+	xdr_put_cstring(&e, owner, 64);
+	xdr_put_u32(&e, 0);			/* flags */
+	xdr_put_u32(&e, SP4_NONE);
+	xdr_put_u32(&e, 0);			/* no impl id */
+	st = run(f, &e, uid, &d);
+	if (!st) {
+		*id = xdr_get_u64(&d);
+		*seq = xdr_get_u32(&d);
+	}
+	return st;
+}
+
+static void put_chan(struct xdr_enc *e, uint32_t maxreq, uint32_t cached,
+		     uint32_t maxops)
+{
+	xdr_put_u32(e, 0);
+	xdr_put_u32(e, maxreq);
+	xdr_put_u32(e, 8192);
+	xdr_put_u32(e, cached);
+	xdr_put_u32(e, maxops);
+	xdr_put_u32(e, 8);
+	xdr_put_u32(e, 0);
+}
+
+static uint32_t create_session(struct fix *f, uint64_t id, uint32_t seq,
+			       uint32_t uid, uint32_t back_maxreq,
+			       uint32_t cached, uint8_t *sid)
+{
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t st;
+
+	head(&e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_CREATE_SESSION);
+	xdr_put_u64(&e, id);
+	xdr_put_u32(&e, seq);
+	xdr_put_u32(&e, 0);
+	put_chan(&e, 8192, cached, 16);
+	put_chan(&e, back_maxreq, 8192, 2);
+	xdr_put_u32(&e, 0x40000000);		/* cb_program */
+	xdr_put_u32(&e, 0);
+	st = run(f, &e, uid, &d);
+	if (!st && sid)
+		xdr_get_fixed(&d, sid, NFS4_SESSIONID_SIZE);
+	return st;
+}
+
+static void principals(void **state)
+{
+	struct fix *f = *state;
+	uint64_t id, id2;
+	uint32_t seq, seq2;
+
+	/* confirming from another principal: CLID_INUSE (CSESS9) */
+	assert_int_equal(exchange_id(f, "a", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 11, 8192, 8192, NULL),
+			 NFS4ERR_CLID_INUSE);
+	/* from its own: fine; then another principal may add (CSESS10) */
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, NULL),
+			 NFS4_OK);
+	assert_int_equal(create_session(f, id, seq + 1, 11, 8192, 8192,
+					NULL), NFS4_OK);
+
+	/* another principal's EXCHANGE_ID while sessions live */
+	assert_int_equal(exchange_id(f, "a", 2, 12, &id2, &seq2),
+			 NFS4ERR_CLID_INUSE);
+}
+
+static void replace_stateless(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[64];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t id, id2;
+	uint32_t seq, seq2;
+
+	assert_int_equal(exchange_id(f, "b", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
+			 NFS4_OK);
+	head(&e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_DESTROY_SESSION);
+	xdr_put_fixed(&e, sid, sizeof(sid));
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	/* no state left: another principal replaces the record, even
+	 * with the same verifier (EID5g) and the old id is stale (EID5e) */
+	assert_int_equal(exchange_id(f, "b", 1, 11, &id2, &seq2), NFS4_OK);
+	assert_true(id2 != id);
+	assert_int_equal(create_session(f, id, seq + 1, 10, 8192, 8192,
+					NULL), NFS4ERR_STALE_CLIENTID);
+}
+
+static void back_channel_too_small(void **state)
+{
+	struct fix *f = *state;
+	uint64_t id;
+	uint32_t seq;
+
+	assert_int_equal(exchange_id(f, "c", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 10, 8192, NULL),
+			 NFS4ERR_TOOSMALL);
+	/* the refused one did not use the sequence id */
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, NULL),
+			 NFS4_OK);
+}
+
+static void too_big_to_cache(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[128];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t id;
+	uint32_t seq, i;
+
+	assert_int_equal(exchange_id(f, "d", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 10, sid),
+			 NFS4_OK);
+	for (i = 0; i < 2; i++) {
+		head(&e, b, sizeof(b), 1);
+		xdr_put_u32(&e, OP_SEQUENCE);
+		xdr_put_fixed(&e, sid, sizeof(sid));
+		xdr_put_u32(&e, 1 + i);
+		xdr_put_u32(&e, 0);
+		xdr_put_u32(&e, 0);
+		xdr_put_bool(&e, i == 0);	/* cachethis, then not */
+		assert_int_equal(run(f, &e, 10, &d),
+				 i == 0 ? NFS4ERR_REP_TOO_BIG_TO_CACHE :
+				 NFS4_OK);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(principals, setup, teardown),
+		cmocka_unit_test_setup_teardown(replace_stateless, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(back_channel_too_small, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(too_big_to_cache, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
