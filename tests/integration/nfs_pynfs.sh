@@ -92,7 +92,7 @@ run() {
 	local port=$1 name=$2
 	shift 2
 	(rc=0
-	 cd "$PY/nfs4.1"
+	 cd "$PY/nfs4.1" || exit 1
 	 PATH=/usr/bin:/bin timeout 1200 python3 testserver.py \
 		"127.0.0.1:$port/pynfs" --maketree --json="$T/$name.json" "$@" \
 		>"$T/$name.log" 2>&1 || rc=$?
