@@ -16,7 +16,7 @@ cat >>"$T/d.ini" <<EOC
 [device d]
 type = file
 path = $T/d.img
-size = 256M
+size = ${TMF_SIZE:-256M}
 [export tmf]
 type = iscsi
 device = d
@@ -27,8 +27,10 @@ start_daemon "$T/d.ini"
 URL=iscsi://127.0.0.1:$PORT/iqn.2026-12.org.blkstack:tmf/0
 
 note "LU reset from session A while session B's WRITE SAMEs run"
-out=$(timeout 180 "$TOOL" "$URL" ${ROUNDS:-8} 2>&1) ||
+out=$(timeout 180 "$TOOL" "$URL" ${ROUNDS:-8} 2>&1) || {
+	tail -20 "$T/d.log" >&2
 	fail "iscsi_tmf: $out"
+}
 echo "$out"
 grep -q "task management function 5: response 0" "$T/d.log" ||
 	fail "no LU reset answered in the log"

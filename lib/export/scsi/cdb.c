@@ -300,7 +300,7 @@ void bs_scsi_exec(struct bs_scsi_cmd *cmd)
 	uint8_t opcode = cmd->cdb[0];
 	int sa = -1;
 	uint16_t ua = 0;
-	bool conflict = false;
+	bool conflict = false, held_abort = false;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -326,14 +326,16 @@ void bs_scsi_exec(struct bs_scsi_cmd *cmd)
 		/* aborted while the transport held it: never runs */
 		c->aborted = true;
 		lu->aborting++;
+		held_abort = true;
 	}
-	if (lu && !c->aborted && !(op && op->flags & F_NO_UA))
+	if (lu && !held_abort && !(op && op->flags & F_NO_UA))
 		ua = scsi_ua_take(n, lu->lun);
-	if (lu && op && !ua && !c->aborted)
+	if (lu && op && !ua && !held_abort)
 		conflict = scsi_res_conflict(lu, n, op, cmd->cdb);
 	pthread_mutex_unlock(&t->lock);
 
-	if (c->aborted) {
+	/* (c->aborted is another thread's to set from here: not read) */
+	if (held_abort) {
 		rc = SCSI_DONE;	/* TASK ABORTED as it leaves the set */
 	} else if (!lu) {
 		if (op && op->flags & F_NO_LU)
