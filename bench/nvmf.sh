@@ -28,7 +28,7 @@ fi
 bench_dir
 
 IMG_GIB=${NVMF_IMG_GIB:-$(pick 1 2)}
-WANT=${NVMF_WORKLOADS:-$(pick "rand-read-4k rand-write-4k" "rand-read-4k rand-write-4k rand-write-1m")}
+WANT=${NVMF_WORKLOADS:-$(pick "rand-read-4k rand-write-4k" "rand-read-4k rand-write-4k rand-read-1m rand-write-1m")}
 NQN=nqn.2026-12.org.blkstack:bench
 
 # libnvmf, patched (its bug, see docs/nvmf.md), once per build tree
@@ -71,6 +71,7 @@ args_of() {	# WORKLOAD -> "NVMF_FIO_ARGS|FIO_ARGS"
 	case $1 in
 	rand-read-4k) echo "--randread --bs=4096|--rw=randread --bs=4k" ;;
 	rand-write-4k) echo "--randwrite --bs=4096|--rw=randwrite --bs=4k" ;;
+	rand-read-1m) echo "--randread --bs=1048576|--rw=randread --bs=1m" ;;
 	rand-write-1m) echo "--randwrite --bs=1048576|--rw=randwrite --bs=1m" ;;
 	esac
 }

@@ -218,6 +218,26 @@ static void write_zeroes_deac_mapping(void **state)
 	free(buf);
 }
 
+/* The network server asks for one iovec to learn whether output waits:
+ * queued output must answer it (it answered 0 and the queue stalled). */
+static void output_answers_one_iovec(void **state)
+{
+	struct fx *f = *state;
+	struct iovec iov[8];
+
+	assert_int_equal(run(f, BS_NVME_CMD_READ, 0, 8, 0, NULL, 4096), 0);
+	/* C2HData header, data, then the response */
+	assert_int_equal(nvmf_net_proto.output(&f->q, iov, 1), 1);
+	assert_ptr_equal(iov[0].iov_base, f->q.out_head->hdr);
+	assert_int_equal(nvmf_net_proto.output(&f->q, iov, 2), 2);
+	assert_int_equal(iov[1].iov_len, 4096);
+	assert_int_equal(nvmf_net_proto.output(&f->q, iov, 8), 3);
+	/* part of the header sent: one iovec is still the rest of it */
+	nvmf_net_proto.sent(&f->q, 3);
+	assert_int_equal(nvmf_net_proto.output(&f->q, iov, 1), 1);
+	assert_ptr_equal(iov[0].iov_base, f->q.out_head->hdr + 3);
+}
+
 /* Every nvmf subsystem of the process in the discovery log, at offsets. */
 static void discovery_lists_every_subsystem(void **state)
 {
@@ -290,6 +310,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(dlfeat_follows_the_knob, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(output_answers_one_iovec, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(write_zeroes_deac_mapping,
 						setup, teardown),

@@ -141,6 +141,12 @@ static void rw(struct nvmf_cmd *c, bool write)
 			nvmf_cmd_want_data(c);
 		return;
 	}
+	if (c->buf) {
+		/* a read's data goes to the host, never in its capsule (and
+		 * the capsule's buffer must not be lost under the read's) */
+		FAIL(c, BS_NVME_SC_SGL_INVALID_TYPE);
+		return;
+	}
 	c->buf = malloc(len);
 	if (!c->buf) {
 		FAIL(c, BS_NVME_SC_INTERNAL);

@@ -591,7 +591,11 @@ static int p_output(void *sess, struct iovec *iov, int max)
 	struct nvmf_out *o;
 	int n = 0;
 
-	for (o = q->out_head; o && n + 3 <= max; o = o->next) {
+	/* as many iovecs as asked for, even one: the network server asks
+	 * for one to learn whether output waits (has_output()), and a
+	 * queue that answered 0 with output queued was never written
+	 * again until a completion kicked it (stalls at depth) */
+	for (o = q->out_head; o && n < max; o = o->next) {
 		size_t s = o->sent;
 
 		if (s < o->hdr_len) {
@@ -601,6 +605,8 @@ static int p_output(void *sess, struct iovec *iov, int max)
 		} else {
 			s -= o->hdr_len;
 		}
+		if (n == max)
+			break;
 		if (o->data_len && s < o->data_len) {
 			iov[n].iov_base = o->data + s;
 			iov[n++].iov_len = o->data_len - s;
@@ -608,6 +614,8 @@ static int p_output(void *sess, struct iovec *iov, int max)
 		} else if (o->data_len) {
 			s -= o->data_len;
 		}
+		if (n == max)
+			break;
 		if (o->dd_len && s < o->dd_len) {
 			iov[n].iov_base = o->ddgst + s;
 			iov[n++].iov_len = o->dd_len - s;
