@@ -7,6 +7,10 @@
  * sessions, opens, files) carries over from one input to the next, as on
  * a long connection.
  *
+ * WRITE_SAME is served, so one input could ask the backend to write up to
+ * the maximum file size: the sink's maximum is capped at 1 MiB here (larger
+ * ranges answer FBIG), so a run never fills the disk.
+ *
  * Input layout:
  *   byte 0   feed granularity: bytes per feed is 1 + byte * 31
  *   rest     the client's byte stream (record-marked RPC calls)
@@ -18,12 +22,43 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <blkstack/write_same.h>
+
 #include "export/nfs/nfs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct nfs_server *srv;
 static uint8_t *reply;
+
+/* the dir backend's ops, with_ws_sink capped (above) */
+#define FUZZ_WS_MAX (1u << 20)
+static const struct nfs_backend_ops *dir_ops;
+static struct nfs_backend_ops capped_ops;
+
+struct ws_cap {
+	int (*fn)(void *arg, const struct bs_ws_sink *sink);
+	void *arg;
+};
+
+static int ws_capped(void *arg, const struct bs_ws_sink *sink)
+{
+	struct ws_cap *w = arg;
+	struct bs_ws_sink s = *sink;
+
+	s.max_size = FUZZ_WS_MAX;
+	return w->fn(w->arg, &s);
+}
+
+static int with_ws_sink_capped(struct nfs_backend *b, const struct nfs_fh *fh,
+			       int (*fn)(void *arg,
+					 const struct bs_ws_sink *sink),
+			       void *arg)
+{
+	struct ws_cap w = { .fn = fn, .arg = arg };
+
+	return dir_ops->with_ws_sink(b, fh, ws_capped, &w);
+}
 
 static struct nfs_server *server(void)
 {
@@ -46,6 +81,10 @@ static struct nfs_server *server(void)
 	srv->boot_tag = 2;
 	if (nfs_backend_dir_open(&srv->be, dir))
 		abort();
+	dir_ops = srv->be.ops;
+	capped_ops = *dir_ops;
+	capped_ops.with_ws_sink = with_ws_sink_capped;
+	srv->be.ops = &capped_ops;
 	return srv;
 }
 
