@@ -167,8 +167,9 @@ for k in 1 2 3; do
 	FIO=$!
 	sleep 1
 	stop_proxy xb
-	# the path fails once a command on it runs into the sd timeout
-	for ((i = 0; i < 100; i++)); do
+	# the path fails once a command on it runs into the sd timeout (3 s)
+	# and its reconnects give up: up to 30 s on a loaded machine
+	for ((i = 0; i < 300; i++)); do
 		ctl 0 info mp
 		[[ $OUT =~ path1[^$'\n']*b\ failed ]] && break
 		sleep 0.1
