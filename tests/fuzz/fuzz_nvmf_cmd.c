@@ -90,55 +90,6 @@ static bool in_core(struct nvmf_queue *q)
 	return false;
 }
 
-/* What queue.c's capsule() does once a capsule PDU is complete. */
-static void submit(struct nvmf_queue *q, const uint8_t *sqe,
-		   const uint8_t *d, uint32_t dlen)
-{
-	struct nvmf_cmd *c = calloc(1, sizeof(*c));
-	uint32_t len;
-	bool inc;
-	int sf;
-
-	if (!c)
-		return;
-	c->q = q;
-	memcpy(&c->sqe, sqe, sizeof(c->sqe));
-	c->next = q->cmds;
-	q->cmds = c;
-	q->ncmds++;
-	sf = nvmf_sgl(&c->sqe, &len, &inc);
-	if (!sf && inc && len != dlen)
-		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
-	if (!sf && !inc && dlen)
-		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
-	if (!sf && len > NVMF_MAX_XFER + 0u &&
-	    c->sqe.opcode != BS_NVME_FABRICS_OPC)
-		sf = BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR;
-	if (sf) {
-		nvmf_cmd_done(c, (uint16_t)sf, 0, NULL, 0);
-		return;
-	}
-	c->len = len;
-	if (inc && dlen) {
-		c->buf = malloc(dlen);
-		if (!c->buf) {
-			nvmf_cmd_done(c, BS_NVME_SC_INTERNAL, 0, NULL, 0);
-			return;
-		}
-		memcpy(c->buf, d, dlen);
-		c->got = dlen;
-	}
-	if (c->sqe.opcode == BS_NVME_FABRICS_OPC)
-		nvmf_fabrics(c);
-	else if (!q->ctrl)
-		nvmf_cmd_done(c, BS_NVME_SC_CMD_SEQ_ERROR | BS_NVME_SF_DNR, 0,
-			      NULL, 0);
-	else if (q->qid == 0)
-		nvmf_admin(c);
-	else
-		nvmf_io(c);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct bs_ctx *ctx = NULL;
@@ -246,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				dlen = NVMF_INCAPSULE;
 			if (dlen > size - off)
 				dlen = (uint32_t)(size - off);
-			submit(q, sqe, data + off, dlen);
+			nvmf_capsule(q, sqe, data + off, dlen);
 			off += dlen;
 		}
 		bs_loop_run_once(loop, 0);

@@ -198,6 +198,10 @@ uint16_t nvmf_errno_sf(int err, bool write);
  * asynchronous events there (@q an admin queue). */
 void nvmf_queue_send_close(struct nvmf_queue *q, const char *why);
 void nvmf_queue_send_aen(struct nvmf_queue *q);
+/* A complete command capsule: the 64-byte @sqe and its @dlen bytes of
+ * in-capsule @data, checked and dispatched (fabrics, admin or I/O). */
+void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
+		  const uint8_t *data, uint32_t dlen);
 /* Length of the data the SGL of @sqe describes, and whether in capsule. */
 int nvmf_sgl(const struct bs_nvme_sqe *sqe, uint32_t *len, bool *incapsule);
 

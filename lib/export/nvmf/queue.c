@@ -285,7 +285,8 @@ static void icreq(struct nvmf_queue *q)
 	q->pp.ddgst = dgst & BS_NVME_TCP_DDGST_ENABLE;
 }
 
-static void capsule(struct nvmf_queue *q, const uint8_t *data, uint32_t dlen)
+void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
+		  const uint8_t *data, uint32_t dlen)
 {
 	struct nvmf_cmd *c = calloc(1, sizeof(*c));
 	uint32_t len;
@@ -297,7 +298,7 @@ static void capsule(struct nvmf_queue *q, const uint8_t *data, uint32_t dlen)
 		return;
 	}
 	c->q = q;
-	memcpy(&c->sqe, q->hdr + 8, sizeof(c->sqe));
+	memcpy(&c->sqe, sqe, sizeof(c->sqe));
 	c->next = q->cmds;
 	q->cmds = c;
 	q->ncmds++;
@@ -404,7 +405,7 @@ static void pdu(struct nvmf_queue *q)
 			       "FES %u)", bs_nvme_get16(q->hdr + 8));
 		break;
 	case BS_NVME_TCP_CMD:
-		capsule(q, data, dlen);
+		nvmf_capsule(q, q->hdr + 8, data, dlen);
 		break;
 	case BS_NVME_TCP_H2C_DATA:
 		h2c_data(q, data, dlen);
