@@ -21,6 +21,7 @@
 #include <blkstack/write_same.h>
 
 #include "export/nfs/nfs.h"
+#include "helpers/nfs_th.h"
 #include "helpers/th.h"
 
 static uint8_t out[NFS_MAX_REPLY];
@@ -138,21 +139,15 @@ static int setup(void **state)
 	fd = open(f->file, O_CREAT | O_WRONLY, 0644);
 	assert_true(fd >= 0);
 	close(fd);
-	f->srv = calloc(1, sizeof(*f->srv));
-	pthread_mutex_init(&f->srv->lock, NULL);
-	f->srv->refs = 1;
-	f->srv->lease = 60;
-	f->srv->boot = nfs_now() - 1;
-	f->srv->export_id = 7;
-	f->srv->boot_tag = 0x1234;
-	memcpy(f->srv->boot_verf, "bootverf", 8);
-	if (nfs_backend_dir_open(&f->srv->be, f->dir)) {
+	f->srv = nfs_th_dir_server(f->dir);
+	if (!f->srv) {
 		unlink(f->file);
 		rmdir(f->dir);
-		free(f->srv);
 		free(f);
 		skip();
+		return 0;
 	}
+	memcpy(f->srv->boot_verf, "bootverf", 8);
 	*state = f;
 	session(f);
 	return 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "export/nfs/nfs.h"
+#include "helpers/nfs_th.h"
 #include "helpers/th.h"
 
 struct fix {
@@ -82,16 +83,9 @@ static int setup(void **state)
 		free(f);
 		skip();
 	}
-	f->srv = calloc(1, sizeof(*f->srv));
-	pthread_mutex_init(&f->srv->lock, NULL);
-	f->srv->refs = 1;
-	f->srv->lease = 60;
-	f->srv->boot = nfs_now() - 1;
-	f->srv->export_id = 7;
-	f->srv->boot_tag = 0x1234;
-	if (nfs_backend_dir_open(&f->srv->be, f->dir)) {
+	f->srv = nfs_th_dir_server(f->dir);
+	if (!f->srv) {
 		rmdir(f->dir);
-		free(f->srv);
 		free(f);
 		skip();
 	}
