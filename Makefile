@@ -94,12 +94,15 @@ $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) -o $@ $< $(LINK_LIB) $(LDLIBS)
 
+# The builds run in parallel (one job per CPU) unless make was given -j.
+JOBS := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
+
 asan:
 	$(MAKE) BUILD=build/asan SAN=1 all
 
 # ThreadSanitizer build in build/tsan, then the tests that run threads
 tsan:
-	$(MAKE) BUILD=build/tsan SAN=thread all
+	$(MAKE) $(JOBS) BUILD=build/tsan SAN=thread all
 	scripts/run-tsan.sh
 
 deps:
@@ -109,9 +112,9 @@ deps:
 # waits in a file meanwhile (a recipe line naming $(MAKE) would be run
 # even by make -n, so the test run stays on a line of its own).
 check: deps
-	$(MAKE) all
-	$(MAKE) asan
-	$(MAKE) fuzz
+	$(MAKE) $(JOBS) all
+	$(MAKE) $(JOBS) asan
+	$(MAKE) $(JOBS) fuzz
 	rm -f build/check.counts
 	CHECK_COUNTS=$(CURDIR)/build/check.counts scripts/run-tests.sh; echo $$? >build/check.rc
 	CHECK_COUNTS=$(CURDIR)/build/check.counts $(MAKE) tsan || echo 1 >build/check.rc
