@@ -12,7 +12,7 @@
 #   - bytes written through the top are in the bottom's file.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
-need python3 fio jq nbdinfo qemu-img
+need python3 fio jq nbdinfo qemu-img qemu-io
 has_type iscsi || skip "blkstack built without the iscsi driver"
 has_type multipath || skip "blkstack built without the multipath mapper"
 fio --enghelp=nbd >/dev/null 2>&1 || skip "fio has no nbd engine"
@@ -168,11 +168,14 @@ for k in 1 2 3; do
 	sleep 1
 	stop_proxy xb
 	# the path fails once a command on it runs into the sd timeout (3 s)
-	# and its reconnects give up: up to 30 s on a loaded machine
-	for ((i = 0; i < 300; i++)); do
+	# and its reconnects give up. fio may be done by now, and an idle dead
+	# path fails nobody: reads keep going through the export (round robin
+	# sends every other one to b) until b is failed
+	for ((i = 0; i < 40; i++)); do
 		ctl 0 info mp
 		[[ $OUT =~ path1[^$'\n']*b\ failed ]] && break
-		sleep 0.1
+		timeout 30 qemu-io -f raw -r "$NBD" -c "read 0 4k" -c "read 4k 4k" \
+			-c "read 8k 4k" >/dev/null 2>&1 || true
 	done
 	[[ $OUT =~ path1[^$'\n']*b\ failed ]] ||
 		fail "round $k: path b not failed after its forwarder died: $OUT"
