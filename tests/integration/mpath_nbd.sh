@@ -126,11 +126,23 @@ failed_path() {
 	fail "path $2 not failed: $OUT"
 }
 
+# diag: what the multipath and path c's driver say now, and the daemon's
+# last lines (printed before a capability check fails, to find why)
+diag() {
+	local o=$OUT
+	echo "---- diagnostics at $(date +%T.%N)" >&2
+	ctl 0 info mp && echo "$OUT" >&2
+	ctl 0 info c && echo "$OUT" >&2
+	tail -30 "$T/d.log" >&2
+	tail -5 "$T/c.log" >&2
+	OUT=$o
+}
+
 note "three paths live; c (nozero) takes unmap zeroing away"
 live_paths 3
 ctl 0 explain mp
 [[ $OUT == *"mp (multipath"*"write_zeroes_unmap no"*"because c "* ]] ||
-	fail "explain with c live: $OUT"
+	{ echo "$OUT" >&2; diag; fail "explain with c live (its output and diagnostics above)"; }
 [[ $(nbd_flag "$NBD" can_fast_zero) == false ]] || fail "fast zero with c live"
 
 note "c dies: once failed, unmap zeroing is on"
@@ -138,7 +150,7 @@ stop_path c
 failed_path 2 c
 ctl 0 explain mp
 [[ $OUT == *"write_zeroes_unmap yes"*"every live path has it (2 live)"*"c failed"* ]] ||
-	fail "explain with c dead: $OUT"
+	{ echo "$OUT" >&2; diag; fail "explain with c dead (its output and diagnostics above)"; }
 [[ $(nbd_flag "$NBD" can_fast_zero) == true ]] || fail "no fast zero with c dead"
 
 note "c returns: off again"
@@ -146,7 +158,7 @@ start_path c
 live_paths 3
 ctl 0 explain mp
 [[ $OUT == *"write_zeroes_unmap no"*"because c "* ]] ||
-	fail "explain with c back: $OUT"
+	{ echo "$OUT" >&2; diag; fail "explain with c back (its output and diagnostics above)"; }
 [[ $(nbd_flag "$NBD" can_fast_zero) == false ]] || fail "fast zero with c back"
 
 note "bytes through the three paths land in the file"
