@@ -10,7 +10,11 @@
 #   - after the restart I/O works again; info counts the lost connection
 #     and the reconnect;
 #   - a write acknowledged (no FUA, no flush yet), the server killed and
-#     restarted: the next FLUSH fails with EIO, once; the one after works.
+#     restarted: the next FLUSH fails with EIO, once; the one after works;
+#   - the server restarted with other flags (nozero filter) and a larger
+#     image: the driver decides again on the new connection (no
+#     write-zeroes: the core writes zeroes), the export above serves the
+#     new size to new clients; restarted as before: write-zeroes is back.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need nbdkit qemu-io
@@ -30,7 +34,7 @@ trap cleanup EXIT
 start_nbdkit() {
 	local i
 	rm -f "$T/k.sock"
-	nbdkit -f -U "$T/k.sock" file "$T/k.img" >>"$T/k.log" 2>&1 &
+	nbdkit -f -U "$T/k.sock" "$@" file "$T/k.img" >>"$T/k.log" 2>&1 &
 	KPID=$!
 	for ((i = 0; i < 100; i++)); do
 		[[ -S $T/k.sock ]] && return 0
@@ -135,6 +139,33 @@ timeout 20 qemu-io -t writeback -f raw "$EK" -c "write -P 0x64 3M 64K" -c flush 
 grep -q "Pattern verification failed\|error" "$T/q5.log" && { cat "$T/q5.log"; fail "bytes after the failed flush"; }
 n=$(grep -c "flush 0+0: Input/output error" "$T/d.log" || true)
 ((n == 2)) || fail "a second flush failed after the restart"
+
+note "the server comes back with other flags and size: decided again"
+ctl 0 explain k
+[[ $OUT == *"can_zero=1"* ]] || fail "explain before the change: $OUT"
+kill_nbdkit
+truncate -s 48M "$T/k.img"
+start_nbdkit --filter=nozero
+# the driver reconnects on its own (reconnect_ms); wait for the new facts
+for ((i = 0; i < 100; i++)); do
+	ctl 0 explain k
+	[[ $OUT == *"can_zero=0"* ]] && break
+	sleep 0.1
+done
+[[ $OUT == *"can_zero=0"* ]] || fail "explain after the nozero restart: $OUT"
+size=$(nbd_flag "$EK" export-size)
+((size == 48 * 1024 * 1024)) || fail "export size $size after the resize, want 48 MiB"
+timeout 20 qemu-io -f raw "$EK" -c "write -z 40M 1M" -c "read -P 0 40M 1M" \
+	-c "read -P 0x64 3M 64K" >"$T/q6.log" 2>&1 || { cat "$T/q6.log"; fail "I/O after the flag change"; }
+grep -q "Pattern verification failed\|error" "$T/q6.log" && { cat "$T/q6.log"; fail "bytes after the flag change"; }
+kill_nbdkit
+start_nbdkit
+for ((i = 0; i < 100; i++)); do
+	ctl 0 explain k
+	[[ $OUT == *"can_zero=1"* ]] && break
+	sleep 0.1
+done
+[[ $OUT == *"can_zero=1"* ]] || fail "explain after the plain restart: $OUT"
 
 stop_daemon
 note "PASS"
