@@ -25,7 +25,7 @@
 
 #include <blkstack/nvme.h>
 #include "drivers/nvmf.h"
-#include "export/iscsi/crc32c.h"
+#include "core/crc32c.h"
 
 
 #define IN_CHUNK 65536
@@ -96,8 +96,8 @@ static uint32_t crc_iov(uint32_t crc, const struct iovec *iov, int cnt,
 		l -= off;
 		if (l > len)
 			l = len;
-		crc = iscsi_crc32c_update(crc, (uint8_t *)iov[i].iov_base + off,
-					  l);
+		crc = bs_crc32c_update(crc, (uint8_t *)iov[i].iov_base + off,
+				       l);
 		off = 0;
 		len -= l;
 	}
@@ -180,7 +180,7 @@ static int put_pdu(struct nvq *q, uint8_t *hdr, uint8_t hlen,
 	if ((err = put(q, hdr, hlen)))
 		return err;
 	if (hd) {
-		put32(dg, iscsi_crc32c(hdr, hlen));
+		put32(dg, bs_crc32c(hdr, hlen));
 		if ((err = put(q, dg, 4)))
 			return err;
 	}
@@ -296,7 +296,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 	if (hlen < 8 || hlen + hd > plen)
 		return q_err(q, -EPROTO, "PDU type %u: hlen %u, plen %u", type,
 			     hlen, plen);
-	if (hd && q->hdgst && get32(p + hlen) != iscsi_crc32c(p, hlen))
+	if (hd && q->hdgst && get32(p + hlen) != bs_crc32c(p, hlen))
 		return q_err(q, -EPROTO, "PDU type %u: header digest mismatch",
 			     type);
 	switch (type) {
@@ -354,7 +354,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 				     len, pdo, plen, s->len);
 		dlen = len;
 		if (dd && q->ddgst && get32(p + pdo + len) !=
-		    iscsi_crc32c(p + pdo, len))
+		    bs_crc32c(p + pdo, len))
 			return q_err(q, -EPROTO, "C2HData cid %u: data digest "
 				     "mismatch", cid);
 		copy_to_iov(s->in, s->incnt, off, p + pdo, dlen);

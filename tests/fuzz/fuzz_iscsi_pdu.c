@@ -33,7 +33,7 @@
 #include <blkstack/opts.h>
 #include <blkstack/scsi.h>
 
-#include "export/iscsi/crc32c.h"
+#include "core/crc32c.h"
 #include "export/iscsi/pdu.h"
 #include "export/iscsi/session.h"
 

@@ -17,7 +17,7 @@
 #include <blkstack/loop.h>
 #include <blkstack/scsi.h>
 
-#include "export/iscsi/crc32c.h"
+#include "core/crc32c.h"
 #include "export/iscsi/pdu.h"
 #include "export/iscsi/session.h"
 #include "helpers/th.h"
@@ -168,14 +168,14 @@ static void send_pdu(struct h *h, uint8_t *bhs, const void *data,
 	memcpy(buf, bhs, 48);
 	n = 48;
 	if (h->hd) {
-		le32(buf + n, iscsi_crc32c(bhs, 48) ^ (bad_hd ? 1 : 0));
+		le32(buf + n, bs_crc32c(bhs, 48) ^ (bad_hd ? 1 : 0));
 		n += 4;
 	}
 	if (len) {
 		memcpy(buf + n, data, len);
 		n += len + pad;
 		if (h->dd) {
-			le32(buf + n, iscsi_crc32c(buf + n - len - pad,
+			le32(buf + n, bs_crc32c(buf + n - len - pad,
 						   len + pad) ^
 					      (bad_dd ? 1 : 0));
 			n += 4;
@@ -207,7 +207,7 @@ static bool next_pdu(struct h *h, struct rx *r)
 	if (h->hd) {
 		uint8_t d[4];
 
-		le32(d, iscsi_crc32c(r->bhs, 48));
+		le32(d, bs_crc32c(r->bhs, 48));
 		assert_memory_equal(p, d, 4);
 		p += 4;
 	}
@@ -216,7 +216,7 @@ static bool next_pdu(struct h *h, struct rx *r)
 		uint32_t pl = r->len + iscsi_pad4(r->len);
 		uint8_t d[4];
 
-		le32(d, iscsi_crc32c(p, pl));
+		le32(d, bs_crc32c(p, pl));
 		assert_memory_equal(p + pl, d, 4);
 	}
 	h->out_off += 48 + need;
@@ -548,7 +548,7 @@ static void zero_copy_data_out(void **state)
 	}
 	assert_int_equal(iscsi_session_in_direct(h->s, &dst), 0);
 	/* the data digest comes through the input buffer */
-	le32(tail, iscsi_crc32c(w, sizeof(w)));
+	le32(tail, bs_crc32c(w, sizeof(w)));
 	feed(h, tail, 4);
 	assert_true(next_pdu(h, &r));
 	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);

@@ -23,7 +23,7 @@
 #include <blkstack/export.h>
 #include <blkstack/loop.h>
 
-#include "export/iscsi/crc32c.h"
+#include "core/crc32c.h"
 #include "export/iscsi/internal.h"
 
 #define SESSION_OF(h) \
@@ -102,7 +102,7 @@ int iscsi_out_pdu(struct iscsi_session *s, const uint8_t *bhs,
 	o->hdr_len = ISCSI_BHS_LEN;
 	if (s->ffp && s->p.header_digest) {
 		put_le32(o->hdr + ISCSI_BHS_LEN,
-			 iscsi_crc32c(o->hdr, ISCSI_BHS_LEN));
+			 bs_crc32c(o->hdr, ISCSI_BHS_LEN));
 		o->hdr_len += ISCSI_DIGEST_LEN;
 	}
 	if (len) {
@@ -123,9 +123,9 @@ int iscsi_out_pdu(struct iscsi_session *s, const uint8_t *bhs,
 		o->data_len = len;
 		o->trail_len = pad;	/* zeroes */
 		if (s->ffp && s->p.data_digest) {
-			uint32_t crc = iscsi_crc32c_update(~0u, o->data, len);
+			uint32_t crc = bs_crc32c_update(~0u, o->data, len);
 
-			crc = ~iscsi_crc32c_update(crc, o->trail, pad);
+			crc = ~bs_crc32c_update(crc, o->trail, pad);
 			put_le32(o->trail + pad, crc);
 			o->trail_len += ISCSI_DIGEST_LEN;
 		}
@@ -677,9 +677,9 @@ static bool dispatch(struct iscsi_session *s)
 	uint8_t op = iscsi_opcode(bhs);
 
 	if (hd) {
-		uint32_t crc = iscsi_crc32c_update(~0u, bhs, ISCSI_BHS_LEN);
+		uint32_t crc = bs_crc32c_update(~0u, bhs, ISCSI_BHS_LEN);
 
-		crc = ~iscsi_crc32c_update(crc, s->rbuf, ahs_len);
+		crc = ~bs_crc32c_update(crc, s->rbuf, ahs_len);
 		if (crc != get_le32(s->rbuf + ahs_len)) {
 			s->stats.errors++;
 			iscsi_end(s, "header digest error");
@@ -688,9 +688,9 @@ static bool dispatch(struct iscsi_session *s)
 	}
 	if (dd && dsl) {
 		uint32_t pad = iscsi_pad4(dsl);
-		uint32_t crc = iscsi_crc32c_update(~0u, data, dsl);
+		uint32_t crc = bs_crc32c_update(~0u, data, dsl);
 
-		crc = ~iscsi_crc32c_update(crc, seg + dsl, pad);
+		crc = ~bs_crc32c_update(crc, seg + dsl, pad);
 		if (crc != get_le32(seg + dsl + pad)) {
 			iscsi_reject(s, bhs, ISCSI_REJECT_DIGEST);
 			return true;
@@ -790,7 +790,7 @@ static void decide_direct(struct iscsi_session *s)
 	    iscsi_ahs_len(s->bhs))
 		return;
 	if (s->p.header_digest &&
-	    iscsi_crc32c(s->bhs, ISCSI_BHS_LEN) != get_le32(s->rbuf))
+	    bs_crc32c(s->bhs, ISCSI_BHS_LEN) != get_le32(s->rbuf))
 		return;
 	s->ddst = iscsi_task_data_out_dst(s, dsl);
 }

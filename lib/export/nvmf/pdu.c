@@ -3,13 +3,13 @@
 #include <errno.h>
 #include <string.h>
 
-#include "export/iscsi/crc32c.h"
+#include "core/crc32c.h"
 #include "export/nvmf/pdu.h"
 
 uint32_t nvmf_crc32c(const void *buf, size_t len)
 {
 	/* NVMe/TCP's digest is the same CRC32C as iSCSI's */
-	return iscsi_crc32c(buf, len);
+	return bs_crc32c(buf, len);
 }
 
 bool nvmf_pdu_hdgst_ok(const uint8_t *hdr, uint32_t hlen)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CRC32C for the iSCSI digests. The table is built once from the reflected
- * polynomial; on x86-64 with SSE4.2 (cpuid checked once) the crc32
- * instruction does 8 bytes a step instead.
+ * CRC32C for the iSCSI and NVMe/TCP digests. The table is built once from
+ * the reflected polynomial; on x86-64 with SSE4.2 (cpuid checked once) the
+ * crc32 instruction does 8 bytes a step instead.
  */
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
-#include "export/iscsi/crc32c.h"
+#include "core/crc32c.h"
 
 #define CRC32C_POLY 0x82f63b78u
 
@@ -61,7 +61,7 @@ static uint32_t crc_sse42(uint32_t crc, const uint8_t *p, size_t len)
 }
 #endif
 
-uint32_t iscsi_crc32c_update(uint32_t crc, const void *buf, size_t len)
+uint32_t bs_crc32c_update(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&once, init);
 #if defined(__x86_64__)
@@ -71,13 +71,13 @@ uint32_t iscsi_crc32c_update(uint32_t crc, const void *buf, size_t len)
 	return crc_table(crc, buf, len);
 }
 
-uint32_t iscsi_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+uint32_t bs_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&once, init);
 	return crc_table(crc, buf, len);
 }
 
-uint32_t iscsi_crc32c(const void *buf, size_t len)
+uint32_t bs_crc32c(const void *buf, size_t len)
 {
-	return ~iscsi_crc32c_update(~0u, buf, len);
+	return ~bs_crc32c_update(~0u, buf, len);
 }
