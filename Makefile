@@ -22,9 +22,9 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # optional libraries, used by the rooms that need them
 EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd libiscsi 2>/dev/null)
 EXTRA_CFLAGS := $(shell pkg-config --cflags ext2fs libnbd 2>/dev/null)
-# librbd/librados ship no .pc file: link them when the header is there
-# (lib/drivers/rbd.c builds to nothing without it)
-RBD_LIBS := $(if $(wildcard /usr/include/rbd/librbd.h),-lrbd -lrados)
+# librbd/librados are not linked: the rbd driver loads them at its first
+# open (lib/drivers/rbd_lib.h says why); it builds when their header is
+# there, and to nothing without it
 
 CFLAGS_BASE := -std=gnu17 -g -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes \
@@ -40,7 +40,7 @@ CFLAGS_BASE += -O1 -fsanitize=thread -fno-omit-frame-pointer
 LDFLAGS_SAN := -fsanitize=thread
 endif
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS_EXTRA)
-LDLIBS := $(PKG_LIBS) $(EXTRA_LIBS) $(RBD_LIBS) -lpthread -lm
+LDLIBS := $(PKG_LIBS) $(EXTRA_LIBS) -lpthread -lm
 
 LIB_SRCS := $(sort $(wildcard lib/*/*.c lib/export/*/*.c))
 CLI_SRCS := $(sort $(wildcard cli/*.c))

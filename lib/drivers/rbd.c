@@ -41,8 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rados/librados.h>
-#include <rbd/librbd.h>
 
 #include <blkstack/bdev.h>
 #include <blkstack/loop.h>
@@ -51,6 +49,7 @@
 #include <blkstack/workers.h>
 
 #include "drivers/rbd_config.h"
+#include "drivers/rbd_lib.h"
 
 struct rbdd {
 	struct bs_dev *dev;
@@ -98,9 +97,9 @@ static void aio_done(rbd_completion_t c, void *arg)
 	struct rbdd_req *r = arg;
 	struct rbdd *s = r->s;
 	struct bs_req *req = r->req;
-	ssize_t ret = rbd_aio_get_return_value(c);
+	ssize_t ret = rbd_lib.rbd_aio_get_return_value(c);
 
-	rbd_aio_release(c);
+	rbd_lib.rbd_aio_release(c);
 	__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELAXED);
 	bs_req_complete(req, ret < 0 ? (int)ret : 0);
 }
@@ -114,7 +113,7 @@ static void rbdd_submit(struct bs_dev *dev, struct bs_req *req)
 
 	r->req = req;
 	r->s = s;
-	err = rbd_aio_create_completion(r, aio_done, &c);
+	err = rbd_lib.rbd_aio_create_completion(r, aio_done, &c);
 	if (err < 0) {
 		bs_req_complete(req, err);
 		return;
@@ -122,18 +121,18 @@ static void rbdd_submit(struct bs_dev *dev, struct bs_req *req)
 	__atomic_fetch_add(&s->inflight, 1, __ATOMIC_RELAXED);
 	switch (req->op) {
 	case BS_OP_READ:
-		err = rbd_aio_readv(s->img, req->iov, req->iovcnt,
+		err = rbd_lib.rbd_aio_readv(s->img, req->iov, req->iovcnt,
 				    req->offset, c);
 		break;
 	case BS_OP_WRITE:
-		err = rbd_aio_writev(s->img, req->iov, req->iovcnt,
+		err = rbd_lib.rbd_aio_writev(s->img, req->iov, req->iovcnt,
 				     req->offset, c);
 		break;
 	case BS_OP_FLUSH:
-		err = rbd_aio_flush(s->img, c);
+		err = rbd_lib.rbd_aio_flush(s->img, c);
 		break;
 	case BS_OP_DISCARD:
-		err = rbd_aio_discard(s->img, req->offset, req->len, c);
+		err = rbd_lib.rbd_aio_discard(s->img, req->offset, req->len, c);
 		break;
 	case BS_OP_WRITE_ZEROES:
 		/* may unmap only when the request and the knob allow it */
@@ -143,15 +142,15 @@ static void rbdd_submit(struct bs_dev *dev, struct bs_req *req)
 			flags = RBD_WRITE_ZEROES_FLAG_THICK_PROVISION;
 		__atomic_fetch_add(flags ? &s->wz_thick : &s->wz_unmap, 1,
 				   __ATOMIC_RELAXED);
-		err = rbd_aio_write_zeroes(s->img, req->offset, req->len, c,
-					   flags, 0);
+		err = rbd_lib.rbd_aio_write_zeroes(s->img, req->offset,
+						   req->len, c, flags, 0);
 		break;
 	default:
 		err = -EOPNOTSUPP;
 		break;
 	}
 	if (err < 0) {
-		rbd_aio_release(c);
+		rbd_lib.rbd_aio_release(c);
 		__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELAXED);
 		bs_req_complete(req, err);
 	}
@@ -208,7 +207,7 @@ static int diff_extents(struct rbdd *s, uint64_t off, uint64_t len,
 
 	memset(l, 0, sizeof(*l));
 	pthread_mutex_init(&l->lock, NULL);
-	err = rbd_diff_iterate2(s->img, NULL, off, len, 1, 1, ext_add, l);
+	err = rbd_lib.rbd_diff_iterate2(s->img, NULL, off, len, 1, 1, ext_add, l);
 	pthread_mutex_destroy(&l->lock);
 	if (!err)
 		err = l->err;
@@ -349,9 +348,9 @@ static int conf_value(struct rbdd *s, const char *name, char *buf, size_t len)
 	size_t n = len;
 
 	snprintf(key, sizeof(key), "conf_%s", name);
-	if (s->img && rbd_metadata_get(s->img, key, buf, &n) == 0)
+	if (s->img && rbd_lib.rbd_metadata_get(s->img, key, buf, &n) == 0)
 		return 0;
-	return rados_conf_get(s->cluster, name, buf, len);
+	return rbd_lib.rados_conf_get(s->cluster, name, buf, len);
 }
 
 static bool conf_bool(struct rbdd *s, const char *name, bool dflt)
@@ -377,20 +376,21 @@ static uint64_t conf_u64(struct rbdd *s, const char *name, uint64_t dflt)
 static void close_handles(struct rbdd *s)
 {
 	if (s->img)
-		rbd_close(s->img);
+		rbd_lib.rbd_close(s->img);
 	s->img = NULL;
 	if (s->io)
-		rados_ioctx_destroy(s->io);
+		rbd_lib.rados_ioctx_destroy(s->io);
 	s->io = NULL;
 	if (s->cluster)
-		rados_shutdown(s->cluster);
+		rbd_lib.rados_shutdown(s->cluster);
 	s->cluster = NULL;
 }
 
 static int open_image(struct rbdd *s)
 {
-	return s->readonly ? rbd_open_read_only(s->io, s->image, &s->img, NULL)
-			   : rbd_open(s->io, s->image, &s->img, NULL);
+	return s->readonly
+	       ? rbd_lib.rbd_open_read_only(s->io, s->image, &s->img, NULL)
+	       : rbd_lib.rbd_open(s->io, s->image, &s->img, NULL);
 }
 
 static int open_run(struct bs_job *job)
@@ -400,25 +400,29 @@ static int open_run(struct bs_job *job)
 	char tmo[16];
 	int err;
 
-	err = rados_create(&s->cluster, s->id);
+	/* the Ceph libraries, loaded by the first open (rbd_lib.h) */
+	err = rbd_lib_load(s->err, sizeof(s->err));
+	if (err)
+		return err;
+	err = rbd_lib.rados_create(&s->cluster, s->id);
 	if (err < 0)
 		return fail_at(s, err, "rados_create");
-	err = rados_conf_read_file(s->cluster, s->conf);
+	err = rbd_lib.rados_conf_read_file(s->cluster, s->conf);
 	if (err < 0) {
 		snprintf(s->err, sizeof(s->err), "rbd: reading %s: %s",
 			 s->conf ? s->conf : "the default ceph.conf "
 			 "($CEPH_CONF, /etc/ceph/ceph.conf)", strerror(-err));
 		goto fail;
 	}
-	rados_conf_parse_env(s->cluster, NULL);	/* CEPH_ARGS */
+	rbd_lib.rados_conf_parse_env(s->cluster, NULL);	/* CEPH_ARGS */
 	snprintf(tmo, sizeof(tmo), "%u", s->timeout_s);
-	rados_conf_set(s->cluster, "client_mount_timeout", tmo);
-	err = rados_connect(s->cluster);
+	rbd_lib.rados_conf_set(s->cluster, "client_mount_timeout", tmo);
+	err = rbd_lib.rados_connect(s->cluster);
 	if (err < 0) {
 		fail_at(s, err, "connecting to the cluster");
 		goto fail;
 	}
-	err = rados_ioctx_create(s->cluster, s->pool, &s->io);
+	err = rbd_lib.rados_ioctx_create(s->cluster, s->pool, &s->io);
 	if (err < 0) {
 		fail_at(s, err, err == -ENOENT ? "no such pool" : "pool");
 		goto fail;
@@ -427,9 +431,9 @@ static int open_run(struct bs_job *job)
 	if (err == -ENOENT && s->create_size && !s->readonly) {
 		rbd_image_options_t o;
 
-		rbd_image_options_create(&o);
-		err = rbd_create4(s->io, s->image, s->create_size, o);
-		rbd_image_options_destroy(o);
+		rbd_lib.rbd_image_options_create(&o);
+		err = rbd_lib.rbd_create4(s->io, s->image, s->create_size, o);
+		rbd_lib.rbd_image_options_destroy(o);
 		if (err < 0) {
 			fail_at(s, err, "rbd_create4");
 			goto fail;
@@ -442,9 +446,9 @@ static int open_run(struct bs_job *job)
 			"SIZE makes it)" : "rbd_open");
 		goto fail;
 	}
-	if ((err = rbd_stat(s->img, &info, sizeof(info))) < 0 ||
-	    (err = rbd_get_features(s->img, &s->features)) < 0 ||
-	    (err = rbd_get_flags(s->img, &s->flags)) < 0) {
+	if ((err = rbd_lib.rbd_stat(s->img, &info, sizeof(info))) < 0 ||
+	    (err = rbd_lib.rbd_get_features(s->img, &s->features)) < 0 ||
+	    (err = rbd_lib.rbd_get_flags(s->img, &s->flags)) < 0) {
 		fail_at(s, err, "reading the image's facts");
 		goto fail;
 	}
@@ -460,7 +464,7 @@ static int open_run(struct bs_job *job)
 	s->facts.size = info.size;
 	s->facts.obj_size = info.obj_size;
 #ifdef LIBRBD_SUPPORTS_WRITE_ZEROES
-	s->facts.write_zeroes = true;
+	s->facts.write_zeroes = rbd_lib.rbd_aio_write_zeroes != NULL;
 #endif
 	s->facts.skip_partial_discard =
 		conf_bool(s, "rbd_skip_partial_discard", true);
@@ -488,7 +492,7 @@ static int open_run(struct bs_job *job)
 	s->wt_until_flush =
 		conf_bool(s, "rbd_cache_writethrough_until_flush", true);
 	if (!s->readonly && s->facts.cache && s->wt_until_flush)
-		s->open_flush = rbd_flush(s->img) < 0 ? -1 : 1;
+		s->open_flush = rbd_lib.rbd_flush(s->img) < 0 ? -1 : 1;
 	return 0;
 fail:
 	close_handles(s);

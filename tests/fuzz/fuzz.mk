@@ -13,8 +13,6 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd libiscsi 2>/dev/null)
 EXTRA_CFLAGS := $(shell pkg-config --cflags ext2fs libnbd 2>/dev/null)
-# librbd has no .pc file; the main Makefile links it the same way.
-RBD_LIBS := $(if $(wildcard /usr/include/rbd/librbd.h),-lrbd -lrados)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # The project's warnings, without -Werror: clang's -Wall is not gcc's, and
@@ -23,7 +21,7 @@ FUZZ_CFLAGS := -std=gnu17 -g -O1 -fno-omit-frame-pointer -Wall -Wextra \
 	-Wno-unused-parameter -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread \
 	-Iinclude -Ilib $(PKG_CFLAGS) $(EXTRA_CFLAGS) \
 	-fsanitize=fuzzer-no-link $(SAN)
-FUZZ_LDLIBS := $(PKG_LIBS) $(EXTRA_LIBS) $(RBD_LIBS) -lpthread -lm
+FUZZ_LDLIBS := $(PKG_LIBS) $(EXTRA_LIBS) -lpthread -lm
 
 LIB_SRCS := $(sort $(wildcard lib/*/*.c lib/export/*/*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
