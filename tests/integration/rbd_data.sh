@@ -45,6 +45,7 @@ qio() {
 }
 
 note "explain and NBD flags: unmap zeroing from librbd's write_zeroes"
+wait_live r
 ctl 0 explain r
 [[ $OUT == *"write_zeroes_unmap yes"*"granularity 0"* ]] || fail "explain: $OUT"
 ctl 0 info r

@@ -49,14 +49,8 @@ EOC
 start_daemon "$T/d.ini"
 UF=nbd://127.0.0.1:$PORT/f
 US=nbd://127.0.0.1:$PORT2/s
-for d in f s; do
-	for ((i = 0; i < 100; i++)); do
-		ctl 0 info $d
-		[[ $OUT == *"state"*"live"* ]] && break
-		sleep 0.1
-	done
-	[[ $OUT == *"state"*"live"* ]] || fail "$d not live: $OUT"
-done
+wait_live f
+wait_live s
 
 note "the cache is write-back from the open (one flush at open)"
 ctl 0 info f

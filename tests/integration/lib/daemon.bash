@@ -74,6 +74,19 @@ ctl() {
 	run_bs "$want" -s "$CTL" "$@"
 }
 
+# wait_live DEV [SECONDS]: wait (default 20 s) until `info DEV` says the
+# device is live; the daemon is ready before a slow open (a remote
+# device) has finished
+wait_live() {
+	local i n=$((${2:-20} * 10))
+	for ((i = 0; i < n; i++)); do
+		ctl 0 info "$1"
+		[[ $OUT == *"state"*"live"* ]] && return 0
+		sleep 0.1
+	done
+	fail "$1 not live after ${2:-20} s: $OUT"
+}
+
 # nbd_flag URI KEY: the value nbdinfo --json gives for KEY.
 nbd_flag() {
 	timeout 20 nbdinfo --json "$1" | jq -r ".exports[0][\"$2\"]"
