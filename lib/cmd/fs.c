@@ -194,6 +194,13 @@ static void mode_string(uint32_t mode, char s[11])
 	       S_ISSOCK(mode)	? 's' : '-';
 	for (i = 0; i < 9; i++)
 		s[i + 1] = (mode & (1u << (8 - i))) ? rwx[i] : '-';
+	/* set-user-ID, set-group-ID and sticky, as ls(1) shows them */
+	if (mode & S_ISUID)
+		s[3] = s[3] == 'x' ? 's' : 'S';
+	if (mode & S_ISGID)
+		s[6] = s[6] == 'x' ? 's' : 'S';
+	if (mode & S_ISVTX)
+		s[9] = s[9] == 'x' ? 't' : 'T';
 	s[10] = '\0';
 }
 
