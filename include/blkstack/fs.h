@@ -108,6 +108,7 @@ struct bs_fs_stat {
 	int64_t atime, mtime, ctime;	/* seconds */
 	uint32_t atime_ns, mtime_ns, ctime_ns;	/* and nanoseconds */
 	uint32_t generation;
+	uint32_t rdev_major, rdev_minor;	/* device nodes */
 };
 
 /*
@@ -137,6 +138,17 @@ int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
  */
 int bs_fs_unlink(struct bs_fs *fs, const char *path);
 int bs_fs_unlink_at(struct bs_fs *fs, uint32_t dir, const char *name);
+/*
+ * mknod(2): a character or block device (@mode S_IFCHR / S_IFBLK with
+ * @major, @minor), a fifo (S_IFIFO) or a socket (S_IFSOCK); the number
+ * is stored as the kernel's ext4 does (old 16-bit form when both fit in
+ * 8 bits, else the new 32-bit form). -EINVAL for other types.
+ */
+int bs_fs_mknod_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		   uint32_t mode, uint32_t major, uint32_t minor, uint32_t *ino);
+int bs_fs_mknod(struct bs_fs *fs, const char *path, uint32_t mode,
+		uint32_t major, uint32_t minor, uint32_t *ino);
+
 /*
  * symlink(2): a symbolic link @name -> @target (1 to 4095 bytes, less
  * than a block; -ENOENT when empty, -ENAMETOOLONG when longer). Targets

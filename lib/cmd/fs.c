@@ -2,7 +2,7 @@
 /*
  * `blkstack fs ...`: ext4 on a device through the filesystem layer
  * (lib/fs): mkfs, ls, stat, put, cat, rm, mkdir, mv, ln, readlink, chmod,
- * chown, touch, truncate, fallocate and map. Each run opens the filesystem, does one thing and closes it
+ * chown, touch, mknod, truncate, fallocate and map. Each run opens the filesystem, does one thing and closes it
  * cleanly, so the image is consistent (e2fsck -fn clean) between runs.
  */
 #include <errno.h>
@@ -363,7 +363,14 @@ static int sub_stat(struct fs_ctx *c, int argc, char **argv)
 	fprintf(f, "  %-12s %s\n", "type",
 		S_ISDIR(st.mode) ? "directory" :
 		S_ISREG(st.mode) ? "regular file" :
-		S_ISLNK(st.mode) ? "symbolic link" : "other");
+		S_ISLNK(st.mode) ? "symbolic link" :
+		S_ISBLK(st.mode) ? "block device" :
+		S_ISCHR(st.mode) ? "character device" :
+		S_ISFIFO(st.mode) ? "fifo" : S_ISSOCK(st.mode) ? "socket" :
+		"other");
+	if (S_ISBLK(st.mode) || S_ISCHR(st.mode))
+		fprintf(f, "  %-12s %u:%u\n", "device", st.rdev_major,
+			st.rdev_minor);
 	if (S_ISLNK(st.mode)) {
 		char target[BS_FS_SYMLINK_MAX + 1];
 		size_t len = 0;
@@ -641,6 +648,52 @@ static int sub_ln(struct fs_ctx *c, int argc, char **argv)
 				    NULL);
 	else
 		err = bs_fs_link(c->fs, argv[optind + 1], argv[optind + 2]);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int sub_mknod(struct fs_ctx *c, int argc, char **argv)
+{
+	uint32_t mode, nums[2] = { 0, 0 };
+	const char *t;
+	unsigned long v;
+	char *end;
+	int ch, err, rc = CMD_OK, i, n;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	n = argc - optind;
+	if (n != 3 && n != 5)
+		return want_args(c, argc, argv, n < 3 ? 3 : 5,
+				 "DEV /PATH TYPE [MAJOR MINOR]");
+	t = argv[optind + 2];
+	if (!strcmp(t, "b") || !strcmp(t, "c"))
+		mode = (*t == 'b' ? S_IFBLK : S_IFCHR) | 0644;
+	else if (!strcmp(t, "p"))
+		mode = S_IFIFO | 0644;
+	else if (!strcmp(t, "s"))
+		mode = S_IFSOCK | 0644;
+	else
+		return cmd_usage(c->env, "fs", "fs mknod: TYPE '%s': want b, c, "
+				 "p or s", t);
+	if ((n == 5) != (S_ISBLK(mode) || S_ISCHR(mode)))
+		return cmd_usage(c->env, "fs", "fs mknod: MAJOR MINOR go with "
+				 "b and c only, and they need them");
+	for (i = 0; n == 5 && i < 2; i++) {
+		errno = 0;
+		v = strtoul(argv[optind + 3 + i], &end, 0);
+		if (errno || end == argv[optind + 3 + i] || *end ||
+		    v > UINT32_MAX)
+			return cmd_usage(c->env, "fs", "fs mknod: '%s' is not a "
+					 "number", argv[optind + 3 + i]);
+		nums[i] = (uint32_t)v;
+	}
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_mknod(c->fs, argv[optind + 1], mode, nums[0], nums[1],
+			  NULL);
 	if (err)
 		rc = fail(c, err);
 	return close_fs(c, rc);
@@ -969,7 +1022,7 @@ static const struct {
 	{ "mkdir", sub_mkdir },	  { "mv", sub_mv },
 	{ "ln", sub_ln },	  { "readlink", sub_readlink },
 	{ "chmod", sub_chmod },	  { "chown", sub_chown },
-	{ "touch", sub_touch },
+	{ "touch", sub_touch },	  { "mknod", sub_mknod },
 	{ "truncate", sub_truncate }, { "fallocate", sub_fallocate },
 	{ "map", sub_map },
 };
@@ -982,8 +1035,8 @@ static int fs_run(struct bs_cmd_env *env, int argc, char **argv)
 	if (argc < 2)
 		return cmd_usage(env, "fs", "a subcommand is missing (mkfs, ls, "
 				 "stat, put, cat, rm, mkdir, mv, ln, readlink, "
-				 "chmod, chown, touch, truncate, fallocate, "
-				 "map)");
+				 "chmod, chown, touch, mknod, truncate, "
+				 "fallocate, map)");
 	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (strcmp(argv[1], subs[i].name))
 			continue;
@@ -1064,6 +1117,9 @@ static const struct bs_cmd fs_cmd = {
 	"      kept in the inode, longer in a block, as the kernel does).\n"
 	"  readlink DEV /PATH\n"
 	"      Print a symbolic link's target.\n"
+	"  mknod DEV /PATH b|c MAJOR MINOR, mknod DEV /PATH p|s\n"
+	"      A block or character device node (numbers up to 4095:1048575),\n"
+	"      a fifo or a socket, mode 0644.\n"
 	"  chmod DEV MODE /PATH\n"
 	"      Set the permission bits (octal, up to 7777); the type stays. A\n"
 	"      symbolic link's mode cannot be set (EOPNOTSUPP).\n"

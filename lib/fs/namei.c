@@ -202,6 +202,17 @@ int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
 	st->ctime = ct.tv_sec;
 	st->ctime_ns = (uint32_t)ct.tv_nsec;
 	st->generation = inode.i_generation;
+	if (LINUX_S_ISCHR(inode.i_mode) || LINUX_S_ISBLK(inode.i_mode)) {
+		/* the kernel's old_decode_dev / new_decode_dev */
+		if (inode.i_block[0]) {
+			st->rdev_major = (inode.i_block[0] >> 8) & 0xff;
+			st->rdev_minor = inode.i_block[0] & 0xff;
+		} else {
+			st->rdev_major = (inode.i_block[1] & 0xfff00) >> 8;
+			st->rdev_minor = (inode.i_block[1] & 0xff) |
+					 ((inode.i_block[1] >> 12) & 0xfff00);
+		}
+	}
 	return 0;
 }
 
@@ -469,6 +480,92 @@ static int mode_ftype(uint32_t mode)
 	case LINUX_S_IFLNK: return EXT2_FT_SYMLINK;
 	default: return EXT2_FT_UNKNOWN;
 	}
+}
+
+/* ---- device nodes, fifos and sockets --------------------------------------- */
+
+static int do_mknod(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t mode, uint32_t major, uint32_t minor,
+		    uint32_t *ino)
+{
+	uint32_t type = mode & LINUX_S_IFMT;
+	struct ext2_inode inode;
+	struct timespec now;
+	ext2_ino_t child;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_check_rw(fs, "mknod")) || (err = check_name(fs, name)))
+		return err;
+	if (type != LINUX_S_IFCHR && type != LINUX_S_IFBLK &&
+	    type != LINUX_S_IFIFO && type != LINUX_S_IFSOCK)
+		return fs_err(fs, -EINVAL, "mknod '%s': type 0%o is not a "
+			      "device, fifo or socket", name, type);
+	if ((type == LINUX_S_IFCHR || type == LINUX_S_IFBLK) &&
+	    (major > 0xfff || minor > 0xfffff))
+		return fs_err(fs, -EINVAL, "mknod '%s': device %u:%u does not "
+			      "fit 12:20 bits", name, major, minor);
+	if ((err = check_dir(fs, dir)) || (err = exists(fs, dir, name)))
+		return err;
+	ret = ext2fs_new_inode(fs->e2, dir, type | 0600, NULL, &child);
+	if (ret)
+		return fs_fail(fs, ret, "mknod '%s': no free inode", name);
+	memset(&inode, 0, sizeof(inode));
+	inode.i_mode = (__u16)(type | (mode & 07777));
+	inode.i_links_count = 1;
+	fs_now(&now);
+	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
+		inode.i_generation = (__u32)now.tv_nsec ^ (__u32)now.tv_sec;
+	if (type == LINUX_S_IFCHR || type == LINUX_S_IFBLK) {
+		/* the kernel's old_encode_dev / new_encode_dev */
+		if (major < 256 && minor < 256)
+			inode.i_block[0] = major << 8 | minor;
+		else
+			inode.i_block[1] = (minor & 0xff) | major << 8 |
+					   (minor & ~0xffu) << 12;
+	}
+	if ((err = fs_write_new_inode(fs, child, &inode, &now)))
+		return err;
+	ext2fs_inode_alloc_stats2(fs->e2, child, +1, 0);
+	fs_op_persist_inode(fs, child);
+	err = dir_link(fs, dir, name, child, mode_ftype(inode.i_mode));
+	if (err) {
+		inode.i_links_count = 0;
+		inode.i_dtime = now32();
+		if (!ext2fs_write_inode(fs->e2, child, &inode))
+			ext2fs_inode_alloc_stats2(fs->e2, child, -1, 0);
+		return err;
+	}
+	if ((err = touch(fs, dir, 0)))
+		return err;
+	if (ino)
+		*ino = child;
+	return 0;
+}
+
+int bs_fs_mknod_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		   uint32_t mode, uint32_t major, uint32_t minor, uint32_t *ino)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_mknod(fs, dir, name, mode, major, minor, ino));
+}
+
+int bs_fs_mknod(struct bs_fs *fs, const char *path, uint32_t mode,
+		uint32_t major, uint32_t minor, uint32_t *ino)
+{
+	char name[NAME_MAX_EXT4 + 1];
+	uint32_t dir;
+	bool slash;
+	int err = walk(fs, path, &dir, name, sizeof(name), &slash);
+
+	if (err)
+		return err;
+	if (slash)
+		return fs_err(fs, -ENOENT, "%s: a node cannot be named with a "
+			      "trailing '/'", path);
+	return bs_fs_mknod_at(fs, dir, name, mode, major, minor, ino);
 }
 
 /* ---- symbolic links and hard links ----------------------------------------- */

@@ -4,8 +4,9 @@
 # - blkstack makes a fast symlink (in the inode), block symlinks of 60
 #   and 4095 bytes, a dangling one, hard links (3 names, one in a
 #   subdirectory), chmod 4755 / 1777 / 600, chown 100000:70001, times
-#   with nanoseconds (also before 1970 and after 2038), removes one name
-#   of a linked file; e2fsck -fn is clean;
+#   with nanoseconds (also before 1970 and after 2038), device nodes (old
+#   and new number encodings), a fifo and a socket, removes one name of a
+#   linked file; e2fsck -fn is clean;
 # - the kernel (loop, read-only) reads the same targets (readlink), link
 #   counts and inode numbers, modes, owners and times to the nanosecond;
 # - the kernel (loop, read-write) makes a fast and a block symlink, a hard
@@ -64,6 +65,10 @@ run_bs 0 fs touch -a -d 4102444800.5 "$DEV" /f
 run_bs 0 fs touch -m -d -86400.25 "$DEV" /f
 run_bs 1 fs chmod "$DEV" 644 /s
 expect_err "fs chmod /s" "Operation not supported"
+run_bs 0 fs mknod "$DEV" /d/c c 1 3
+run_bs 0 fs mknod "$DEV" /d/b b 300 70000
+run_bs 0 fs mknod "$DEV" /d/fifo p
+run_bs 0 fs mknod "$DEV" /d/sock s
 run_bs 0 fs readlink "$DEV" /d/slong
 [[ $OUT == "$LONG" ]] || fail "fs readlink /d/slong: ${#OUT} bytes differ"
 run_bs 0 fs ls -l "$DEV" /
@@ -99,6 +104,9 @@ got=$(stat -c '%a %u %g %.9Y' "$MNT/p")
 [[ $got == "600 100000 70001 1234567890.123456789" ]] || fail "kernel stat /p: '$got'"
 got=$(stat -c '%.9X %.9Y' "$MNT/f")
 [[ $got == "4102444800.500000000 -86400.250000000" ]] || fail "kernel stat /f times: '$got'"
+got=$(stat -c '%F %t:%T' "$MNT/d/c" "$MNT/d/b" "$MNT/d/fifo" "$MNT/d/sock" | paste -sd,)
+want="character special file 1:3,block special file 12c:11170,fifo 0:0,socket 0:0"
+[[ $got == "$want" ]] || fail "kernel stat of the nodes: '$got', want '$want'"
 got=$(stat -c '%A %h' "$MNT/s")
 [[ $got == "lrwxrwxrwx 1" ]] || fail "kernel stat /s: '$got'"
 echo "kernel: targets, counts, inode $fino, modes, owners, nanosecond times as made"
@@ -130,13 +138,14 @@ grep -q '(02750)' <<<"$OUT" || fail "fs stat /h: mode: $OUT"
 grep -q '(1600000000.987654321)' <<<"$OUT" || fail "fs stat /h: mtime: $OUT"
 note "blkstack removes every name; the inodes go with the last ones"
 free0=$("$BS" fs stat "$DEV" | awk '$1 == "free" && $2 == "inodes" {print $3}')
-for n in /ks /kslong /s /s60 /d/slong /d/dangling /d/kp /p /h /d/g; do
+for n in /ks /kslong /s /s60 /d/slong /d/dangling /d/kp /p /h /d/g /d/c \
+	/d/b /d/fifo /d/sock; do
 	run_bs 0 fs rm "$DEV" "$n"
 done
 run_bs 0 fs cat "$DEV" /f
 [[ $OUT == "linked data" ]] || fail "/f lost its data with its other names"
 run_bs 0 fs rm "$DEV" /f
 free1=$("$BS" fs stat "$DEV" | awk '$1 == "free" && $2 == "inodes" {print $3}')
-((free1 == free0 + 8)) || fail "free inodes $free0 -> $free1, want +8"
+((free1 == free0 + 12)) || fail "free inodes $free0 -> $free1, want +12"
 fsck_clean "removing everything"
 echo "PASS"

@@ -3,7 +3,8 @@
  * The ext4 layer's symbolic links, hard links and attributes: fast and
  * block symlinks up to 4095 bytes, readlink, link counts, a link to a
  * directory refused, unlink of a linked file and of a symlink, chmod
- * keeping the type, chown's set-ID rule, times with nanoseconds, e2fsck
+ * keeping the type, chown's set-ID rule, times with nanoseconds, device
+ * nodes (old and new number encodings), fifos and sockets, e2fsck
  * -fn clean after each, and the kernel's view of the same through
  * debugfs (fast or block symlink, nanoseconds on disk).
  */
@@ -417,12 +418,60 @@ static void attributes(void **state)
 	assert_int_equal(bs_fs_link(x->fs, "/f", "/f3"), -EROFS);
 }
 
+static void nodes(void **state)
+{
+	struct fx *x = *state;
+	struct bs_fs_stat st;
+	uint32_t ino;
+	char out[8192];
+
+	assert_int_equal(bs_fs_mknod(x->fs, "/c", S_IFCHR | 0620, 4, 64, &ino),
+			 0);
+	assert_int_equal(bs_fs_stat(x->fs, ino, &st), 0);
+	assert_int_equal(st.mode, S_IFCHR | 0620);
+	assert_int_equal(st.rdev_major, 4);
+	assert_int_equal(st.rdev_minor, 64);
+	assert_int_equal(st.blocks, 0);
+	/* past 8 bits: the new encoding */
+	assert_int_equal(bs_fs_mknod(x->fs, "/b", S_IFBLK | 0600, 300, 70000,
+				     &ino), 0);
+	assert_int_equal(bs_fs_stat(x->fs, ino, &st), 0);
+	assert_int_equal(st.rdev_major, 300);
+	assert_int_equal(st.rdev_minor, 70000);
+	assert_int_equal(bs_fs_mknod(x->fs, "/p", S_IFIFO | 0644, 0, 0, NULL),
+			 0);
+	assert_int_equal(bs_fs_mknod(x->fs, "/s", S_IFSOCK | 0755, 0, 0, NULL),
+			 0);
+	assert_int_equal(bs_fs_mknod(x->fs, "/r", S_IFREG | 0644, 0, 0, NULL),
+			 -EINVAL);
+	assert_int_equal(bs_fs_mknod(x->fs, "/big", S_IFBLK, 4096, 0, NULL),
+			 -EINVAL);
+	assert_int_equal(bs_fs_mknod(x->fs, "/p", S_IFIFO, 0, 0, NULL), -EEXIST);
+	assert_int_equal(bs_fs_link(x->fs, "/p", "/p2"), 0);
+	fsck_reopen(x);
+	close_fs(x);
+	debugfs(x, "stat /b", out, sizeof(out));
+	assert_non_null(strstr(out, "Type: block special"));
+	assert_non_null(strstr(out, "Device major/minor number: 300:70000"));
+	debugfs(x, "stat /c", out, sizeof(out));
+	assert_non_null(strstr(out, "Device major/minor number: 04:64"));
+	if (bs_fs_open(x->dev, 0, &x->fs))
+		fail_msg("reopen: %s", bs_last_error());
+	assert_int_equal(bs_fs_unlink(x->fs, "/c"), 0);
+	assert_int_equal(bs_fs_unlink(x->fs, "/b"), 0);
+	assert_int_equal(bs_fs_unlink(x->fs, "/p"), 0);
+	assert_int_equal(bs_fs_unlink(x->fs, "/p2"), 0);
+	assert_int_equal(bs_fs_unlink(x->fs, "/s"), 0);
+	fsck_reopen(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(symlinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(hard_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(attributes, setup, teardown),
+		cmocka_unit_test_setup_teardown(nodes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,8 +13,8 @@
  *
  * Symbolic links, hard links, SETATTR of size, mode, owner and times are
  * the fs layer's; times have nanoseconds (ext4's large inodes), `change`
- * is the ctime in nanoseconds. Device, socket and fifo nodes are not
- * made (NOTSUPP).
+ * is the ctime in nanoseconds. Device nodes, sockets and fifos are
+ * made by bs_fs_mknod (a device number over 12:20 bits is INVAL).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +102,8 @@ static void fill(const struct bs_fs_stat *st, struct nfs_attr *a)
 	a->mtime.tv_nsec = st->mtime_ns;
 	a->ctime.tv_sec = st->ctime;
 	a->ctime.tv_nsec = st->ctime_ns;
+	a->rdev_major = st->rdev_major;
+	a->rdev_minor = st->rdev_minor;
 }
 
 static int x_root(struct nfs_backend *b, struct nfs_fh *out)
@@ -212,8 +214,16 @@ static int x_create(struct nfs_backend *b, const struct nfs_fh *dir,
 		err = bs_fs_mkdir_at(FS(b), st.ino, name, mode & 07777, &ino);
 	else if (type == NF4LNK && link)
 		err = bs_fs_symlink_at(FS(b), st.ino, name, link, &ino);
+	else if (type == NF4BLK || type == NF4CHR)
+		err = bs_fs_mknod_at(FS(b), st.ino, name, (type == NF4BLK ?
+				     S_IFBLK : S_IFCHR) | (mode & 07777), maj,
+				     min, &ino);
+	else if (type == NF4SOCK || type == NF4FIFO)
+		err = bs_fs_mknod_at(FS(b), st.ino, name, (type == NF4SOCK ?
+				     S_IFSOCK : S_IFIFO) | (mode & 07777), 0, 0,
+				     &ino);
 	else
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	if (!err)
 		err = fh_of(b, ino, out, &st);
 	return err;
