@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Names: path lookup, stat, create, mkdir, unlink, rename and readdir on
- * the ext4 of lib/fs/, with the errors of the POSIX calls they stand for.
+ * Names: path lookup, stat, create, mkdir, mknod, symlink, readlink,
+ * link, unlink, rename and readdir on the ext4 of lib/fs/, with the
+ * errors of the POSIX calls they stand for.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -114,6 +114,13 @@ sweep "rm" rm e /keep
 sweep "mkdir" mkdir e /d/sub
 sweep "mv" mv e /keep /d/keep2
 sweep "mv over a file" mv e /keep /victim
+LONG=$(printf '/target%.0s' $(seq 500))
+sweep "ln -s (a block)" ln -s e "$LONG" /d/sl
+sweep "ln -s (fast)" ln -s e keep /d/sl
+sweep "ln" ln e /keep /d/k2
+sweep "chmod" chmod e 600 /keep
+sweep "touch -d" touch -d 1.5 e /keep
+sweep "mknod" mknod e /d/c c 1 3
 
 echo "$runs runs, $dirty left for e2fsck -fy"
 echo "PASS"
