@@ -398,7 +398,6 @@ static void attributes(void **state)
 	assert_int_equal(bs_fs_stat(x->fs, f, &st2), 0);
 	assert_true(st2.ctime > st.ctime ||
 		    (st2.ctime == st.ctime && st2.ctime_ns > st.ctime_ns));
-	/* read-only: refused */
 	fsck_reopen(x);
 	assert_int_equal(bs_fs_stat(x->fs, d, &st), 0);
 	assert_int_equal(st.mtime, 4000000000ll);
@@ -410,6 +409,7 @@ static void attributes(void **state)
 	assert_non_null(strstr(out, "mtime: 0xee6b2800:00000015"));
 	debugfs(x, "stat /f", out, sizeof(out));
 	assert_non_null(strstr(out, "User: 100000   Group: 70001"));
+	/* read-only: refused */
 	assert_int_equal(bs_fs_open(x->dev, BS_FS_RDONLY, &x->fs), 0);
 	sa.mask = BS_FS_SET_MODE;
 	sa.mode = 0600;
