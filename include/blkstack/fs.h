@@ -106,7 +106,9 @@ struct bs_fs_stat {
 	uint64_t size;
 	uint64_t blocks;	/* 512-byte units allocated, as st_blocks */
 	int64_t atime, mtime, ctime;	/* seconds */
+	uint32_t atime_ns, mtime_ns, ctime_ns;	/* and nanoseconds */
 	uint32_t generation;
+	uint32_t rdev_major, rdev_minor;	/* device nodes */
 };
 
 /*
@@ -129,9 +131,75 @@ int bs_fs_mkdir(struct bs_fs *fs, const char *path, uint32_t mode,
 		uint32_t *ino);
 int bs_fs_mkdir_at(struct bs_fs *fs, uint32_t dir, const char *name,
 		   uint32_t mode, uint32_t *ino);
-/* Remove a file, or an empty directory (-ENOTEMPTY otherwise). */
+/*
+ * Remove a name: a file, a symbolic link or an empty directory
+ * (-ENOTEMPTY otherwise). The inode and its blocks are freed when its
+ * last name goes.
+ */
 int bs_fs_unlink(struct bs_fs *fs, const char *path);
 int bs_fs_unlink_at(struct bs_fs *fs, uint32_t dir, const char *name);
+/*
+ * mknod(2): a character or block device (@mode S_IFCHR / S_IFBLK with
+ * @major, @minor), a fifo (S_IFIFO) or a socket (S_IFSOCK); the number
+ * is stored as the kernel's ext4 does (old 16-bit form when both fit in
+ * 8 bits, else the new 32-bit form). -EINVAL for other types.
+ */
+int bs_fs_mknod_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		   uint32_t mode, uint32_t major, uint32_t minor, uint32_t *ino);
+int bs_fs_mknod(struct bs_fs *fs, const char *path, uint32_t mode,
+		uint32_t major, uint32_t minor, uint32_t *ino);
+
+/*
+ * symlink(2): a symbolic link @name -> @target (1 to 4095 bytes, less
+ * than a block; -ENOENT when empty, -ENAMETOOLONG when longer). Targets
+ * under 60 bytes are kept in the inode ("fast"), longer ones in one data
+ * block, as the kernel's ext4 stores them. Mode 0777, owner 0:0.
+ */
+#define BS_FS_SYMLINK_MAX 4095
+int bs_fs_symlink(struct bs_fs *fs, const char *path, const char *target,
+		  uint32_t *ino);
+int bs_fs_symlink_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		     const char *target, uint32_t *ino);
+/*
+ * readlink(2) of inode @ino: the target's bytes in @buf (no NUL added),
+ * at most @cap of them, the whole length in *@len (> @cap: truncated, as
+ * readlink(2) does). -EINVAL when @ino is not a symbolic link.
+ */
+int bs_fs_readlink(struct bs_fs *fs, uint32_t ino, char *buf, size_t cap,
+		   size_t *len);
+/*
+ * link(2): a new name @name in @dir for inode @ino (links + 1, its ctime
+ * moves). -EPERM for a directory, -EMLINK at 65000 links, -EEXIST.
+ */
+int bs_fs_link(struct bs_fs *fs, const char *from, const char *to);
+int bs_fs_link_at(struct bs_fs *fs, uint32_t ino, uint32_t dir,
+		  const char *name);
+
+/* What bs_fs_setattr() changes (chmod, chown, utimensat). */
+#define BS_FS_SET_MODE (1u << 0)	/* the 07777 bits; the type stays */
+#define BS_FS_SET_UID (1u << 1)
+#define BS_FS_SET_GID (1u << 2)
+#define BS_FS_SET_ATIME (1u << 3)	/* to atime / atime_ns */
+#define BS_FS_SET_MTIME (1u << 4)
+#define BS_FS_SET_ATIME_NOW (1u << 5)	/* to the current time */
+#define BS_FS_SET_MTIME_NOW (1u << 6)
+struct bs_fs_setattr {
+	uint32_t mask;
+	uint32_t mode, uid, gid;
+	int64_t atime, mtime;		/* seconds (1901 to 2446) */
+	uint32_t atime_ns, mtime_ns;	/* < 1000000000 */
+};
+/*
+ * Change what @sa->mask names, in one inode write, and set the ctime to
+ * now (an empty mask changes nothing). A new owner or group of a non-directory
+ * clears set-user-ID, and set-group-ID when group-executable, unless the
+ * mode is set too (as chown(2)). -EOPNOTSUPP for a mode on a symbolic
+ * link (as fchmodat(AT_SYMLINK_NOFOLLOW)), -EINVAL for nanoseconds out of
+ * range or seconds ext4 cannot hold.
+ */
+int bs_fs_setattr(struct bs_fs *fs, uint32_t ino,
+		  const struct bs_fs_setattr *sa);
+
 /*
  * rename(2): replaces an existing target of the same kind (a directory
  * only when empty); -EISDIR / -ENOTDIR on a kind mismatch, -EINVAL when

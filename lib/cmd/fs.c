@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `blkstack fs ...`: ext4 on a device through the filesystem layer
- * (lib/fs): mkfs, ls, stat, put, cat, rm, mkdir, mv, truncate, fallocate
- * and map. Each run opens the filesystem, does one thing and closes it
+ * (lib/fs): mkfs, ls, stat, put, cat, rm, mkdir, mv, ln, readlink, chmod,
+ * chown, touch, mknod, truncate, fallocate and map. Each run opens the filesystem, does one thing and closes it
  * cleanly, so the image is consistent (e2fsck -fn clean) between runs.
  */
 #include <errno.h>
@@ -194,6 +194,13 @@ static void mode_string(uint32_t mode, char s[11])
 	       S_ISSOCK(mode)	? 's' : '-';
 	for (i = 0; i < 9; i++)
 		s[i + 1] = (mode & (1u << (8 - i))) ? rwx[i] : '-';
+	/* set-user-ID, set-group-ID and sticky, as ls(1) shows them */
+	if (mode & S_ISUID)
+		s[3] = s[3] == 'x' ? 's' : 'S';
+	if (mode & S_ISGID)
+		s[6] = s[6] == 'x' ? 's' : 'S';
+	if (mode & S_ISVTX)
+		s[9] = s[9] == 'x' ? 't' : 'T';
 	s[10] = '\0';
 }
 
@@ -225,9 +232,18 @@ static int ls_cb(void *arg, const char *name, uint32_t ino, uint32_t mode)
 	tt = (time_t)st.mtime;
 	gmtime_r(&tt, &tm);
 	strftime(t, sizeof(t), "%Y-%m-%d %H:%M", &tm);
-	fprintf(l->c->env->out, "%s %3u %5u %5u %12" PRIu64 " %s %8u %s%s\n", m,
+	fprintf(l->c->env->out, "%s %3u %5u %5u %12" PRIu64 " %s %8u %s%s", m,
 		st.nlink, st.uid, st.gid, st.size, t, ino, name,
 		S_ISDIR(st.mode) ? "/" : "");
+	if (S_ISLNK(st.mode)) {
+		char target[BS_FS_SYMLINK_MAX + 1];
+		size_t len = 0;
+
+		if (!bs_fs_readlink(l->c->fs, ino, target, sizeof(target) - 1,
+				    &len) && len < sizeof(target))
+			fprintf(l->c->env->out, " -> %.*s", (int)len, target);
+	}
+	fputc('\n', l->c->env->out);
 	return 0;
 }
 
@@ -272,15 +288,21 @@ static int sub_ls(struct fs_ctx *c, int argc, char **argv)
 	return close_fs(c, rc);
 }
 
-static void print_time(FILE *f, const char *key, int64_t t)
+static void print_time(FILE *f, const char *key, int64_t t, uint32_t ns)
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
 	char buf[40];
 
 	gmtime_r(&tt, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	fprintf(f, "  %-12s %s\n", key, buf);
+	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+	/* the seconds since 1970 as a decimal: -1.25, not -2 and .75 */
+	if (t < 0 && ns)
+		fprintf(f, "  %-12s %s.%09u UTC (-%" PRId64 ".%09u)\n", key, buf,
+			ns, -(t + 1), 1000000000u - ns);
+	else
+		fprintf(f, "  %-12s %s.%09u UTC (%" PRId64 ".%09u)\n", key, buf,
+			ns, t, ns);
 }
 
 static int sub_stat(struct fs_ctx *c, int argc, char **argv)
@@ -340,16 +362,38 @@ static int sub_stat(struct fs_ctx *c, int argc, char **argv)
 	fprintf(f, "  %-12s %s (0%o)\n", "mode", m, st.mode & 07777);
 	fprintf(f, "  %-12s %s\n", "type",
 		S_ISDIR(st.mode) ? "directory" :
-		S_ISREG(st.mode) ? "regular file" : "other");
+		S_ISREG(st.mode) ? "regular file" :
+		S_ISLNK(st.mode) ? "symbolic link" :
+		S_ISBLK(st.mode) ? "block device" :
+		S_ISCHR(st.mode) ? "character device" :
+		S_ISFIFO(st.mode) ? "fifo" : S_ISSOCK(st.mode) ? "socket" :
+		"other");
+	if (S_ISBLK(st.mode) || S_ISCHR(st.mode))
+		fprintf(f, "  %-12s %u:%u\n", "device", st.rdev_major,
+			st.rdev_minor);
+	if (S_ISLNK(st.mode)) {
+		char target[BS_FS_SYMLINK_MAX + 1];
+		size_t len = 0;
+
+		err = bs_fs_readlink(c->fs, ino, target, sizeof(target) - 1,
+				     &len);
+		if (err) {
+			rc = fail(c, err);
+			return close_fs(c, rc);
+		}
+		fprintf(f, "  %-12s %.*s\n", "target",
+			(int)(len < sizeof(target) ? len : sizeof(target) - 1),
+			target);
+	}
 	fprintf(f, "  %-12s %u\n", "links", st.nlink);
 	fprintf(f, "  %-12s %u / %u\n", "uid / gid", st.uid, st.gid);
 	fprintf(f, "  %-12s %" PRIu64 " (%s)\n", "size", st.size,
 		bs_fmt_size(st.size, a, sizeof(a)));
 	fprintf(f, "  %-12s %" PRIu64 " (%s allocated)\n", "blocks", st.blocks,
 		bs_fmt_size(st.blocks * 512, a, sizeof(a)));
-	print_time(f, "atime", st.atime);
-	print_time(f, "mtime", st.mtime);
-	print_time(f, "ctime", st.ctime);
+	print_time(f, "atime", st.atime, st.atime_ns);
+	print_time(f, "mtime", st.mtime, st.mtime_ns);
+	print_time(f, "ctime", st.ctime, st.ctime_ns);
 	fprintf(f, "  %-12s %u\n", "generation", st.generation);
 	return close_fs(c, CMD_OK);
 }
@@ -581,6 +625,261 @@ static int sub_mv(struct fs_ctx *c, int argc, char **argv)
 	return name_op(c, argc, argv, 3, "DEV /FROM /TO", op_mv);
 }
 
+/* ---- ln / readlink / chmod / chown / touch -------------------------------- */
+
+static int sub_ln(struct fs_ctx *c, int argc, char **argv)
+{
+	bool sym = false;
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:s")) != -1) {
+		if (ch != 's')
+			return bad_option(c, argv, ch);
+		sym = true;
+	}
+	if ((err = want_args(c, argc, argv, 3, sym ? "DEV TARGET /PATH" :
+			     "DEV /EXISTING /NEW")))
+		return err;
+	set_op(c, argv[optind + 2]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	if (sym)
+		err = bs_fs_symlink(c->fs, argv[optind + 2], argv[optind + 1],
+				    NULL);
+	else
+		err = bs_fs_link(c->fs, argv[optind + 1], argv[optind + 2]);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int sub_mknod(struct fs_ctx *c, int argc, char **argv)
+{
+	uint32_t mode, nums[2] = { 0, 0 };
+	const char *t;
+	unsigned long v;
+	char *end;
+	int ch, err, rc = CMD_OK, i, n;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	n = argc - optind;
+	if (n != 3 && n != 5)
+		return want_args(c, argc, argv, n < 3 ? 3 : 5,
+				 "DEV /PATH TYPE [MAJOR MINOR]");
+	t = argv[optind + 2];
+	if (!strcmp(t, "b") || !strcmp(t, "c"))
+		mode = (*t == 'b' ? S_IFBLK : S_IFCHR) | 0644;
+	else if (!strcmp(t, "p"))
+		mode = S_IFIFO | 0644;
+	else if (!strcmp(t, "s"))
+		mode = S_IFSOCK | 0644;
+	else
+		return cmd_usage(c->env, "fs", "fs mknod: TYPE '%s': want b, c, "
+				 "p or s", t);
+	if ((n == 5) != (S_ISBLK(mode) || S_ISCHR(mode)))
+		return cmd_usage(c->env, "fs", "fs mknod: MAJOR MINOR go with "
+				 "b and c only, and they need them");
+	for (i = 0; n == 5 && i < 2; i++) {
+		errno = 0;
+		v = strtoul(argv[optind + 3 + i], &end, 0);
+		if (errno || end == argv[optind + 3 + i] || *end ||
+		    v > UINT32_MAX)
+			return cmd_usage(c->env, "fs", "fs mknod: '%s' is not a "
+					 "number", argv[optind + 3 + i]);
+		nums[i] = (uint32_t)v;
+	}
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_mknod(c->fs, argv[optind + 1], mode, nums[0], nums[1],
+			  NULL);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int sub_readlink(struct fs_ctx *c, int argc, char **argv)
+{
+	char target[BS_FS_SYMLINK_MAX + 1];
+	size_t len = 0;
+	uint32_t ino;
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], false))
+		return CMD_FAILED;
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	if (!err)
+		err = bs_fs_readlink(c->fs, ino, target, sizeof(target), &len);
+	if (!err && len > sizeof(target))
+		err = -ENAMETOOLONG;
+	if (err)
+		rc = fail(c, err);
+	else
+		fprintf(c->env->out, "%.*s\n", (int)len, target);
+	return close_fs(c, rc);
+}
+
+/* Set @sa on /PATH (argv[optind + 2]); DEV at argv[optind]. */
+static int setattr_path(struct fs_ctx *c, char **argv, const char *path,
+			const struct bs_fs_setattr *sa, bool create)
+{
+	uint32_t ino;
+	int err, rc = CMD_OK;
+
+	set_op(c, path);
+	if (open_fs(c, argv[optind], true))
+		return CMD_FAILED;
+	err = bs_fs_lookup(c->fs, path, &ino);
+	if (err == -ENOENT && create)
+		err = bs_fs_create(c->fs, path, 0644, &ino);
+	if (!err)
+		err = bs_fs_setattr(c->fs, ino, sa);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int sub_chmod(struct fs_ctx *c, int argc, char **argv)
+{
+	struct bs_fs_setattr sa = { .mask = BS_FS_SET_MODE };
+	unsigned long v;
+	char *end;
+	int ch, err;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 3, "DEV MODE /PATH")))
+		return err;
+	errno = 0;
+	v = strtoul(argv[optind + 1], &end, 8);
+	if (errno || end == argv[optind + 1] || *end || v > 07777)
+		return cmd_usage(c->env, "fs", "fs chmod: MODE '%s': want octal "
+				 "0 to 7777", argv[optind + 1]);
+	sa.mode = (uint32_t)v;
+	return setattr_path(c, argv, argv[optind + 2], &sa, false);
+}
+
+static int parse_id(const char *s, const char *end, uint32_t *out)
+{
+	unsigned long long v;
+	char *e;
+
+	if (s == end || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &e, 10);
+	if (errno || e != end || v > UINT32_MAX - 1)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int sub_chown(struct fs_ctx *c, int argc, char **argv)
+{
+	struct bs_fs_setattr sa = { 0 };
+	const char *s, *colon;
+	int ch, err;
+
+	while ((ch = getopt(argc, argv, "+:")) != -1)
+		return bad_option(c, argv, ch);
+	if ((err = want_args(c, argc, argv, 3, "DEV UID[:GID] /PATH")))
+		return err;
+	s = argv[optind + 1];
+	colon = strchr(s, ':');
+	if (colon != s) {
+		if (parse_id(s, colon ? colon : s + strlen(s), &sa.uid))
+			goto bad;
+		sa.mask |= BS_FS_SET_UID;
+	}
+	if (colon && colon[1]) {
+		if (parse_id(colon + 1, colon + 1 + strlen(colon + 1), &sa.gid))
+			goto bad;
+		sa.mask |= BS_FS_SET_GID;
+	}
+	if (!sa.mask)
+		goto bad;
+	return setattr_path(c, argv, argv[optind + 2], &sa, false);
+bad:
+	return cmd_usage(c->env, "fs", "fs chown: '%s': want UID, UID:GID or "
+			 ":GID (numbers)", s);
+}
+
+/* SECONDS[.FRACTION] since the epoch, maybe negative */
+static int parse_time(const char *s, int64_t *sec, uint32_t *ns)
+{
+	long long v;
+	uint32_t n = 0, scale = 100000000;
+	char *e;
+
+	errno = 0;
+	v = strtoll(s, &e, 10);
+	if (errno || e == s)
+		return -EINVAL;
+	if (*e == '.') {
+		for (e++; *e >= '0' && *e <= '9'; e++) {
+			n += (uint32_t)(*e - '0') * scale;
+			scale /= 10;
+			if (!scale && e[1] >= '0' && e[1] <= '9')
+				return -EINVAL;
+		}
+		if (s[0] == '-' && n) {
+			v--;
+			n = 1000000000 - n;
+		}
+	}
+	if (*e)
+		return -EINVAL;
+	*sec = v;
+	*ns = n;
+	return 0;
+}
+
+static int sub_touch(struct fs_ctx *c, int argc, char **argv)
+{
+	struct bs_fs_setattr sa = { 0 };
+	bool a = false, m = false, have = false;
+	int64_t sec = 0;
+	uint32_t ns = 0;
+	int ch, err;
+
+	while ((ch = getopt(argc, argv, "+:amd:")) != -1) {
+		if (ch == 'a') {
+			a = true;
+		} else if (ch == 'm') {
+			m = true;
+		} else if (ch == 'd') {
+			if (parse_time(optarg, &sec, &ns))
+				return cmd_usage(c->env, "fs", "fs touch: -d '%s': "
+						 "want SECONDS[.FRACTION] since "
+						 "1970", optarg);
+			have = true;
+		} else {
+			return bad_option(c, argv, ch);
+		}
+	}
+	if ((err = want_args(c, argc, argv, 2, "DEV /PATH")))
+		return err;
+	if (!a && !m)
+		a = m = true;
+	if (a) {
+		sa.mask |= have ? BS_FS_SET_ATIME : BS_FS_SET_ATIME_NOW;
+		sa.atime = sec;
+		sa.atime_ns = ns;
+	}
+	if (m) {
+		sa.mask |= have ? BS_FS_SET_MTIME : BS_FS_SET_MTIME_NOW;
+		sa.mtime = sec;
+		sa.mtime_ns = ns;
+	}
+	return setattr_path(c, argv, argv[optind + 1], &sa, true);
+}
+
 static int sub_truncate(struct fs_ctx *c, int argc, char **argv)
 {
 	uint64_t size = 0;
@@ -721,6 +1020,9 @@ static const struct {
 	{ "stat", sub_stat },	  { "put", sub_put },
 	{ "cat", sub_cat },	  { "rm", sub_rm },
 	{ "mkdir", sub_mkdir },	  { "mv", sub_mv },
+	{ "ln", sub_ln },	  { "readlink", sub_readlink },
+	{ "chmod", sub_chmod },	  { "chown", sub_chown },
+	{ "touch", sub_touch },	  { "mknod", sub_mknod },
 	{ "truncate", sub_truncate }, { "fallocate", sub_fallocate },
 	{ "map", sub_map },
 };
@@ -732,7 +1034,8 @@ static int fs_run(struct bs_cmd_env *env, int argc, char **argv)
 
 	if (argc < 2)
 		return cmd_usage(env, "fs", "a subcommand is missing (mkfs, ls, "
-				 "stat, put, cat, rm, mkdir, mv, truncate, "
+				 "stat, put, cat, rm, mkdir, mv, ln, readlink, "
+				 "chmod, chown, touch, mknod, truncate, "
 				 "fallocate, map)");
 	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (strcmp(argv[1], subs[i].name))
@@ -765,7 +1068,8 @@ static const struct bs_cmd fs_cmd = {
 	"  leaves the filesystem consistent, keeping what it did until then;\n"
 	"  only when writing metadata failed is it left not clean, and the\n"
 	"  error line then ends \"run e2fsck -f\". PATHs are absolute inside\n"
-	"  the filesystem; symbolic links are not followed.\n"
+	"  the filesystem; symbolic links are not followed (a path through\n"
+	"  one is ENOTDIR).\n"
 	"\n"
 	"  mkfs and the subcommands that change the filesystem need DEV to\n"
 	"  themselves: a device an export serves or a mapper stacks on is\n"
@@ -787,10 +1091,11 @@ static const struct bs_cmd fs_cmd = {
 	"      naming the holder).\n"
 	"  ls [-l] DEV [/PATH]\n"
 	"      List a directory (default /); -l adds mode, links, uid, gid,\n"
-	"      size, mtime (UTC) and inode number.\n"
+	"      size, mtime (UTC), inode number and a symlink's target.\n"
 	"  stat DEV [/PATH]\n"
 	"      Without PATH: the filesystem (blocks, inodes, journal, whether\n"
-	"      it was clean). With PATH: the inode (mode, size, blocks, times).\n"
+	"      it was clean). With PATH: the inode (mode, size, blocks, a\n"
+	"      symlink's target, times with nanoseconds).\n"
 	"  put DEV HOSTFILE /PATH\n"
 	"      Copy HOSTFILE in as /PATH (replacing an existing file; the\n"
 	"      parent directory must exist; the mode is HOSTFILE's). A pipe\n"
@@ -804,6 +1109,30 @@ static const struct bs_cmd fs_cmd = {
 	"      Make a directory (mode 0755).\n"
 	"  mv DEV /FROM /TO\n"
 	"      rename(2): replaces a file, or an empty directory, at /TO.\n"
+	"  ln DEV /EXISTING /NEW\n"
+	"      A hard link: /NEW names the same inode (not a directory:\n"
+	"      EPERM). rm removes a name; the inode goes with the last one.\n"
+	"  ln -s DEV TARGET /PATH\n"
+	"      A symbolic link holding TARGET (any bytes, 1 to 4095; under 60\n"
+	"      kept in the inode, longer in a block, as the kernel does).\n"
+	"  readlink DEV /PATH\n"
+	"      Print a symbolic link's target.\n"
+	"  mknod DEV /PATH b|c MAJOR MINOR, mknod DEV /PATH p|s\n"
+	"      A block or character device node (numbers up to 4095:1048575),\n"
+	"      a fifo or a socket, mode 0644.\n"
+	"  chmod DEV MODE /PATH\n"
+	"      Set the permission bits (octal, up to 7777); the type stays. A\n"
+	"      symbolic link's mode cannot be set (EOPNOTSUPP).\n"
+	"  chown DEV UID[:GID] /PATH, chown DEV :GID /PATH\n"
+	"      Set the owner and/or group (numbers). As chown(2), a\n"
+	"      non-directory loses its set-user-ID bit (and set-group-ID when\n"
+	"      group-executable).\n"
+	"  touch [-a] [-m] [-d SECONDS[.FRACTION]] DEV /PATH\n"
+	"      Set the access (-a) and/or modification (-m) time (default\n"
+	"      both) to now or to -d, seconds since 1970 with up to nine\n"
+	"      decimals (ext4 keeps nanoseconds, 1901 to 2446). Creates a\n"
+	"      regular file when /PATH is missing. The ctime becomes now, as\n"
+	"      with every change.\n"
 	"  truncate -s SIZE DEV /PATH\n"
 	"      Set the size; blocks past it are freed.\n"
 	"  fallocate [-k] [-z|-p|-w] [-o OFFSET] -l LENGTH DEV /PATH\n"
@@ -845,6 +1174,9 @@ static const struct bs_cmd fs_cmd = {
 	"  blkstack fs map file:disk.img /f          # written extents\n"
 	"  blkstack fs put file:disk.img /etc/hosts /hosts\n"
 	"  blkstack fs ls -l file:disk.img /\n"
+	"  blkstack fs ln -s file:disk.img hosts /h  # readlink: hosts\n"
+	"  blkstack fs chmod file:disk.img 600 /hosts\n"
+	"  blkstack fs touch -d 1700000000.5 file:disk.img /hosts\n"
 	"  e2fsck -fn disk.img                      # clean\n",
 };
 

@@ -158,8 +158,9 @@ static int zero_edges(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
 	return 0;
 }
 
+/* The new size; the times to stamp in *@which (ctime; mtime when data changes) */
 static int set_size(struct bs_fs *fs, struct ext2_inode *inode, uint64_t end,
-		    int mode)
+		    int mode, unsigned *which)
 {
 	errcode_t ret;
 
@@ -169,10 +170,10 @@ static int set_size(struct bs_fs *fs, struct ext2_inode *inode, uint64_t end,
 			return fs_fail(fs, ret, "setting the size to %" PRIu64,
 				       end);
 	}
-	inode->i_ctime = (__u32)time(NULL);
+	*which = FS_CTIME;
 	if (mode & (BS_FALLOC_PUNCH_HOLE | BS_FALLOC_ZERO_RANGE |
 		    BS_FALLOC_WRITE_ZEROES))
-		inode->i_mtime = inode->i_ctime;
+		*which |= FS_MTIME;
 	return 0;
 }
 
@@ -400,6 +401,7 @@ static int do_fallocate(struct bs_fs *fs, uint32_t ino, int mode,
 	uint32_t bs;
 	uint64_t off, end;
 	blk64_t first, last, s, e;
+	unsigned which = FS_CTIME;
 	int err;
 
 	if ((err = fs_check_rw(fs, "fallocate")))
@@ -493,8 +495,8 @@ static int do_fallocate(struct bs_fs *fs, uint32_t ino, int mode,
 			return err;
 		break;
 	}
-	if ((err = set_size(fs, &inode, end, mode)) ||
-	    (err = fs_write_inode(fs, ino, &inode)))
+	if ((err = set_size(fs, &inode, end, mode, &which)) ||
+	    (err = fs_write_inode_times(fs, ino, &inode, which, NULL)))
 		return err;
 	if (!(mode & BS_FALLOC_WRITE_ZEROES) || e == s)
 		return 0;

@@ -281,8 +281,7 @@ static int set_size_times(struct bs_fs *fs, uint32_t ino, uint64_t size,
 			return fs_fail(fs, ret, "setting the size of inode %u",
 				      ino);
 	}
-	inode.i_mtime = inode.i_ctime = (__u32)time(NULL);
-	return fs_write_inode(fs, ino, &inode);
+	return fs_write_inode_times(fs, ino, &inode, FS_MTIME | FS_CTIME, NULL);
 }
 
 /* Through libext2fs' file I/O: partial blocks, block by block. */
@@ -545,8 +544,7 @@ static int do_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)
 	ret = ext2fs_inode_size_set(fs->e2, &inode, size);
 	if (ret)
 		return fs_fail(fs, ret, "setting the size of inode %u", ino);
-	inode.i_mtime = inode.i_ctime = (__u32)time(NULL);
-	return fs_write_inode(fs, ino, &inode);
+	return fs_write_inode_times(fs, ino, &inode, FS_MTIME | FS_CTIME, NULL);
 }
 
 int bs_fs_truncate(struct bs_fs *fs, uint32_t ino, uint64_t size)

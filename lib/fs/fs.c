@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,164 @@ int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode)
 {
 	errcode_t ret = ext2fs_write_inode(fs->e2, ino, inode);
 
+	if (ret)
+		return fs_fail(fs, ret, "writing inode %u", ino);
+	return 0;
+}
+
+void fs_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+}
+
+/* The extra word (nanoseconds << 2 | epoch) of @ts; the base is its low 32 */
+static __u32 time_extra(const struct timespec *ts)
+{
+	int64_t epoch = ((int64_t)ts->tv_sec - (int32_t)ts->tv_sec) >> 32;
+
+	return (__u32)(((uint32_t)ts->tv_nsec << 2) | ((uint32_t)epoch & 3));
+}
+
+static struct timespec time_of(__u32 base, __u32 extra, bool has_extra)
+{
+	struct timespec ts = { .tv_sec = (int32_t)base };
+
+	if (has_extra) {
+		/* as the kernel decodes it: epoch bits added to the signed base */
+		ts.tv_sec += (int64_t)(extra & 3) << 32;
+		ts.tv_nsec = extra >> 2;
+		if (ts.tv_nsec >= 1000000000)
+			ts.tv_nsec = 0;
+	}
+	return ts;
+}
+
+/* Does the large inode have room for the extra word ending at @end? */
+static bool fits(const struct ext2_inode_large *li, size_t isize, size_t end)
+{
+	return isize > EXT2_GOOD_OLD_INODE_SIZE &&
+	       EXT2_GOOD_OLD_INODE_SIZE + (size_t)li->i_extra_isize >= end &&
+	       end <= isize;
+}
+
+#define XEND(f) (offsetof(struct ext2_inode_large, f) + sizeof(__u32))
+
+void fs_inode_times(struct bs_fs *fs, const struct ext2_inode_large *li,
+		    struct timespec *atime, struct timespec *mtime,
+		    struct timespec *ctime)
+{
+	size_t isize = EXT2_INODE_SIZE(fs->e2->super);
+
+	*atime = time_of(li->i_atime, li->i_atime_extra,
+			 fits(li, isize, XEND(i_atime_extra)));
+	*mtime = time_of(li->i_mtime, li->i_mtime_extra,
+			 fits(li, isize, XEND(i_mtime_extra)));
+	*ctime = time_of(li->i_ctime, li->i_ctime_extra,
+			 fits(li, isize, XEND(i_ctime_extra)));
+}
+
+static void set_one(struct ext2_inode_large *li, size_t isize, __u32 *base,
+		    __u32 *extra, size_t end, const struct timespec *ts)
+{
+	*base = (__u32)ts->tv_sec;
+	if (fits(li, isize, end))
+		*extra = time_extra(ts);
+}
+
+static void set_times3(struct bs_fs *fs, struct ext2_inode_large *li,
+		       const struct timespec *a, const struct timespec *m,
+		       const struct timespec *c)
+{
+	size_t isize = EXT2_INODE_SIZE(fs->e2->super);
+
+	if (a)
+		set_one(li, isize, &li->i_atime, &li->i_atime_extra,
+			XEND(i_atime_extra), a);
+	if (m)
+		set_one(li, isize, &li->i_mtime, &li->i_mtime_extra,
+			XEND(i_mtime_extra), m);
+	if (c)
+		set_one(li, isize, &li->i_ctime, &li->i_ctime_extra,
+			XEND(i_ctime_extra), c);
+}
+
+int fs_write_inode_ts(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		      const struct timespec *a, const struct timespec *m,
+		      const struct timespec *c)
+{
+	struct ext2_inode_large li;
+	errcode_t ret;
+
+	memset(&li, 0, sizeof(li));
+	ret = ext2fs_read_inode_full(fs->e2, ino, (struct ext2_inode *)&li,
+				     sizeof(li));
+	if (ret)
+		return fs_fail(fs, ret, "reading inode %u", ino);
+	memcpy(&li, inode, sizeof(*inode));
+	set_times3(fs, &li, a, m, c);
+	/* the caller's copy carries the new seconds on */
+	inode->i_atime = li.i_atime;
+	inode->i_mtime = li.i_mtime;
+	inode->i_ctime = li.i_ctime;
+	/* a shorter buffer: libext2fs keeps the rest of the on-disk inode */
+	ret = ext2fs_write_inode_full(fs->e2, ino, (struct ext2_inode *)&li,
+				      sizeof(li));
+	if (ret)
+		return fs_fail(fs, ret, "writing inode %u", ino);
+	return 0;
+}
+
+int fs_write_inode_times(struct bs_fs *fs, uint32_t ino,
+			 struct ext2_inode *inode, unsigned which,
+			 const struct timespec *ts)
+{
+	struct timespec now;
+
+	if (!ts) {
+		fs_now(&now);
+		ts = &now;
+	}
+	return fs_write_inode_ts(fs, ino, inode,
+				 which & FS_ATIME ? ts : NULL,
+				 which & FS_MTIME ? ts : NULL,
+				 which & FS_CTIME ? ts : NULL);
+}
+
+int fs_write_new_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		       const struct timespec *ts)
+{
+	size_t isize = EXT2_INODE_SIZE(fs->e2->super);
+	struct ext2_inode_large *li;
+	errcode_t ret;
+
+	if (isize <= EXT2_GOOD_OLD_INODE_SIZE) {
+		inode->i_atime = inode->i_mtime = inode->i_ctime =
+			(__u32)ts->tv_sec;
+		ret = ext2fs_write_new_inode(fs->e2, ino, inode);
+		goto out;
+	}
+	ret = ext2fs_get_memzero(isize, &li);
+	if (ret)
+		return fs_fail(fs, ret, "writing inode %u", ino);
+	memcpy(li, inode, sizeof(*inode));
+	li->i_extra_isize = sizeof(struct ext2_inode_large) -
+			    EXT2_GOOD_OLD_INODE_SIZE;
+	if ((size_t)EXT2_GOOD_OLD_INODE_SIZE + li->i_extra_isize > isize)
+		li->i_extra_isize = (__u16)(isize - EXT2_GOOD_OLD_INODE_SIZE);
+	if (fs->e2->super->s_want_extra_isize > li->i_extra_isize &&
+	    (size_t)EXT2_GOOD_OLD_INODE_SIZE +
+			    fs->e2->super->s_want_extra_isize <= isize)
+		li->i_extra_isize = fs->e2->super->s_want_extra_isize;
+	set_times3(fs, li, ts, ts, ts);
+	if (fits(li, isize, XEND(i_crtime_extra))) {
+		li->i_crtime = (__u32)ts->tv_sec;
+		li->i_crtime_extra = time_extra(ts);
+	}
+	inode->i_atime = inode->i_mtime = inode->i_ctime = li->i_ctime;
+	ret = ext2fs_write_inode_full(fs->e2, ino, (struct ext2_inode *)li,
+				      (int)isize);
+	ext2fs_free_mem(&li);
+out:
 	if (ret)
 		return fs_fail(fs, ret, "writing inode %u", ino);
 	return 0;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <ext2fs/ext2fs.h>
 
@@ -147,6 +148,39 @@ void fs_free_zero_buf(void);
 
 int fs_read_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
 int fs_write_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode);
+
+/*
+ * Times. ext4 keeps each of atime, mtime and ctime as 32 seconds in the
+ * base inode and, in a large inode (extra_isize >= 12 bytes, mkfs makes
+ * 32), an extra word: nanoseconds << 2 | two epoch bits (seconds >> 32,
+ * so times after 2038 fit). Every "now" of this layer goes through these,
+ * so the nanoseconds always belong to the seconds beside them.
+ */
+#define FS_ATIME (1u << 0)
+#define FS_MTIME (1u << 1)
+#define FS_CTIME (1u << 2)
+void fs_now(struct timespec *ts);
+/*
+ * Write @inode (the base 128 bytes) with the times in @which set to @ts
+ * (NULL: now), seconds in @inode too and nanoseconds in the extra words.
+ */
+int fs_write_inode_times(struct bs_fs *fs, uint32_t ino,
+			 struct ext2_inode *inode, unsigned which,
+			 const struct timespec *ts);
+/* The same with a time each (NULL: kept). */
+int fs_write_inode_ts(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		      const struct timespec *a, const struct timespec *m,
+		      const struct timespec *c);
+/*
+ * Write a new inode: @inode's base bytes, the rest of the on-disk inode
+ * zeroed, extra_isize set, atime/mtime/ctime and crtime = @ts.
+ */
+int fs_write_new_inode(struct bs_fs *fs, uint32_t ino, struct ext2_inode *inode,
+		       const struct timespec *ts);
+/* Read @ino's times (seconds with the epoch bits, nanoseconds). */
+void fs_inode_times(struct bs_fs *fs, const struct ext2_inode_large *li,
+		    struct timespec *atime, struct timespec *mtime,
+		    struct timespec *ctime);
 /*
  * Read inode @ino of a regular file: -EISDIR, -EINVAL, -ENOENT else;
  * -EFBIG when its size is past fs_max_bytes_of() (a damaged inode).

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Names: path lookup, stat, create, mkdir, unlink, rename and readdir on
- * the ext4 of lib/fs/, with the errors of the POSIX calls they stand for.
+ * Names: path lookup, stat, create, mkdir, mknod, symlink, readlink,
+ * link, unlink, rename and readdir on the ext4 of lib/fs/, with the
+ * errors of the POSIX calls they stand for.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -171,11 +172,19 @@ int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino)
 
 int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
 {
+	struct ext2_inode_large li;
 	struct ext2_inode inode;
-	int err = fs_read_inode(fs, ino, &inode);
+	struct timespec at, mt, ct;
+	errcode_t ret;
 
-	if (err)
-		return err;
+	if (!ino || ino > fs->e2->super->s_inodes_count)
+		return fs_err(fs, -EINVAL, "inode %u: no such inode number", ino);
+	memset(&li, 0, sizeof(li));
+	ret = ext2fs_read_inode_full(fs->e2, ino, (struct ext2_inode *)&li,
+				     sizeof(li));
+	if (ret)
+		return fs_fail(fs, ret, "reading inode %u", ino);
+	memcpy(&inode, &li, sizeof(inode));
 	if (!ext2fs_test_inode_bitmap2(fs->e2->inode_map, ino))
 		return fs_err(fs, -ENOENT, "inode %u is not in use", ino);
 	memset(st, 0, sizeof(*st));
@@ -186,10 +195,25 @@ int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
 	st->gid = inode_gid(inode);
 	st->size = EXT2_I_SIZE(&inode);
 	st->blocks = ext2fs_get_stat_i_blocks(fs->e2, &inode);
-	st->atime = (int32_t)inode.i_atime;
-	st->mtime = (int32_t)inode.i_mtime;
-	st->ctime = (int32_t)inode.i_ctime;
+	fs_inode_times(fs, &li, &at, &mt, &ct);
+	st->atime = at.tv_sec;
+	st->atime_ns = (uint32_t)at.tv_nsec;
+	st->mtime = mt.tv_sec;
+	st->mtime_ns = (uint32_t)mt.tv_nsec;
+	st->ctime = ct.tv_sec;
+	st->ctime_ns = (uint32_t)ct.tv_nsec;
 	st->generation = inode.i_generation;
+	if (LINUX_S_ISCHR(inode.i_mode) || LINUX_S_ISBLK(inode.i_mode)) {
+		/* the kernel's old_decode_dev / new_decode_dev */
+		if (inode.i_block[0]) {
+			st->rdev_major = (inode.i_block[0] >> 8) & 0xff;
+			st->rdev_minor = inode.i_block[0] & 0xff;
+		} else {
+			st->rdev_major = (inode.i_block[1] & 0xfff00) >> 8;
+			st->rdev_minor = (inode.i_block[1] & 0xff) |
+					 ((inode.i_block[1] >> 12) & 0xfff00);
+		}
+	}
 	return 0;
 }
 
@@ -201,7 +225,6 @@ static int touch(struct bs_fs *fs, uint32_t ino, int links_delta)
 
 	if (err)
 		return err;
-	inode.i_mtime = inode.i_ctime = now32();
 	if (links_delta < 0 && inode.i_links_count > 1)
 		inode.i_links_count--;
 	else if (links_delta > 0 && inode.i_links_count < EXT2_LINK_MAX)
@@ -209,7 +232,7 @@ static int touch(struct bs_fs *fs, uint32_t ino, int links_delta)
 	/* dir_nlink: past the limit a directory counts 1, "many" */
 	else if (links_delta > 0)
 		inode.i_links_count = 1;
-	return fs_write_inode(fs, ino, &inode);
+	return fs_write_inode_times(fs, ino, &inode, FS_MTIME | FS_CTIME, NULL);
 }
 
 /* Link @name -> @ino in @dir, growing the directory when it is full. */
@@ -296,6 +319,7 @@ static int do_create(struct bs_fs *fs, uint32_t dir, const char *name,
 {
 	struct ext2_inode inode;
 	ext2_extent_handle_t h;
+	struct timespec now;
 	ext2_ino_t child;
 	errcode_t ret;
 	int err;
@@ -309,18 +333,16 @@ static int do_create(struct bs_fs *fs, uint32_t dir, const char *name,
 	memset(&inode, 0, sizeof(inode));
 	inode.i_mode = LINUX_S_IFREG | (mode & 07777);
 	inode.i_links_count = 1;
-	inode.i_atime = inode.i_mtime = inode.i_ctime = now32();
+	fs_now(&now);
 	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
-		inode.i_generation = now32();
+		inode.i_generation = (__u32)now.tv_nsec ^ (__u32)now.tv_sec;
 	/* an empty extent tree in i_block, EXTENTS_FL set */
 	ret = ext2fs_extent_open2(fs->e2, child, &inode, &h);
 	if (ret)
 		return fs_fail(fs, ret, "creating '%s': extent tree", name);
 	ext2fs_extent_free(h);
-	ret = ext2fs_write_new_inode(fs->e2, child, &inode);
-	if (ret)
-		return fs_fail(fs, ret, "creating '%s': writing inode %u", name,
-			      child);
+	if ((err = fs_write_new_inode(fs, child, &inode, &now)))
+		return err;
 	ext2fs_inode_alloc_stats2(fs->e2, child, +1, 0);
 	fs_op_persist_inode(fs, child);
 	/*
@@ -419,8 +441,8 @@ static int do_mkdir(struct bs_fs *fs, uint32_t dir, const char *name,
 		return err;
 	inode.i_mode = LINUX_S_IFDIR | (mode & 07777);
 	/* not i_generation: it seeds the checksum of the block just written */
-	inode.i_atime = inode.i_mtime = inode.i_ctime = now32();
-	if ((err = fs_write_inode(fs, child, &inode)) ||
+	if ((err = fs_write_inode_times(fs, child, &inode,
+					FS_ATIME | FS_MTIME | FS_CTIME, NULL)) ||
 	    (err = touch(fs, dir, 0)))
 		return err;
 	if (ino)
@@ -445,6 +467,368 @@ int bs_fs_mkdir(struct bs_fs *fs, const char *path, uint32_t mode,
 	int err = walk(fs, path, &dir, name, sizeof(name), NULL);
 
 	return err ? err : bs_fs_mkdir_at(fs, dir, name, mode, ino);
+}
+
+static int mode_ftype(uint32_t mode)
+{
+	switch (mode & LINUX_S_IFMT) {
+	case LINUX_S_IFREG: return EXT2_FT_REG_FILE;
+	case LINUX_S_IFDIR: return EXT2_FT_DIR;
+	case LINUX_S_IFCHR: return EXT2_FT_CHRDEV;
+	case LINUX_S_IFBLK: return EXT2_FT_BLKDEV;
+	case LINUX_S_IFIFO: return EXT2_FT_FIFO;
+	case LINUX_S_IFSOCK: return EXT2_FT_SOCK;
+	case LINUX_S_IFLNK: return EXT2_FT_SYMLINK;
+	default: return EXT2_FT_UNKNOWN;
+	}
+}
+
+/* ---- device nodes, fifos and sockets --------------------------------------- */
+
+static int do_mknod(struct bs_fs *fs, uint32_t dir, const char *name,
+		    uint32_t mode, uint32_t major, uint32_t minor,
+		    uint32_t *ino)
+{
+	uint32_t type = mode & LINUX_S_IFMT;
+	struct ext2_inode inode;
+	struct timespec now;
+	ext2_ino_t child;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_check_rw(fs, "mknod")) || (err = check_name(fs, name)))
+		return err;
+	if (type != LINUX_S_IFCHR && type != LINUX_S_IFBLK &&
+	    type != LINUX_S_IFIFO && type != LINUX_S_IFSOCK)
+		return fs_err(fs, -EINVAL, "mknod '%s': type 0%o is not a "
+			      "device, fifo or socket", name, type);
+	if ((type == LINUX_S_IFCHR || type == LINUX_S_IFBLK) &&
+	    (major > 0xfff || minor > 0xfffff))
+		return fs_err(fs, -EINVAL, "mknod '%s': device %u:%u does not "
+			      "fit 12:20 bits", name, major, minor);
+	if ((err = check_dir(fs, dir)) || (err = exists(fs, dir, name)))
+		return err;
+	ret = ext2fs_new_inode(fs->e2, dir, type | 0600, NULL, &child);
+	if (ret)
+		return fs_fail(fs, ret, "mknod '%s': no free inode", name);
+	memset(&inode, 0, sizeof(inode));
+	inode.i_mode = (__u16)(type | (mode & 07777));
+	inode.i_links_count = 1;
+	fs_now(&now);
+	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
+		inode.i_generation = (__u32)now.tv_nsec ^ (__u32)now.tv_sec;
+	if (type == LINUX_S_IFCHR || type == LINUX_S_IFBLK) {
+		/* the kernel's old_encode_dev / new_encode_dev */
+		if (major < 256 && minor < 256)
+			inode.i_block[0] = major << 8 | minor;
+		else
+			inode.i_block[1] = (minor & 0xff) | major << 8 |
+					   (minor & ~0xffu) << 12;
+	}
+	if ((err = fs_write_new_inode(fs, child, &inode, &now)))
+		return err;
+	ext2fs_inode_alloc_stats2(fs->e2, child, +1, 0);
+	fs_op_persist_inode(fs, child);
+	err = dir_link(fs, dir, name, child, mode_ftype(inode.i_mode));
+	if (err) {
+		inode.i_links_count = 0;
+		inode.i_dtime = now32();
+		if (!ext2fs_write_inode(fs->e2, child, &inode))
+			ext2fs_inode_alloc_stats2(fs->e2, child, -1, 0);
+		return err;
+	}
+	if ((err = touch(fs, dir, 0)))
+		return err;
+	if (ino)
+		*ino = child;
+	return 0;
+}
+
+int bs_fs_mknod_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		   uint32_t mode, uint32_t major, uint32_t minor, uint32_t *ino)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_mknod(fs, dir, name, mode, major, minor, ino));
+}
+
+int bs_fs_mknod(struct bs_fs *fs, const char *path, uint32_t mode,
+		uint32_t major, uint32_t minor, uint32_t *ino)
+{
+	char name[NAME_MAX_EXT4 + 1];
+	uint32_t dir;
+	bool slash;
+	int err = walk(fs, path, &dir, name, sizeof(name), &slash);
+
+	if (err)
+		return err;
+	if (slash)
+		return fs_err(fs, -ENOENT, "%s: a node cannot be named with a "
+			      "trailing '/'", path);
+	return bs_fs_mknod_at(fs, dir, name, mode, major, minor, ino);
+}
+
+/* ---- symbolic links and hard links ----------------------------------------- */
+
+/* ext4 keeps a target shorter than i_block (60 bytes) in i_block itself */
+#define FAST_LINK_MAX (sizeof(((struct ext2_inode *)0)->i_block) - 1)
+
+/*
+ * The inode is written before its name, as create does; a slow link's
+ * block is counted (and so written ahead by the op) and filled before the
+ * extent tree maps it. A failure before the name is linked leaves the
+ * inode free again; the op frees a block nothing maps.
+ */
+static int do_symlink(struct bs_fs *fs, uint32_t dir, const char *name,
+		      const char *target, uint32_t *ino)
+{
+	size_t len = strlen(target);
+	uint32_t bs = fs->e2->blocksize;
+	struct ext2_inode inode;
+	ext2_extent_handle_t h;
+	struct timespec now;
+	ext2_ino_t child;
+	blk64_t blk = 0;
+	char *buf = NULL;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_check_rw(fs, "symlink")) || (err = check_name(fs, name)))
+		return err;
+	if (!len)
+		return fs_err(fs, -ENOENT, "symlink '%s': empty target", name);
+	if (len > BS_FS_SYMLINK_MAX || len >= bs)
+		return fs_err(fs, -ENAMETOOLONG, "symlink '%s': a target of %zu "
+			      "bytes; at most %u", name, len,
+			      (unsigned)(bs - 1 < BS_FS_SYMLINK_MAX ?
+					 bs - 1 : BS_FS_SYMLINK_MAX));
+	if ((err = check_dir(fs, dir)) || (err = exists(fs, dir, name)))
+		return err;
+	ret = ext2fs_new_inode(fs->e2, dir, LINUX_S_IFLNK | 0777, NULL, &child);
+	if (ret)
+		return fs_fail(fs, ret, "symlink '%s': no free inode", name);
+	fs_op_note(fs, child);
+	memset(&inode, 0, sizeof(inode));
+	inode.i_mode = LINUX_S_IFLNK | 0777;
+	inode.i_links_count = 1;
+	fs_now(&now);
+	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
+		inode.i_generation = (__u32)now.tv_nsec ^ (__u32)now.tv_sec;
+	ret = ext2fs_inode_size_set(fs->e2, &inode, len);
+	if (ret)
+		return fs_fail(fs, ret, "symlink '%s': size", name);
+	if (len <= FAST_LINK_MAX) {
+		memcpy(inode.i_block, target, len);
+	} else {
+		/* an empty extent tree now, one block mapped below */
+		ret = ext2fs_extent_open2(fs->e2, child, &inode, &h);
+		if (ret)
+			return fs_fail(fs, ret, "symlink '%s': extent tree", name);
+		ext2fs_extent_free(h);
+	}
+	if ((err = fs_write_new_inode(fs, child, &inode, &now)))
+		return err;
+	ext2fs_inode_alloc_stats2(fs->e2, child, +1, 0);
+	fs_op_persist_inode(fs, child);
+	if (len > FAST_LINK_MAX) {
+		ret = ext2fs_new_block2(fs->e2, ext2fs_find_inode_goal(
+						fs->e2, child, &inode, 0),
+					NULL, &blk);
+		if (ret) {
+			err = fs_fail(fs, ret, "symlink '%s': no free block",
+				      name);
+			goto undo;
+		}
+		ext2fs_block_alloc_stats2(fs->e2, blk, +1);
+		ret = ext2fs_get_memzero(bs, &buf);
+		if (!ret) {
+			memcpy(buf, target, len);
+			ret = io_channel_write_blk64(fs->e2->io, blk, 1, buf);
+		}
+		ext2fs_free_mem(&buf);
+		if (!ret)
+			ret = ext2fs_extent_open2(fs->e2, child, &inode, &h);
+		if (!ret) {
+			ret = ext2fs_extent_set_bmap(h, 0, blk, 0);
+			ext2fs_extent_free(h);
+		}
+		if (!ret)
+			ret = ext2fs_read_inode(fs->e2, child, &inode);
+		if (!ret)
+			ret = ext2fs_iblk_set(fs->e2, &inode, 1);
+		if (!ret)
+			ret = ext2fs_write_inode(fs->e2, child, &inode);
+		if (ret) {
+			err = fs_fail(fs, ret, "symlink '%s': writing the "
+				      "target", name);
+			goto undo;
+		}
+	}
+	/* the name last, once the inode and its target are on disk */
+	err = dir_link(fs, dir, name, child, EXT2_FT_SYMLINK);
+	if (err)
+		goto undo;
+	if ((err = touch(fs, dir, 0)))
+		return err;
+	if (ino)
+		*ino = child;
+	return 0;
+undo:
+	/* unnamed: free again (the op frees the block nothing maps then) */
+	if (!ext2fs_read_inode(fs->e2, child, &inode)) {
+		inode.i_links_count = 0;
+		inode.i_dtime = now32();
+		if (!ext2fs_write_inode(fs->e2, child, &inode))
+			ext2fs_inode_alloc_stats2(fs->e2, child, -1, 0);
+	}
+	return err;
+}
+
+int bs_fs_symlink_at(struct bs_fs *fs, uint32_t dir, const char *name,
+		     const char *target, uint32_t *ino)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_symlink(fs, dir, name, target, ino));
+}
+
+int bs_fs_symlink(struct bs_fs *fs, const char *path, const char *target,
+		  uint32_t *ino)
+{
+	char name[NAME_MAX_EXT4 + 1];
+	uint32_t dir;
+	bool slash;
+	int err = walk(fs, path, &dir, name, sizeof(name), &slash);
+
+	if (err)
+		return err;
+	/* symlink(2) of "l/": the name exists or it is ENOENT */
+	if (slash)
+		return fs_err(fs, -ENOENT, "%s: a symbolic link cannot be "
+			      "named with a trailing '/'", path);
+	return bs_fs_symlink_at(fs, dir, name, target, ino);
+}
+
+int bs_fs_readlink(struct bs_fs *fs, uint32_t ino, char *buf, size_t cap,
+		   size_t *len)
+{
+	uint32_t bs = fs->e2->blocksize;
+	struct ext2_inode inode;
+	uint64_t size;
+	blk64_t blk = 0;
+	char *b = NULL;
+	errcode_t ret;
+	int err;
+
+	if ((err = fs_read_inode(fs, ino, &inode)))
+		return err;
+	if (!LINUX_S_ISLNK(inode.i_mode))
+		return fs_err(fs, -EINVAL, "inode %u is not a symbolic link",
+			      ino);
+	if (!inode.i_links_count)
+		return fs_err(fs, -ENOENT, "inode %u was removed", ino);
+	size = EXT2_I_SIZE(&inode);
+	if (inode.i_flags & (EXT4_INLINE_DATA_FL | EXT4_ENCRYPT_FL))
+		return fs_err(fs, -EOPNOTSUPP, "symbolic link %u: inline data "
+			      "or encrypted target", ino);
+	if (!size || size >= bs || size > BS_FS_SYMLINK_MAX)
+		return fs_err(fs, -EUCLEAN, "symbolic link %u: a target of "
+			      "%llu bytes (filesystem needs checking, run "
+			      "e2fsck)", ino, (unsigned long long)size);
+	/* fast when it holds no block (the kernel's rule), whatever size */
+	if (!ext2fs_inode_data_blocks2(fs->e2, &inode)) {
+		if (size > FAST_LINK_MAX)
+			return fs_err(fs, -EUCLEAN, "symbolic link %u: %llu "
+				      "bytes and no block (filesystem needs "
+				      "checking, run e2fsck)", ino,
+				      (unsigned long long)size);
+		memcpy(buf, inode.i_block, size < cap ? size : cap);
+		*len = size;
+		return 0;
+	}
+	ret = ext2fs_bmap2(fs->e2, ino, &inode, NULL, 0, 0, NULL, &blk);
+	if (!ret && !blk)
+		return fs_err(fs, -EUCLEAN, "symbolic link %u has no block "
+			      "(filesystem needs checking, run e2fsck)", ino);
+	if (!ret)
+		ret = ext2fs_get_mem(bs, &b);
+	if (!ret)
+		ret = io_channel_read_blk64(fs->e2->io, blk, 1, b);
+	if (!ret) {
+		memcpy(buf, b, size < cap ? size : cap);
+		*len = size;
+	}
+	ext2fs_free_mem(&b);
+	if (ret)
+		return fs_fail(fs, ret, "reading symbolic link %u", ino);
+	return 0;
+}
+
+/*
+ * The count first, then the name: a failure between them leaves one link
+ * too many (e2fsck lowers it), never a name the count misses.
+ */
+static int do_link(struct bs_fs *fs, uint32_t ino, uint32_t dir,
+		   const char *name)
+{
+	struct ext2_inode inode;
+	int err;
+
+	if ((err = fs_check_rw(fs, "link")) || (err = check_name(fs, name)) ||
+	    (err = check_dir(fs, dir)) || (err = exists(fs, dir, name)) ||
+	    (err = fs_read_inode(fs, ino, &inode)))
+		return err;
+	if (!inode.i_links_count || !inode.i_mode ||
+	    !ext2fs_test_inode_bitmap2(fs->e2->inode_map, ino))
+		return fs_err(fs, -ENOENT, "inode %u was removed", ino);
+	if (LINUX_S_ISDIR(inode.i_mode))
+		return fs_err(fs, -EPERM, "'%s': hard links to directories "
+			      "are not allowed", name);
+	if (ino < EXT2_FIRST_INO(fs->e2->super))
+		return fs_err(fs, -EPERM, "inode %u is reserved", ino);
+	if (inode.i_links_count >= EXT2_LINK_MAX)
+		return fs_err(fs, -EMLINK, "inode %u has %u links already", ino,
+			      inode.i_links_count);
+	inode.i_links_count++;
+	if ((err = fs_write_inode_times(fs, ino, &inode, FS_CTIME, NULL)))
+		return err;
+	err = dir_link(fs, dir, name, ino, mode_ftype(inode.i_mode));
+	if (err) {
+		/* no new name: the count back (the op repairs the rest) */
+		if (!ext2fs_read_inode(fs->e2, ino, &inode)) {
+			inode.i_links_count--;
+			ext2fs_write_inode(fs->e2, ino, &inode);
+		}
+		return err;
+	}
+	return touch(fs, dir, 0);
+}
+
+int bs_fs_link_at(struct bs_fs *fs, uint32_t ino, uint32_t dir,
+		  const char *name)
+{
+	struct fs_op op;
+
+	fs_op_begin(&op, fs);
+	return fs_op_end(&op, do_link(fs, ino, dir, name));
+}
+
+int bs_fs_link(struct bs_fs *fs, const char *from, const char *to)
+{
+	char name[NAME_MAX_EXT4 + 1];
+	uint32_t ino, dir;
+	bool slash;
+	int err;
+
+	if ((err = walk(fs, from, &ino, NULL, 0, NULL)) ||
+	    (err = walk(fs, to, &dir, name, sizeof(name), &slash)))
+		return err;
+	if (slash)
+		return fs_err(fs, -ENOENT, "%s: a link cannot be named with a "
+			      "trailing '/'", to);
+	return bs_fs_link_at(fs, ino, dir, name);
 }
 
 /* ---- removing -------------------------------------------------------------- */
@@ -488,8 +872,7 @@ static int drop_link(struct bs_fs *fs, uint32_t ino)
 	dir = LINUX_S_ISDIR(inode.i_mode);
 	if (!dir && inode.i_links_count > 1) {
 		inode.i_links_count--;
-		inode.i_ctime = now32();
-		return fs_write_inode(fs, ino, &inode);
+		return fs_write_inode_times(fs, ino, &inode, FS_CTIME, NULL);
 	}
 	inode.i_links_count = 0;
 	inode.i_ctime = inode.i_dtime = now32();
@@ -513,20 +896,6 @@ static int drop_link(struct bs_fs *fs, uint32_t ino)
 		return err;
 	ext2fs_inode_alloc_stats2(fs->e2, ino, -1, dir);
 	return 0;
-}
-
-static int mode_ftype(uint32_t mode)
-{
-	switch (mode & LINUX_S_IFMT) {
-	case LINUX_S_IFREG: return EXT2_FT_REG_FILE;
-	case LINUX_S_IFDIR: return EXT2_FT_DIR;
-	case LINUX_S_IFCHR: return EXT2_FT_CHRDEV;
-	case LINUX_S_IFBLK: return EXT2_FT_BLKDEV;
-	case LINUX_S_IFIFO: return EXT2_FT_FIFO;
-	case LINUX_S_IFSOCK: return EXT2_FT_SOCK;
-	case LINUX_S_IFLNK: return EXT2_FT_SYMLINK;
-	default: return EXT2_FT_UNKNOWN;
-	}
 }
 
 static int get_kind2(struct bs_fs *fs, uint32_t ino, bool *dir, int *ftype)

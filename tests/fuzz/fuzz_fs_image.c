@@ -3,8 +3,9 @@
  * libFuzzer target: the ext4 layer (lib/fs/) on a hostile image. The
  * input is an image held in a mem device; it is opened read-only (info,
  * a bounded walk of the tree with stat, map and the first bytes of every
- * file) and then read-write (put, mkdir, rename, truncate, fallocate of
- * every mode, rm); either open may refuse. Nothing may crash, hang or
+ * file, readlink of every symbolic link) and then read-write (put, mkdir,
+ * rename, truncate, fallocate of every mode, symlink, link, mknod,
+ * setattr, rm); either open may refuse. Nothing may crash, hang or
  * leak, whatever the image says.
  *
  * Input layout:
@@ -132,6 +133,15 @@ static void visit(struct walk *top, uint32_t ino, unsigned depth)
 					 st.size - 50);
 		return;
 	}
+	if (S_ISLNK(st.mode)) {
+		size_t len = 0;
+
+		/* a short buffer: the length is told, the copy is not */
+		if (!bs_fs_readlink(top->fs, ino, (char *)iobuf, 100, &len) &&
+		    (!len || len > BS_FS_SYMLINK_MAX || len != st.size))
+			abort();
+		return;
+	}
 	if (!S_ISDIR(st.mode) || depth >= MAX_DEPTH)
 		return;
 	if (bs_fs_readdir(top->fs, ino, collect, &w) < 0)
@@ -221,6 +231,24 @@ static void pass_rw(struct bs_dev *dev, unsigned pick)
 		(void)bs_fs_truncate(fs, ino, 20000);
 	}
 	(void)bs_fs_rename(fs, "/new", "/nd/y");
+	/* links, nodes and attributes, on whatever the image has */
+	memset(iobuf, 'l', 300);
+	iobuf[300] = 0;
+	(void)bs_fs_symlink(fs, "/nd/sl", "y", NULL);
+	(void)bs_fs_symlink(fs, "/sl2", (const char *)iobuf, NULL);
+	(void)bs_fs_link(fs, "/nd/y", "/hl");
+	(void)bs_fs_mknod(fs, "/nd/c", S_IFCHR | 0600, 300, 70000, NULL);
+	if (!bs_fs_lookup(fs, "/hl", &ino)) {
+		struct bs_fs_setattr sa = {
+			.mask = BS_FS_SET_MODE | BS_FS_SET_UID |
+				BS_FS_SET_MTIME | BS_FS_SET_ATIME_NOW,
+			.mode = 04755, .uid = 70000, .mtime = 5000000000ll,
+			.mtime_ns = 1,
+		};
+		(void)bs_fs_setattr(fs, ino, &sa);
+	}
+	(void)bs_fs_unlink(fs, "/sl2");
+	(void)bs_fs_unlink(fs, "/nd/c");
 	/* the image's own entries, as found: write, move, remove */
 	for (i = 0; i < nm.n && i < 3; i++) {
 		const char *p = nm.name[(pick + i) % nm.n];
@@ -234,6 +262,8 @@ static void pass_rw(struct bs_dev *dev, unsigned pick)
 			(void)bs_fs_unlink(fs, p);
 	}
 	(void)bs_fs_unlink(fs, "/nd/y");
+	(void)bs_fs_unlink(fs, "/hl");
+	(void)bs_fs_unlink(fs, "/nd/sl");
 	(void)bs_fs_unlink(fs, "/nd/x");
 	(void)bs_fs_fsync(fs, BS_FS_ROOT_INO);
 	(void)bs_fs_close(fs);
@@ -395,7 +425,11 @@ static int make_seed(const char *dir, const char *name, uint64_t bytes,
 	if (files >= 1 &&
 	    (put(fs, "/a", 100, 'a') || bs_fs_mkdir(fs, "/d", 0755, NULL) ||
 	     put(fs, "/d/f", 3 * bs + 17, 'f') ||
-	     bs_fs_mkdir(fs, "/d/e", 0700, NULL)))
+	     bs_fs_mkdir(fs, "/d/e", 0700, NULL) ||
+	     bs_fs_symlink(fs, "/d/s", "f", NULL) ||
+	     bs_fs_symlink(fs, "/d/slow", "/0123456789/0123456789/0123456789/"
+			   "0123456789/0123456789/0123456789", NULL) ||
+	     bs_fs_link(fs, "/a", "/d/a2")))
 		goto close;
 	if (files >= 2) {
 		char p[32];

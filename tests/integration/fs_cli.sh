@@ -19,7 +19,8 @@ fsck_clean() {
 
 note "help and usage"
 run_bs 0 help fs
-for s in mkfs ls stat put cat rm mkdir fallocate map EXIT; do
+for s in mkfs ls stat put cat rm mkdir ln readlink chmod chown touch mknod \
+	fallocate map EXIT; do
 	grep -q "$s" <<<"$OUT" || fail "help fs lacks '$s'"
 done
 run_bs 0 fs --help
@@ -69,6 +70,49 @@ run_bs 1 fs rm "$DEV" /
 run_bs 0 fs rm "$DEV" /d
 run_bs 1 fs ls "$DEV" /d
 expect_err "fs ls /d" "No such file"
+
+note "ln, ln -s, readlink, chmod, chown, touch, mknod"
+run_bs 0 fs ln -s "$DEV" data /l
+run_bs 0 fs readlink "$DEV" /l
+[[ $OUT == data ]] || fail "readlink /l: $OUT"
+run_bs 1 fs readlink "$DEV" /data
+expect_err "fs readlink /data" "Invalid argument" "not a symbolic link"
+run_bs 1 fs ln -s "$DEV" "" /l2
+expect_err "fs ln /l2" "No such file or directory" "empty target"
+run_bs 1 fs ln -s "$DEV" "$(printf 'x%.0s' $(seq 4096))" /l2
+expect_err "fs ln /l2" "File name too long"
+run_bs 0 fs ln "$DEV" /data /data2
+run_bs 1 fs ln "$DEV" /data /l
+expect_err "fs ln /l" "File exists"
+run_bs 1 fs ln "$DEV" /lost+found /lf
+expect_err "fs ln /lf" "Operation not permitted" "directories"
+run_bs 0 fs chmod "$DEV" 4755 /data
+run_bs 0 fs chown "$DEV" 7:8 /data2   # chown(2) clears set-user-ID
+run_bs 0 fs stat "$DEV" /data
+grep -q '(0755)' <<<"$OUT" || fail "chown kept set-user-ID: $OUT"
+run_bs 0 fs chmod "$DEV" 2755 /data
+run_bs 0 fs touch -d 86400.000000001 "$DEV" /data
+run_bs 0 fs touch "$DEV" /new
+run_bs 0 fs mknod "$DEV" /null c 1 3
+run_bs 0 fs stat "$DEV" /data
+for w in '(02755)' 'links +2' 'uid / gid +7 / 8' \
+	'atime +1970-01-02 00:00:00.000000001 UTC' 'mtime +1970-01-02 00:00:00.000000001'; do
+	grep -Eq -- "$w" <<<"$OUT" || fail "stat /data lacks '$w': $OUT"
+done
+run_bs 0 fs stat "$DEV" /null
+grep -Eq 'device +1:3' <<<"$OUT" || fail "stat /null: $OUT"
+run_bs 0 fs ls -l "$DEV" /
+grep -q ' l -> data$' <<<"$OUT" || fail "ls -l: no 'l -> data': $OUT"
+grep -Eq '^-rwxr-sr-x +2 +7 +8 ' <<<"$OUT" || fail "ls -l: /data: $OUT"
+run_bs 1 fs chmod "$DEV" 644 /l
+expect_err "fs chmod /l" "Operation not supported"
+run_bs 2 fs chmod "$DEV" 8 /data
+run_bs 2 fs chown "$DEV" x /data
+run_bs 2 fs touch -d yesterday "$DEV" /data
+run_bs 2 fs mknod "$DEV" /x c
+run_bs 2 fs mknod "$DEV" /x q
+for n in /l /data2 /new /null; do run_bs 0 fs rm "$DEV" "$n"; done
+fsck_clean "links and attributes"
 
 note "fallocate modes and map"
 run_bs 0 fs fallocate -l 8M "$DEV" /u

@@ -137,6 +137,13 @@ psweep "rm" rm e /keep
 psweep "mkdir" mkdir e /d/sub
 psweep "mv" mv e /keep /d/keep2
 psweep "mv over a file" mv e /keep /victim
+LONG=$(printf '/target%.0s' $(seq 500))
+psweep "ln -s (a block)" ln -s e "$LONG" /d/sl
+psweep "ln -s (fast)" ln -s e keep /d/sl
+psweep "ln" ln e /keep /d/k2
+psweep "chmod" chmod e 600 /keep
+psweep "touch -d" touch -d 1.5 e /keep
+psweep "mknod" mknod e /d/c c 1 3
 wait
 
 # every sweep's lines in order, then its verdict (a sweep that failed

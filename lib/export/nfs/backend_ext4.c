@@ -11,10 +11,10 @@
  * Backend handle bytes: inode number and generation (4 + 4, big endian):
  * stable across restarts; a reused inode has a new generation (STALE).
  *
- * What the fs layer does not offer is NOTSUPP here: symbolic links, hard
- * links, device/socket/fifo nodes, setting mode, owner or times (a mode
- * given at creation is used). Times have whole seconds, so `change` (the
- * ctime) moves at most once a second.
+ * Symbolic links, hard links, SETATTR of size, mode, owner and times are
+ * the fs layer's; times have nanoseconds (ext4's large inodes), `change`
+ * is the ctime in nanoseconds. Device nodes, sockets and fifos are
+ * made by bs_fs_mknod (a device number over 12:20 bits is INVAL).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,10 +95,15 @@ static void fill(const struct bs_fs_stat *st, struct nfs_attr *a)
 	a->size = st->size;
 	a->used = st->blocks * 512;
 	a->fileid = st->ino;
-	a->change = (uint64_t)st->ctime * 1000000000ull;
+	a->change = (uint64_t)st->ctime * 1000000000ull + st->ctime_ns;
 	a->atime.tv_sec = st->atime;
+	a->atime.tv_nsec = st->atime_ns;
 	a->mtime.tv_sec = st->mtime;
+	a->mtime.tv_nsec = st->mtime_ns;
 	a->ctime.tv_sec = st->ctime;
+	a->ctime.tv_nsec = st->ctime_ns;
+	a->rdev_major = st->rdev_major;
+	a->rdev_minor = st->rdev_minor;
 }
 
 static int x_root(struct nfs_backend *b, struct nfs_fh *out)
@@ -207,8 +212,18 @@ static int x_create(struct nfs_backend *b, const struct nfs_fh *dir,
 		err = bs_fs_create_at(FS(b), st.ino, name, mode & 07777, &ino);
 	else if (type == NF4DIR)
 		err = bs_fs_mkdir_at(FS(b), st.ino, name, mode & 07777, &ino);
+	else if (type == NF4LNK && link)
+		err = bs_fs_symlink_at(FS(b), st.ino, name, link, &ino);
+	else if (type == NF4BLK || type == NF4CHR)
+		err = bs_fs_mknod_at(FS(b), st.ino, name, (type == NF4BLK ?
+				     S_IFBLK : S_IFCHR) | (mode & 07777), maj,
+				     min, &ino);
+	else if (type == NF4SOCK || type == NF4FIFO)
+		err = bs_fs_mknod_at(FS(b), st.ino, name, (type == NF4SOCK ?
+				     S_IFSOCK : S_IFIFO) | (mode & 07777), 0, 0,
+				     &ino);
 	else
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	if (!err)
 		err = fh_of(b, ino, out, &st);
 	return err;
@@ -242,37 +257,72 @@ static int x_rename(struct nfs_backend *b, const struct nfs_fh *sdir,
 static int x_link(struct nfs_backend *b, const struct nfs_fh *fh,
 		  const struct nfs_fh *dir, const char *name)
 {
-	return -EOPNOTSUPP;
+	struct bs_fs_stat s, d;
+	int err = ino_of(b, fh, &s);
+
+	if (!err)
+		err = ino_of(b, dir, &d);
+	if (!err)
+		err = bs_fs_link_at(FS(b), s.ino, d.ino, name);
+	return err;
 }
 
 static int x_readlink(struct nfs_backend *b, const struct nfs_fh *fh,
 		      char *buf, size_t cap, size_t *len)
 {
-	return -EOPNOTSUPP;
+	struct bs_fs_stat st;
+	int err = ino_of(b, fh, &st);
+
+	if (!err)
+		err = bs_fs_readlink(FS(b), st.ino, buf, cap, len);
+	/* readlink(2) truncates; the reply must not */
+	if (!err && *len > cap)
+		err = -ENAMETOOLONG;
+	return err;
 }
 
 static int x_setattr(struct nfs_backend *b, const struct nfs_fh *fh,
 		     const struct nfs_sattr *sa)
 {
+	struct bs_fs_setattr fa = { 0 };
 	struct bs_fs_stat st;
 	int err = ino_of(b, fh, &st);
 
 	if (err)
 		return err;
-	if (sa->mask & ~NFS_SA_SIZE) {
-		/* only what already holds can be "set" */
-		if ((sa->mask & NFS_SA_MODE) && sa->mode != (st.mode & 07777))
-			return -EOPNOTSUPP;
-		if ((sa->mask & NFS_SA_UID) && sa->uid != st.uid)
-			return -EOPNOTSUPP;
-		if ((sa->mask & NFS_SA_GID) && sa->gid != st.gid)
-			return -EOPNOTSUPP;
-		if (sa->mask & (NFS_SA_ATIME | NFS_SA_MTIME))
-			return -EOPNOTSUPP;
-	}
-	if (sa->mask & NFS_SA_SIZE)
+	if (sa->mask & NFS_SA_SIZE) {
 		err = bs_fs_truncate(FS(b), st.ino, sa->size);
-	return err;
+		if (err)
+			return err;
+	}
+	/* a symbolic link's mode is not changed, as on the directory backend */
+	if ((sa->mask & NFS_SA_MODE) && !S_ISLNK(st.mode)) {
+		fa.mask |= BS_FS_SET_MODE;
+		fa.mode = sa->mode;
+	}
+	if (sa->mask & NFS_SA_UID) {
+		fa.mask |= BS_FS_SET_UID;
+		fa.uid = sa->uid;
+	}
+	if (sa->mask & NFS_SA_GID) {
+		fa.mask |= BS_FS_SET_GID;
+		fa.gid = sa->gid;
+	}
+	if (sa->mask & NFS_SA_ATIME_NOW) {
+		fa.mask |= BS_FS_SET_ATIME_NOW;
+	} else if (sa->mask & NFS_SA_ATIME) {
+		fa.mask |= BS_FS_SET_ATIME;
+		fa.atime = sa->atime.tv_sec;
+		fa.atime_ns = (uint32_t)sa->atime.tv_nsec;
+	}
+	if (sa->mask & NFS_SA_MTIME_NOW) {
+		fa.mask |= BS_FS_SET_MTIME_NOW;
+	} else if (sa->mask & NFS_SA_MTIME) {
+		fa.mask |= BS_FS_SET_MTIME;
+		fa.mtime = sa->mtime.tv_sec;
+		fa.mtime_ns = (uint32_t)sa->mtime.tv_nsec;
+	}
+	return fa.mask ? bs_fs_setattr(FS(b), st.ino, &fa) : 0;
 }
 
 static int x_read(struct nfs_backend *b, const struct nfs_fh *fh,

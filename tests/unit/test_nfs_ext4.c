@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ext4 backend through nfs_compound() (minor version 2, a session):
+ * CREATE of a symbolic link (short and 4095 bytes), READLINK, LINK with
+ * numlinks, CREATE of device nodes with rawdev, SETATTR of mode, owner
+ * and client/server times with GETATTR reading them back to the
+ * nanosecond, and EXCLUSIVE4 OPEN (the verifier kept in the times: the
+ * same verifier opens again, another is EXIST). The image is e2fsck
+ * -fn clean after each.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blkstack/fs.h>
+
+#include "export/nfs/nfs.h"
+#include "helpers/nfs_th.h"
+#include "helpers/th.h"
+
+struct fix {
+	char dir[64], img[128];
+	struct bs_ctx *ctx;
+	struct bs_dev *dev;
+	struct nfs_server *srv;
+	uint8_t sid[NFS4_SESSIONID_SIZE];
+	uint32_t seq;
+};
+
+static uint8_t out[NFS_MAX_REPLY];
+
+/* the last op's status; @d after its status */
+static uint32_t run(struct fix *f, struct xdr_enc *e, struct xdr_dec *d)
+{
+	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS };
+	struct xdr_dec a;
+	struct xdr_enc r;
+	uint32_t l, n, st = NFS4_OK, i;
+
+	assert_int_equal(xdr_enc_err(e), 0);
+	xdr_dec_init(&a, e->buf, xdr_enc_len(e));
+	xdr_enc_init(&r, out, sizeof(out));
+	assert_int_equal(nfs_compound(f->srv, &cred, 2, &a, &r), 0);
+	xdr_dec_init(d, out, xdr_enc_len(&r));
+	xdr_get_u32(d);
+	xdr_get_opaque_ref(d, &l, 64);
+	n = xdr_get_u32(d);
+	/* ops before the last have no result body here but SEQUENCE's */
+	for (i = 0; i < n; i++) {
+		xdr_get_u32(d);
+		st = xdr_get_u32(d);
+		if (i == 0 && n > 1 && st == NFS4_OK)
+			xdr_skip(d, 36);
+		if (st)
+			break;
+	}
+	return st;
+}
+
+/* SEQUENCE and @nops ops the caller appends */
+static void head(struct fix *f, struct xdr_enc *e, uint8_t *b, size_t cap,
+		 uint32_t nops)
+{
+	xdr_enc_init(e, b, cap);
+	xdr_put_u32(e, 0);
+	xdr_put_u32(e, 2);
+	xdr_put_u32(e, 1 + nops);
+	xdr_put_u32(e, OP_SEQUENCE);
+	xdr_put_fixed(e, f->sid, sizeof(f->sid));
+	xdr_put_u32(e, ++f->seq);
+	xdr_put_u32(e, 0);
+	xdr_put_u32(e, 0);
+	xdr_put_bool(e, false);
+}
+
+/* PUTROOTFH and LOOKUP of each component of @path ("a/b"; "" = root) */
+static uint32_t nops_of(const char *path)
+{
+	uint32_t n = 1;
+
+	if (*path)
+		for (n = 2; *path; path++)
+			n += *path == '/';
+	return n;
+}
+
+static void put_path(struct xdr_enc *e, const char *path)
+{
+	char buf[256], *p, *save = NULL;
+
+	xdr_put_u32(e, OP_PUTROOTFH);
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = strtok_r(buf, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+		xdr_put_u32(e, OP_LOOKUP);
+		xdr_put_cstring(e, p, 255);
+	}
+}
+
+static int sh(const char *cmd)
+{
+	int rc = system(cmd);
+
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void start(struct fix *f)
+{
+	uint8_t b[256], verf[8] = { 2 };
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t id;
+	uint32_t seq, i;
+
+	f->srv = nfs_th_ext4_server(f->dev);
+	if (!f->srv)
+		fail_msg("ext4 server: %s", bs_last_error());
+	f->seq = 0;
+	xdr_enc_init(&e, b, sizeof(b));
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, 2);
+	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, OP_EXCHANGE_ID);
+	xdr_put_fixed(&e, verf, sizeof(verf));
+	xdr_put_cstring(&e, "ext4", 64);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, SP4_NONE);
+	xdr_put_u32(&e, 0);
+	assert_int_equal(run(f, &e, &d), NFS4_OK);
+	id = xdr_get_u64(&d);
+	seq = xdr_get_u32(&d);
+	xdr_enc_init(&e, b, sizeof(b));
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, 2);
+	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, OP_CREATE_SESSION);
+	xdr_put_u64(&e, id);
+	xdr_put_u32(&e, seq);
+	xdr_put_u32(&e, 0);
+	for (i = 0; i < 2; i++) {
+		xdr_put_u32(&e, 0);
+		xdr_put_u32(&e, 65536);
+		xdr_put_u32(&e, 65536);
+		xdr_put_u32(&e, 8192);
+		xdr_put_u32(&e, 16);
+		xdr_put_u32(&e, 4);
+		xdr_put_u32(&e, 0);
+	}
+	xdr_put_u32(&e, 0x40000000);
+	xdr_put_u32(&e, 0);
+	assert_int_equal(run(f, &e, &d), NFS4_OK);
+	xdr_get_fixed(&d, f->sid, sizeof(f->sid));
+	head(f, &e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
+	xdr_put_bool(&e, false);
+	assert_int_equal(run(f, &e, &d), NFS4_OK);
+}
+
+/* Stop the server (the filesystem closed clean) and e2fsck -fn. */
+static void stop_fsck(struct fix *f)
+{
+	char cmd[512];
+	int rc;
+
+	nfs_server_put(f->srv);
+	f->srv = NULL;
+	assert_int_equal(bs_flush_sync(f->dev), 0);
+	snprintf(cmd, sizeof(cmd), "e2fsck -fn '%s' >'%s/fsck' 2>&1", f->img,
+		 f->dir);
+	rc = sh(cmd);
+	if (rc) {
+		snprintf(cmd, sizeof(cmd), "cat '%s/fsck' >&2", f->dir);
+		sh(cmd);
+	}
+	assert_int_equal(rc, 0);
+}
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+	struct bs_fs *fs;
+	uint32_t ino;
+	char spec[200];
+
+	strcpy(f->dir, "/var/tmp/test_nfs_ext4.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->img, sizeof(f->img), "%s/fs.img", f->dir);
+	assert_int_equal(bs_ctx_new(&f->ctx), 0);
+	snprintf(spec, sizeof(spec), "file:%s,size=64M", f->img);
+	f->dev = th_dev(f->ctx, "e", spec);
+	if (bs_fs_mkfs(f->dev, NULL) || bs_fs_open(f->dev, 0, &fs))
+		fail_msg("mkfs: %s", bs_last_error());
+	/* a regular file to link and set: CREATE makes no regular files */
+	assert_int_equal(bs_fs_create(fs, "/f", 0644, &ino), 0);
+	assert_int_equal(bs_fs_write(fs, ino, "data", 4, 0), 4);
+	assert_int_equal(bs_fs_close(fs), 0);
+	start(f);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+	char p[160];
+
+	if (f->srv)
+		nfs_server_put(f->srv);
+	bs_dev_destroy(f->dev);
+	bs_ctx_free(f->ctx);
+	unlink(f->img);
+	snprintf(p, sizeof(p), "%s/fsck", f->dir);
+	unlink(p);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* ---- attributes ----------------------------------------------------------- */
+
+struct at {
+	uint32_t type, mode, nlink, rmaj, rmin;
+	char owner[32];
+	int64_t asec, msec;
+	uint32_t ansec, mnsec;
+};
+
+#define W1(a) (1u << ((a) - 32))
+
+static uint32_t getattr(struct fix *f, const char *path, struct at *at)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t st, n, w0, w1, l;
+	const uint8_t *p;
+
+	head(f, &e, b, sizeof(b), nops_of(path) + 1);
+	put_path(&e, path);
+	xdr_put_u32(&e, OP_GETATTR);
+	xdr_put_u32(&e, 2);
+	xdr_put_u32(&e, 1u << FATTR4_TYPE);
+	xdr_put_u32(&e, W1(FATTR4_MODE) | W1(FATTR4_NUMLINKS) |
+			W1(FATTR4_OWNER) | W1(FATTR4_RAWDEV) |
+			W1(FATTR4_TIME_ACCESS) | W1(FATTR4_TIME_MODIFY));
+	st = run(f, &e, &d);
+	if (st)
+		return st;
+	n = xdr_get_u32(&d);
+	assert_int_equal(n, 2);
+	w0 = xdr_get_u32(&d);
+	w1 = xdr_get_u32(&d);
+	assert_int_equal(w0, 1u << FATTR4_TYPE);
+	assert_int_equal(w1, W1(FATTR4_MODE) | W1(FATTR4_NUMLINKS) |
+				     W1(FATTR4_OWNER) | W1(FATTR4_RAWDEV) |
+				     W1(FATTR4_TIME_ACCESS) |
+				     W1(FATTR4_TIME_MODIFY));
+	xdr_get_u32(&d);	/* the attrlist's length */
+	at->type = xdr_get_u32(&d);
+	at->mode = xdr_get_u32(&d);
+	at->nlink = xdr_get_u32(&d);
+	p = xdr_get_opaque_ref(&d, &l, sizeof(at->owner) - 1);
+	assert_non_null(p);
+	memcpy(at->owner, p, l);
+	at->owner[l] = 0;
+	at->rmaj = xdr_get_u32(&d);
+	at->rmin = xdr_get_u32(&d);
+	at->asec = xdr_get_i64(&d);
+	at->ansec = xdr_get_u32(&d);
+	at->msec = xdr_get_i64(&d);
+	at->mnsec = xdr_get_u32(&d);
+	assert_int_equal(xdr_dec_err(&d), 0);
+	return NFS4_OK;
+}
+
+static uint32_t readlink_of(struct fix *f, const char *path, char *buf,
+			    size_t cap)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	const uint8_t *p;
+	uint32_t st, l;
+
+	head(f, &e, b, sizeof(b), nops_of(path) + 1);
+	put_path(&e, path);
+	xdr_put_u32(&e, OP_READLINK);
+	st = run(f, &e, &d);
+	if (st)
+		return st;
+	p = xdr_get_opaque_ref(&d, &l, (uint32_t)cap - 1);
+	assert_non_null(p);
+	memcpy(buf, p, l);
+	buf[l] = 0;
+	return NFS4_OK;
+}
+
+/* CREATE @name in the root: type NF4LNK (@data the target) or a node */
+static uint32_t create(struct fix *f, uint32_t type, const char *name,
+		       const char *data, uint32_t maj, uint32_t min)
+{
+	static uint8_t b[8192];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(f, &e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_CREATE);
+	xdr_put_u32(&e, type);
+	if (type == NF4LNK)
+		xdr_put_cstring(&e, data, 8192);
+	if (type == NF4BLK || type == NF4CHR) {
+		xdr_put_u32(&e, maj);
+		xdr_put_u32(&e, min);
+	}
+	xdr_put_cstring(&e, name, 255);
+	/* mode 0640 */
+	xdr_put_u32(&e, 2);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, W1(FATTR4_MODE));
+	xdr_put_u32(&e, 4);
+	xdr_put_u32(&e, 0640);
+	return run(f, &e, &d);
+}
+
+static void symlinks(void **state)
+{
+	struct fix *f = *state;
+	char lng[4096], buf[4200];
+	struct at at;
+	int i;
+
+	assert_int_equal(create(f, NF4LNK, "l", "f", 0, 0), NFS4_OK);
+	assert_int_equal(getattr(f, "l", &at), NFS4_OK);
+	assert_int_equal(at.type, NF4LNK);
+	assert_int_equal(at.mode, 0777);
+	assert_int_equal(at.nlink, 1);
+	assert_int_equal(readlink_of(f, "l", buf, sizeof(buf)), NFS4_OK);
+	assert_string_equal(buf, "f");
+	for (i = 0; i < 4095; i++)
+		lng[i] = i % 10 == 9 ? '/' : 'x';
+	lng[4095] = 0;
+	assert_int_equal(create(f, NF4LNK, "long", lng, 0, 0), NFS4_OK);
+	assert_int_equal(readlink_of(f, "long", buf, sizeof(buf)), NFS4_OK);
+	assert_string_equal(buf, lng);
+	assert_int_equal(create(f, NF4LNK, "l", "g", 0, 0), NFS4ERR_EXIST);
+	assert_int_equal(readlink_of(f, "f", buf, sizeof(buf)), NFS4ERR_INVAL);
+	assert_int_equal(readlink_of(f, "", buf, sizeof(buf)), NFS4ERR_ISDIR);
+	/* device nodes, a fifo and a socket with their numbers */
+	assert_int_equal(create(f, NF4CHR, "c", NULL, 1, 3), NFS4_OK);
+	assert_int_equal(create(f, NF4BLK, "b", NULL, 300, 70000), NFS4_OK);
+	assert_int_equal(create(f, NF4FIFO, "p", NULL, 0, 0), NFS4_OK);
+	assert_int_equal(create(f, NF4SOCK, "s", NULL, 0, 0), NFS4_OK);
+	assert_int_equal(getattr(f, "b", &at), NFS4_OK);
+	assert_int_equal(at.type, NF4BLK);
+	assert_int_equal(at.mode, 0640);
+	assert_int_equal(at.rmaj, 300);
+	assert_int_equal(at.rmin, 70000);
+	assert_int_equal(getattr(f, "p", &at), NFS4_OK);
+	assert_int_equal(at.type, NF4FIFO);
+	stop_fsck(f);
+}
+
+static uint32_t link_to(struct fix *f, const char *src, const char *name)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(f, &e, b, sizeof(b), nops_of(src) + 3);
+	put_path(&e, src);
+	xdr_put_u32(&e, OP_SAVEFH);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_LINK);
+	xdr_put_cstring(&e, name, 255);
+	return run(f, &e, &d);
+}
+
+static uint32_t remove_name(struct fix *f, const char *name)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(f, &e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_REMOVE);
+	xdr_put_cstring(&e, name, 255);
+	return run(f, &e, &d);
+}
+
+static void links(void **state)
+{
+	struct fix *f = *state;
+	char buf[64];
+	struct at at;
+
+	assert_int_equal(link_to(f, "f", "g"), NFS4_OK);
+	assert_int_equal(link_to(f, "f", "h"), NFS4_OK);
+	assert_int_equal(getattr(f, "g", &at), NFS4_OK);
+	assert_int_equal(at.nlink, 3);
+	assert_int_equal(link_to(f, "f", "g"), NFS4ERR_EXIST);
+	assert_int_equal(link_to(f, "lost+found", "d"), NFS4ERR_ISDIR);
+	assert_int_equal(create(f, NF4LNK, "l", "f", 0, 0), NFS4_OK);
+	assert_int_equal(link_to(f, "l", "l2"), NFS4_OK);
+	assert_int_equal(readlink_of(f, "l2", buf, sizeof(buf)), NFS4_OK);
+	assert_string_equal(buf, "f");
+	assert_int_equal(remove_name(f, "f"), NFS4_OK);
+	assert_int_equal(getattr(f, "h", &at), NFS4_OK);
+	assert_int_equal(at.nlink, 2);
+	assert_int_equal(remove_name(f, "l"), NFS4_OK);
+	stop_fsck(f);
+}
+
+/* SETATTR on @path: mode, owner, atime (server time or given), mtime */
+static uint32_t setattr(struct fix *f, const char *path, uint32_t mode,
+			const char *owner, bool atime_now, int64_t msec,
+			uint32_t mnsec)
+{
+	uint8_t b[512], stateid[16] = { 0 };
+	struct xdr_enc e, v;
+	struct xdr_dec d;
+	uint8_t vals[128];
+
+	xdr_enc_init(&v, vals, sizeof(vals));
+	xdr_put_u32(&v, mode);
+	xdr_put_cstring(&v, owner, 64);
+	xdr_put_u32(&v, atime_now ? SET_TO_SERVER_TIME4 : SET_TO_CLIENT_TIME4);
+	if (!atime_now) {
+		xdr_put_i64(&v, 1000);
+		xdr_put_u32(&v, 1);
+	}
+	xdr_put_u32(&v, SET_TO_CLIENT_TIME4);
+	xdr_put_i64(&v, msec);
+	xdr_put_u32(&v, mnsec);
+	head(f, &e, b, sizeof(b), nops_of(path) + 1);
+	put_path(&e, path);
+	xdr_put_u32(&e, OP_SETATTR);
+	xdr_put_fixed(&e, stateid, sizeof(stateid));
+	xdr_put_u32(&e, 2);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, W1(FATTR4_MODE) | W1(FATTR4_OWNER) |
+			W1(FATTR4_TIME_ACCESS_SET) | W1(FATTR4_TIME_MODIFY_SET));
+	xdr_put_opaque(&e, vals, xdr_enc_len(&v), 128);
+	return run(f, &e, &d);
+}
+
+static void attributes(void **state)
+{
+	struct fix *f = *state;
+	struct timespec t0;
+	struct at at;
+
+	clock_gettime(CLOCK_REALTIME, &t0);
+	assert_int_equal(setattr(f, "f", 04600, "1000", true, 1234567890,
+				 987654321), NFS4_OK);
+	assert_int_equal(getattr(f, "f", &at), NFS4_OK);
+	assert_int_equal(at.type, NF4REG);
+	assert_int_equal(at.mode, 04600);
+	assert_string_equal(at.owner, "1000");
+	assert_int_equal(at.msec, 1234567890);
+	assert_int_equal(at.mnsec, 987654321);
+	assert_true(at.asec >= t0.tv_sec && at.asec <= t0.tv_sec + 5);
+	/* a client atime, an mtime after 2038 */
+	assert_int_equal(setattr(f, "f", 0755, "0", false, 5000000000ll, 7),
+			 NFS4_OK);
+	assert_int_equal(getattr(f, "f", &at), NFS4_OK);
+	assert_int_equal(at.mode, 0755);
+	assert_string_equal(at.owner, "0");
+	assert_int_equal(at.asec, 1000);
+	assert_int_equal(at.ansec, 1);
+	assert_int_equal(at.msec, 5000000000ll);
+	assert_int_equal(at.mnsec, 7);
+	/* past what ext4 holds: INVAL, nothing changed */
+	assert_int_equal(setattr(f, "f", 0700, "0", false, (int64_t)1 << 40,
+				 0), NFS4ERR_INVAL);
+	assert_int_equal(getattr(f, "f", &at), NFS4_OK);
+	assert_int_equal(at.mode, 0755);
+	/* a directory's mode */
+	assert_int_equal(setattr(f, "lost+found", 0711, "0", true, 1, 0),
+			 NFS4_OK);
+	assert_int_equal(getattr(f, "lost+found", &at), NFS4_OK);
+	assert_int_equal(at.type, NF4DIR);
+	assert_int_equal(at.mode, 0711);
+	stop_fsck(f);
+}
+
+static uint32_t open_excl(struct fix *f, const char *name, uint64_t verf)
+{
+	uint8_t b[512], v[8];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v[i] = (uint8_t)(verf >> (56 - 8 * i));
+	head(f, &e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_OPEN);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, OPEN4_SHARE_ACCESS_BOTH);
+	xdr_put_u32(&e, OPEN4_SHARE_DENY_NONE);
+	xdr_put_u64(&e, 0);
+	xdr_put_cstring(&e, "owner", 64);
+	xdr_put_u32(&e, OPEN4_CREATE);
+	xdr_put_u32(&e, EXCLUSIVE4);
+	xdr_put_fixed(&e, v, sizeof(v));
+	xdr_put_u32(&e, CLAIM_NULL);
+	xdr_put_cstring(&e, name, 255);
+	return run(f, &e, &d);
+}
+
+static void exclusive_open(void **state)
+{
+	struct fix *f = *state;
+	struct at at;
+
+	assert_int_equal(open_excl(f, "x", 0x89abcdef01234567ull), NFS4_OK);
+	assert_int_equal(getattr(f, "x", &at), NFS4_OK);
+	assert_int_equal(at.type, NF4REG);
+	/* a retransmission of the same create finds its verifier */
+	assert_int_equal(open_excl(f, "x", 0x89abcdef01234567ull), NFS4_OK);
+	assert_int_equal(open_excl(f, "x", 0x89abcdef01234568ull),
+			 NFS4ERR_EXIST);
+	assert_int_equal(open_excl(f, "f", 1), NFS4ERR_EXIST);
+	stop_fsck(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(symlinks, setup, teardown),
+		cmocka_unit_test_setup_teardown(links, setup, teardown),
+		cmocka_unit_test_setup_teardown(attributes, setup, teardown),
+		cmocka_unit_test_setup_teardown(exclusive_open, setup,
+						teardown),
+	};
+
+	if (sh("command -v e2fsck >/dev/null"))
+		return 77;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
