@@ -44,6 +44,9 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/t
 # 4 GiB of mem would take 8 GiB more of TSan shadow: a quarter of it
 # here (the p99 limit stays the same)
 export LONGZERO_SIZE=${LONGZERO_SIZE:-1G}
+# ctl_nofreeze: a zeroout that outlasts a few NBD clients (TSan's memset
+# is slow enough at a third of the plain run's 1.5 GiB)
+export NOFREEZE_SIZE=${NOFREEZE_SIZE:-512M}
 
 if [[ ! -x $TSAN_BUILD/blkstackd ]]; then
 	skip "tsan" "$TSAN_BUILD not built (make tsan)"
