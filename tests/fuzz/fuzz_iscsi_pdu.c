@@ -171,20 +171,9 @@ static void drain(struct iscsi_session *s)
 
 	while (iscsi_session_out_bytes(s) && rounds++ < 100000) {
 		struct iovec iov[16];
-		int i, n = iscsi_session_out_iov(s, iov, 16);
-		size_t total = 0;
+		int n = iscsi_session_out_iov(s, iov, 16);
+		size_t total = fz_out_iov_check(iov, n);
 
-		if (n <= 0)
-			abort();	/* bytes queued but nothing to send */
-		for (i = 0; i < n; i++) {
-			volatile const uint8_t *p = iov[i].iov_base;
-
-			if (!iov[i].iov_len)
-				abort();
-			(void)p[0];
-			(void)p[iov[i].iov_len - 1];
-			total += iov[i].iov_len;
-		}
 		if (total > 5 && (rounds & 1))
 			total -= 5;
 		iscsi_session_out_advance(s, total);

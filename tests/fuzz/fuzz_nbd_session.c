@@ -139,20 +139,9 @@ static void drain(struct nbd_session *s)
 
 	while (nbd_session_has_output(s) && rounds++ < 100000) {
 		struct iovec iov[16];
-		int i, n = nbd_session_out_iov(s, iov, 16);
-		size_t total = 0;
+		int n = nbd_session_out_iov(s, iov, 16);
+		size_t total = fz_out_iov_check(iov, n);
 
-		if (n <= 0)
-			abort(); /* has_output but nothing to send */
-		for (i = 0; i < n; i++) {
-			volatile const uint8_t *p = iov[i].iov_base;
-			if (!iov[i].iov_len)
-				abort();
-			/* touch the first and last byte: ASan checks bounds */
-			(void)p[0];
-			(void)p[iov[i].iov_len - 1];
-			total += iov[i].iov_len;
-		}
 		/* sometimes a short send, to cross message boundaries */
 		if (total > 7 && (rounds & 1))
 			total -= 7;

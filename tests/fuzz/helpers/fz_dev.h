@@ -3,6 +3,9 @@
 #ifndef BLKSTACK_FUZZ_FZ_DEV_H
 #define BLKSTACK_FUZZ_FZ_DEV_H
 
+#include <stddef.h>
+#include <sys/uio.h>
+
 #include <blkstack/bdev.h>
 
 /*
@@ -11,5 +14,12 @@
  * is skipped).
  */
 int fz_mem_dev(struct bs_ctx *ctx, const char *spec, struct bs_dev **out);
+
+/*
+ * Check @n output pieces a session offers as a socket would send them:
+ * at least one, none empty, the first and last byte of each readable
+ * (ASan checks the bounds); aborts otherwise. Returns their total.
+ */
+size_t fz_out_iov_check(const struct iovec *iov, int n);
 
 #endif
