@@ -370,6 +370,7 @@ static int nbdc_open(struct bs_dev *dev, struct bs_opts *opts)
 	pthread_mutex_init(&s->st_lock, NULL);
 	s->dev = dev;
 	s->loop = bs_ctx_loop(dev->ctx);
+	s->user_readonly = dev->readonly;	/* the core set it from opts */
 	if ((err = nbdc_opts_parse(opts, dev->name, &s->o))) {
 		nbdc_free(s);
 		return err;

@@ -69,6 +69,7 @@ struct nbdc {
 	struct nbdc_facts facts;
 	struct nbdc_config cfg;
 	bool have_facts;
+	bool user_readonly;		/* "readonly = 1" in the device's options */
 
 	struct nbdc_conn conns[NBDC_MAX_CONNS];
 	unsigned rr;			/* round-robin position */

@@ -220,8 +220,9 @@ static int apply(struct nbdc *s, const struct nbdc_facts *f)
 		l->features &= ~BS_FEAT_WRITE_ZEROES_UNMAP;
 	}
 	dev->size = cfg.size;
-	if (cfg.readonly)
-		dev->readonly = true;
+	/* follow the server both ways (it may restart read-only, then
+	 * read-write again), but never undo the user's "readonly = 1" */
+	dev->readonly = s->user_readonly || cfg.readonly;
 	if (!dev->wz_broken)
 		bs_dev_set_reason(dev, "nbd can_zero=%d can_fast_zero=%d "
 				  "can_trim=%d: %s", f->can_zero,

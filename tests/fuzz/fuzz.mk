@@ -2,7 +2,8 @@
 # tests/fuzz/*.c exist. The library is rebuilt with clang under
 # -fsanitize=fuzzer-no-link,address,undefined into $(FUZZ_BUILD); each
 # tests/fuzz/fuzz_NAME.c becomes $(FUZZ_BUILD)/fuzz_NAME, linked with
-# -fsanitize=fuzzer. Run them with tests/fuzz/run.sh.
+# -fsanitize=fuzzer and with the shared helpers (tests/fuzz/helpers/*.c).
+# Run them with tests/fuzz/run.sh.
 
 BUILD ?= build
 FUZZ_BUILD ?= $(BUILD)/fuzz
@@ -25,10 +26,12 @@ FUZZ_LDLIBS := $(PKG_LIBS) $(EXTRA_LIBS) -lpthread -lm
 
 LIB_SRCS := $(sort $(wildcard lib/*/*.c lib/export/*/*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+HELPER_SRCS := $(sort $(wildcard tests/fuzz/helpers/*.c))
 
 fobj = $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(1))
 FUZZ_LIB := $(FUZZ_BUILD)/libblkstack.a
 FUZZERS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
+HELPER_OBJS := $(call fobj,$(HELPER_SRCS))
 
 .PHONY: all
 .SECONDARY:
@@ -43,8 +46,8 @@ $(FUZZ_LIB): $(call fobj,$(LIB_SRCS))
 	rm -f $@
 	ar rcs $@ $^
 
-$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
-	$(FUZZ_CC) -fsanitize=fuzzer $(SAN) -o $@ $< \
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(HELPER_OBJS) $(FUZZ_LIB)
+	$(FUZZ_CC) -fsanitize=fuzzer $(SAN) -o $@ $< $(HELPER_OBJS) \
 		-Wl,--whole-archive $(FUZZ_LIB) -Wl,--no-whole-archive \
 		$(FUZZ_LDLIBS)
 

@@ -36,6 +36,7 @@
 #include "core/crc32c.h"
 #include "export/iscsi/pdu.h"
 #include "export/iscsi/session.h"
+#include "helpers/fz_dev.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -164,48 +165,15 @@ static const char *const dev_specs[] = {
 	"size=1M;zeroes=none;max_discard=0",
 };
 
-static int make_dev(struct bs_ctx *ctx, unsigned which, struct bs_dev **out)
-{
-	char *copy = strdup(dev_specs[which & 3]), *tok, *save = NULL;
-	struct bs_opts *o = NULL;
-	int err;
-
-	if (!copy)
-		return -1;
-	err = bs_opts_new(&o);
-	for (tok = strtok_r(copy, ";", &save); tok && !err;
-	     tok = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(tok, '=');
-		*eq = '\0';
-		err = bs_opts_set(o, tok, eq + 1, "fuzz");
-	}
-	if (!err)
-		err = bs_dev_create(ctx, "d", "mem", o, out);
-	bs_opts_free(o);
-	free(copy);
-	return err;
-}
-
 static void drain(struct iscsi_session *s)
 {
 	unsigned rounds = 0;
 
 	while (iscsi_session_out_bytes(s) && rounds++ < 100000) {
 		struct iovec iov[16];
-		int i, n = iscsi_session_out_iov(s, iov, 16);
-		size_t total = 0;
+		int n = iscsi_session_out_iov(s, iov, 16);
+		size_t total = fz_out_iov_check(iov, n);
 
-		if (n <= 0)
-			abort();	/* bytes queued but nothing to send */
-		for (i = 0; i < n; i++) {
-			volatile const uint8_t *p = iov[i].iov_base;
-
-			if (!iov[i].iov_len)
-				abort();
-			(void)p[0];
-			(void)p[iov[i].iov_len - 1];
-			total += iov[i].iov_len;
-		}
 		if (total > 5 && (rounds & 1))
 			total -= 5;
 		iscsi_session_out_advance(s, total);
@@ -292,7 +260,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bs_ctx_new(&ctx))
 		return 0;
 	loop = bs_ctx_loop(ctx);
-	if (make_dev(ctx, (cfg >> 5) & 3, &dev))
+	if (fz_mem_dev(ctx, dev_specs[(cfg >> 5) & 3], &dev))
 		goto out;
 	fz.lbs = bs_dev_limits(dev)->logical_block_size;
 	lc.dev = dev;

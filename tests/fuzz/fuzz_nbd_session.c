@@ -29,6 +29,7 @@
 #include <blkstack/opts.h>
 
 #include "export/nbd/session.h"
+#include "helpers/fz_dev.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -112,28 +113,6 @@ static const char *const dev_specs[] = {
 	"size=4M;logical_block_size=4096;write_cache=1",
 };
 
-static int make_dev(struct bs_ctx *ctx, unsigned which, struct bs_dev **out)
-{
-	char *copy = strdup(dev_specs[which & 3]), *tok, *save = NULL;
-	struct bs_opts *o = NULL;
-	int err;
-
-	if (!copy)
-		return -1;
-	err = bs_opts_new(&o);
-	for (tok = strtok_r(copy, ";", &save); tok && !err;
-	     tok = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(tok, '=');
-		*eq = '\0';
-		err = bs_opts_set(o, tok, eq + 1, "fuzz");
-	}
-	if (!err)
-		err = bs_dev_create(ctx, "d", "mem", o, out);
-	bs_opts_free(o);
-	free(copy);
-	return err;
-}
-
 static int make_export(struct bs_exports *set, const char *name, bool ro,
 		       const char *desc)
 {
@@ -160,20 +139,9 @@ static void drain(struct nbd_session *s)
 
 	while (nbd_session_has_output(s) && rounds++ < 100000) {
 		struct iovec iov[16];
-		int i, n = nbd_session_out_iov(s, iov, 16);
-		size_t total = 0;
+		int n = nbd_session_out_iov(s, iov, 16);
+		size_t total = fz_out_iov_check(iov, n);
 
-		if (n <= 0)
-			abort(); /* has_output but nothing to send */
-		for (i = 0; i < n; i++) {
-			volatile const uint8_t *p = iov[i].iov_base;
-			if (!iov[i].iov_len)
-				abort();
-			/* touch the first and last byte: ASan checks bounds */
-			(void)p[0];
-			(void)p[iov[i].iov_len - 1];
-			total += iov[i].iov_len;
-		}
 		/* sometimes a short send, to cross message boundaries */
 		if (total > 7 && (rounds & 1))
 			total -= 7;
@@ -215,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bs_ctx_new(&ctx))
 		return 0;
 	loop = bs_ctx_loop(ctx);
-	if (make_dev(ctx, (cfg >> 1) & 3, &dev) ||
+	if (fz_mem_dev(ctx, dev_specs[(cfg >> 1) & 3], &dev) ||
 	    bs_exports_new(ctx, &fz.set)) {
 		bs_ctx_free(ctx);
 		return 0;

@@ -34,6 +34,8 @@
 #include <blkstack/opts.h>
 
 #include "export/nvmf/nvmf.h"
+#include "helpers/fz_dev.h"
+#include "helpers/fz_nvmf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -44,67 +46,17 @@ static const char *const dev_specs[] = {
 	"size=1M;zeroes=none;max_discard=0",
 };
 
-static int make_dev(struct bs_ctx *ctx, unsigned which, struct bs_dev **out)
-{
-	char *copy = strdup(dev_specs[which & 3]), *tok, *save = NULL;
-	struct bs_opts *o = NULL;
-	int err;
-
-	if (!copy)
-		return -1;
-	err = bs_opts_new(&o);
-	for (tok = strtok_r(copy, ";", &save); tok && !err;
-	     tok = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(tok, '=');
-		*eq = '\0';
-		err = bs_opts_set(o, tok, eq + 1, "fuzz");
-	}
-	if (!err)
-		err = bs_dev_create(ctx, "d", "mem", o, out);
-	bs_opts_free(o);
-	free(copy);
-	return err;
-}
-
-static void drain(void *q)
-{
-	struct iovec iov[16];
-	int n, i;
-
-	while ((n = nvmf_net_proto.output(q, iov, 16)) > 0) {
-		size_t bytes = 0;
-
-		for (i = 0; i < n; i++)
-			bytes += iov[i].iov_len;
-		nvmf_net_proto.sent(q, bytes);
-	}
-}
-
-static bool in_core(struct nvmf_queue *q)
-{
-	struct nvmf_cmd *c;
-
-	for (c = q->cmds; c; c = c->next)
-		if (c->in_core)
-			return true;
-	return false;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct bs_ctx *ctx = NULL;
 	struct bs_dev *dev = NULL;
 	struct bs_loop *loop;
-	struct bs_export exp;
-	struct bs_export_unit unit;
-	struct nvmf_subsys ss;
+	struct fz_nvmf t;
 	struct nvmf_ctrl *ctrl;
-	struct nvmf_ns ns;
 	struct nvmf_queue *q = NULL;
 	void *sess = NULL;
 	size_t off;
 	uint8_t cfg;
-	int i;
 
 	if (size < 1)
 		return 0;
@@ -112,55 +64,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bs_ctx_new(&ctx))
 		return 0;
 	loop = bs_ctx_loop(ctx);
-	if (make_dev(ctx, cfg & 3, &dev))
+	if (fz_mem_dev(ctx, dev_specs[cfg & 3], &dev) ||
+	    fz_nvmf_setup(&t, loop, dev, true))
 		goto out;
-	memset(&exp, 0, sizeof(exp));
-	memset(&unit, 0, sizeof(unit));
-	memset(&ss, 0, sizeof(ss));
-	memset(&ns, 0, sizeof(ns));
-	pthread_mutex_init(&ss.lock, NULL);
-	unit.exp = &exp;
-	unit.dev = dev;
-	strcpy(unit.name, "d");
-	bs_dev_caps(dev, &unit.caps);
-	exp.units = &unit;
-	exp.nunits = 1;
-	ns.nsid = 1;
-	ns.unit = &unit;
-	ns.caps = unit.caps;
-	strcpy(ss.nqn, "nqn.2026-12.org.blkstack:fuzz");
-	ss.exp = &exp;
-	ss.loop = loop;
-	ss.ns = &ns;
-	ss.nns = 1;
-	ss.hdgst_ok = ss.ddgst_ok = true;
-	ss.max_ioq = 2;
-	ss.qdepth = 32;
-	ss.next_cntlid = 2;
-	strcpy(ss.listen, "127.0.0.1:4420");
-	ctrl = calloc(1, sizeof(*ctrl));
-	if (!ctrl)
-		goto free_lock;
-	ctrl->ioq = calloc(ss.max_ioq + 1, sizeof(*ctrl->ioq));
-	if (!ctrl->ioq) {
-		free(ctrl);
-		goto free_lock;
-	}
-	ctrl->ss = &ss;
-	ctrl->cntlid = 1;
-	strcpy(ctrl->hostnqn, "nqn.2014-08.org.example:fuzz");
-	if (!(cfg & 16)) {
+	ctrl = t.ctrl;
+	if (cfg & 16)
+		ctrl->csts = 0;
+	else
 		ctrl->cc = BS_NVME_CC_EN;
-		ctrl->csts = BS_NVME_CSTS_RDY;
-	}
-	ctrl->nr_ioq = 2;
-	ctrl->wce = true;
 	ctrl->aen_cfg = BS_NVME_AEN_CFG_NS_ATTR;
-	ctrl->refs = 1;		/* ours */
-	ss.ctrls = ctrl;
 
-	if (nvmf_net_proto.start(&ss, NULL, &sess))
-		goto free_ctrl;
+	if (nvmf_net_proto.start(&t.ss, NULL, &sess))
+		goto free_fixture;
 	q = sess;
 	if (!(cfg & 8)) {
 		q->ctrl = ctrl;
@@ -180,9 +95,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (kind % 8 == 7) {
 			uint32_t nsid = off < size ? data[off++] : 1;
 
-			pthread_mutex_lock(&ss.lock);
-			nvmf_aen_ns_changed(&ss, nsid);
-			pthread_mutex_unlock(&ss.lock);
+			pthread_mutex_lock(&t.ss.lock);
+			nvmf_aen_ns_changed(&t.ss, nsid);
+			pthread_mutex_unlock(&t.ss.lock);
 		} else {
 			const uint8_t *sqe;
 			uint32_t dlen;
@@ -201,28 +116,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			off += dlen;
 		}
 		bs_loop_run_once(loop, 0);
-		drain(q);
-		if (q->ncmds > ss.qdepth)
+		fz_nvmf_drain(q);
+		if (q->ncmds > t.ss.qdepth)
 			break;
 	}
-	for (i = 0; i < 10000 && in_core(q); i++) {
-		bs_loop_run_once(loop, 1);
-		drain(q);
-	}
-	drain(q);
+	fz_nvmf_settle(loop, q);
 	nvmf_net_proto.close(q, "fuzz input ended");
 	/* the queue's messages were taken back; nothing else is queued */
 	bs_loop_run_once(loop, 0);
-free_ctrl:
-	while (ss.ctrls) {
-		struct nvmf_ctrl *c = ss.ctrls;
-
-		ss.ctrls = c->next;
-		free(c->ioq);
-		free(c);
-	}
-free_lock:
-	pthread_mutex_destroy(&ss.lock);
+free_fixture:
+	fz_nvmf_teardown(&t);
 out:
 	bs_ctx_free(ctx);
 	return 0;

@@ -30,6 +30,8 @@
 #include <blkstack/opts.h>
 
 #include "export/nvmf/nvmf.h"
+#include "helpers/fz_dev.h"
+#include "helpers/fz_nvmf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,116 +42,26 @@ static const char *const dev_specs[] = {
 	"size=1M;zeroes=none;max_discard=0",
 };
 
-static int make_dev(struct bs_ctx *ctx, unsigned which, struct bs_dev **out)
-{
-	char *copy = strdup(dev_specs[which & 3]), *tok, *save = NULL;
-	struct bs_opts *o = NULL;
-	int err;
-
-	if (!copy)
-		return -1;
-	err = bs_opts_new(&o);
-	for (tok = strtok_r(copy, ";", &save); tok && !err;
-	     tok = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(tok, '=');
-		*eq = '\0';
-		err = bs_opts_set(o, tok, eq + 1, "fuzz");
-	}
-	if (!err)
-		err = bs_dev_create(ctx, "d", "mem", o, out);
-	bs_opts_free(o);
-	free(copy);
-	return err;
-}
-
-static void drain(void *q)
-{
-	struct iovec iov[16];
-	int n, i;
-
-	while ((n = nvmf_net_proto.output(q, iov, 16)) > 0) {
-		size_t bytes = 0;
-
-		for (i = 0; i < n; i++)
-			bytes += iov[i].iov_len;
-		nvmf_net_proto.sent(q, bytes);
-	}
-}
-
-static bool in_core(struct nvmf_queue *q)
-{
-	struct nvmf_cmd *c;
-
-	for (c = q->cmds; c; c = c->next)
-		if (c->in_core)
-			return true;
-	return false;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct bs_ctx *ctx = NULL;
 	struct bs_dev *dev = NULL;
 	struct bs_loop *loop;
-	struct bs_export exp;
-	struct bs_export_unit unit;
-	struct nvmf_subsys ss;
-	struct nvmf_ctrl *ctrl;
-	struct nvmf_ns ns;
+	struct fz_nvmf t;
 	void *q = NULL;
 	size_t step, off;
-	int i;
 
 	if (size < 2)
 		return 0;
 	if (bs_ctx_new(&ctx))
 		return 0;
 	loop = bs_ctx_loop(ctx);
-	if (make_dev(ctx, (data[0] >> 1) & 3, &dev))
+	if (fz_mem_dev(ctx, dev_specs[(data[0] >> 1) & 3], &dev) ||
+	    fz_nvmf_setup(&t, loop, dev, data[0] & 1))
 		goto out;
-	memset(&exp, 0, sizeof(exp));
-	memset(&unit, 0, sizeof(unit));
-	memset(&ss, 0, sizeof(ss));
-	memset(&ns, 0, sizeof(ns));
-	unit.exp = &exp;
-	unit.dev = dev;
-	strcpy(unit.name, "d");
-	bs_dev_caps(dev, &unit.caps);
-	exp.units = &unit;
-	exp.nunits = 1;
-	ns.nsid = 1;
-	ns.unit = &unit;
-	ns.caps = unit.caps;
-	pthread_mutex_init(&ss.lock, NULL);
-	strcpy(ss.nqn, "nqn.2026-12.org.blkstack:fuzz");
-	ss.exp = &exp;
-	ss.loop = loop;
-	ss.ns = &ns;
-	ss.nns = 1;
-	ss.hdgst_ok = ss.ddgst_ok = data[0] & 1;
-	ss.max_ioq = 2;
-	ss.qdepth = 32;
-	ss.next_cntlid = 2;
-	strcpy(ss.listen, "127.0.0.1:4420");
-	ctrl = calloc(1, sizeof(*ctrl));
-	if (!ctrl)
-		goto out;
-	ctrl->ioq = calloc(ss.max_ioq + 1, sizeof(*ctrl->ioq));
-	if (!ctrl->ioq) {
-		free(ctrl);
-		goto out;
-	}
-	ctrl->ss = &ss;
-	ctrl->cntlid = 1;
-	strcpy(ctrl->hostnqn, "nqn.2014-08.org.example:fuzz");
-	ctrl->csts = BS_NVME_CSTS_RDY;
-	ctrl->nr_ioq = 2;
-	ctrl->wce = true;
-	ctrl->refs = 1;		/* ours */
-	ss.ctrls = ctrl;
 
-	if (nvmf_net_proto.start(&ss, NULL, &q))
-		goto free_ctrl;
+	if (nvmf_net_proto.start(&t.ss, NULL, &q))
+		goto free_fixture;
 	step = 1 + (size_t)data[1] * 61;
 	for (off = 2; off < size;) {
 		size_t n = size - off < step ? size - off : step;
@@ -158,35 +70,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (nvmf_net_proto.finished(q))
 				break;
 			bs_loop_run_once(loop, 0);
-			drain(q);
-			if (!nvmf_net_proto.wants_input(q) && !in_core(q))
+			fz_nvmf_drain(q);
+			if (!nvmf_net_proto.wants_input(q) && !fz_nvmf_in_core(q))
 				break;
 			continue;
 		}
 		off += nvmf_net_proto.input(q, data + off, n);
 		bs_loop_run_once(loop, 0);
 		if (!(data[0] & 8))
-			drain(q);
+			fz_nvmf_drain(q);
 	}
 	/* commands in the device complete; ones waiting for data that
 	 * never comes are dropped by close */
-	for (i = 0; i < 10000 && in_core(q); i++) {
-		bs_loop_run_once(loop, 1);
-		drain(q);
-	}
-	drain(q);
+	fz_nvmf_settle(loop, q);
 	nvmf_net_proto.close(q, "fuzz input ended");
-free_ctrl:
+free_fixture:
 	/* the controller made by a Connect in the stream went with the queue;
 	 * ours is the last one left */
-	while (ss.ctrls) {
-		struct nvmf_ctrl *c = ss.ctrls;
-
-		ss.ctrls = c->next;
-		free(c->ioq);
-		free(c);
-	}
-	pthread_mutex_destroy(&ss.lock);
+	fz_nvmf_teardown(&t);
 out:
 	bs_ctx_free(ctx);
 	return 0;

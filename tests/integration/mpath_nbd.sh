@@ -17,6 +17,7 @@
 #     fails path b, and the flush succeeds through a and c.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/mpath.bash"
 need qemu-nbd nbdkit qemu-io fio jq nbdinfo
 has_type nbd || skip "blkstack built without the nbd driver"
 has_type multipath || skip "blkstack built without the multipath mapper"
@@ -102,30 +103,6 @@ EOC
 start_daemon "$T/d.ini"
 NBD="nbd+unix:///mp?socket=$T/emp.sock"
 
-# live_paths N: wait (up to 15 s) until `info mp` says N paths live
-live_paths() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		ctl 0 info mp
-		[[ $OUT == *"paths "*"3 ($1 live)"* ]] && return 0
-		sleep 0.1
-	done
-	fail "not $1 live paths: $OUT"
-}
-
-# failed_path IDX NAME: send reads through the export until the path is
-# failed (a dead path fails only when a request runs into its timeout)
-failed_path() {
-	local i
-	for ((i = 0; i < 20; i++)); do
-		ctl 0 info mp
-		[[ $OUT =~ path$1[^$'\n']*$2\ failed ]] && return 0
-		timeout 30 qemu-io -f raw "$NBD" -c "read 0 4k" -c "read 4k 4k" \
-			-c "read 8k 4k" >/dev/null 2>&1 || true
-	done
-	fail "path $2 not failed: $OUT"
-}
-
 # diag: what the multipath and path c's driver say now, and the daemon's
 # last lines (printed before a capability check fails, to find why)
 diag() {
@@ -139,7 +116,7 @@ diag() {
 }
 
 note "three paths live; c (nozero) takes unmap zeroing away"
-live_paths 3
+mpath_live_paths mp 3 3
 ctl 0 explain mp
 [[ $OUT == *"mp (multipath"*"write_zeroes_unmap no"*"because c "* ]] ||
 	{ echo "$OUT" >&2; diag; fail "explain with c live (its output and diagnostics above)"; }
@@ -147,7 +124,7 @@ ctl 0 explain mp
 
 note "c dies: once failed, unmap zeroing is on"
 stop_path c
-failed_path 2 c
+mpath_wait_failed mp 2 c 20 mpath_reads "$NBD" || fail "path c not failed: $OUT"
 ctl 0 explain mp
 [[ $OUT == *"write_zeroes_unmap yes"*"every live path has it (2 live)"*"c failed"* ]] ||
 	{ echo "$OUT" >&2; diag; fail "explain with c dead (its output and diagnostics above)"; }
@@ -155,7 +132,7 @@ ctl 0 explain mp
 
 note "c returns: off again"
 start_path c
-live_paths 3
+mpath_live_paths mp 3 3
 ctl 0 explain mp
 [[ $OUT == *"write_zeroes_unmap no"*"because c "* ]] ||
 	{ echo "$OUT" >&2; diag; fail "explain with c back (its output and diagnostics above)"; }
@@ -182,15 +159,10 @@ for k in 1 2 3; do
 	sleep 1
 	stop_path b
 	# the path fails once a request on it runs into the driver's timeout
-	for ((i = 0; i < 100; i++)); do
-		ctl 0 info mp
-		[[ $OUT =~ path1[^$'\n']*b\ failed ]] && break
-		sleep 0.1
-	done
-	[[ $OUT =~ path1[^$'\n']*b\ failed ]] ||
+	mpath_wait_failed mp 1 b 100 sleep 0.1 ||
 		fail "round $k: path b not failed after its server died: $OUT"
 	start_path b
-	live_paths 3
+	mpath_live_paths mp 3 3
 	wait "$FIO" || { tail -40 "$T/fio-$k.json"; fail "round $k: fio failed"; }
 	errs=$(jq '[.jobs[].error] | add' "$T/fio-$k.json")
 	((errs == 0)) || fail "round $k: fio: error $errs"
@@ -214,11 +186,11 @@ grep -qi -e error -e fail "$T/qf.log" && { cat "$T/qf.log"; fail "flush through 
 ctl 0 info mp
 [[ $OUT =~ path1[^$'\n']*last\ EIO\ on\ flush ]] ||
 	note "b's flush did not fail (no writes were lost on it this run)"
-live_paths 3
+mpath_live_paths mp 3 3
 # and the next flush is clean on every path (the daemon flushes at stop)
 timeout 30 qemu-io -f raw "$NBD" -c flush >"$T/qf2.log" 2>&1 ||
 	{ cat "$T/qf2.log"; fail "second flush"; }
-live_paths 3
+mpath_live_paths mp 3 3
 
 stop_daemon
 echo "PASS: mpath_nbd"

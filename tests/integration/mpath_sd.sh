@@ -12,6 +12,7 @@
 #   - bytes written through the top are in the bottom's file.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/mpath.bash"
 need python3 fio jq nbdinfo qemu-img qemu-io
 has_type iscsi || skip "blkstack built without the iscsi driver"
 has_type multipath || skip "blkstack built without the multipath mapper"
@@ -124,19 +125,8 @@ EOC
 start_daemon "$T/d.ini"
 NBD=nbd://127.0.0.1:$PORT
 
-# live_paths N: wait (up to 15 s) until `info mp` says N paths live
-live_paths() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		ctl 0 info mp
-		[[ $OUT == *"paths "*"2 ($1 live)"* ]] && return 0
-		sleep 0.1
-	done
-	fail "not $1 live paths: $OUT"
-}
-
 note "two paths live, unmap zeroing on (the bottom's file punches holes)"
-live_paths 2
+mpath_live_paths mp 2 2
 [[ $OUT == *"path0"*"a live"* && $OUT == *"path1"*"b live"* ]] ||
 	fail "info paths: $OUT"
 ctl 0 explain mp
@@ -171,19 +161,13 @@ for k in 1 2 3; do
 	# and its reconnects give up. fio may be done by now, and an idle dead
 	# path fails nobody: reads keep going through the export (round robin
 	# sends every other one to b) until b is failed
-	for ((i = 0; i < 40; i++)); do
-		ctl 0 info mp
-		[[ $OUT =~ path1[^$'\n']*b\ failed ]] && break
-		timeout 30 qemu-io -f raw -r "$NBD" -c "read 0 4k" -c "read 4k 4k" \
-			-c "read 8k 4k" >/dev/null 2>&1 || true
-	done
-	[[ $OUT =~ path1[^$'\n']*b\ failed ]] ||
+	mpath_wait_failed mp 1 b 40 mpath_reads "$NBD" -r ||
 		fail "round $k: path b not failed after its forwarder died: $OUT"
 	ctl 0 explain mp
 	[[ $OUT == *"b failed (failures $k, last "* ]] ||
 		fail "round $k: explain: $OUT"
 	start_proxy xb "$XB"
-	live_paths 2
+	mpath_live_paths mp 2 2
 	wait "$FIO" || { tail -40 "$T/fio-$k.json"; fail "round $k: fio failed"; }
 	errs=$(jq '[.jobs[].error] | add' "$T/fio-$k.json")
 	((errs == 0)) || fail "round $k: fio: error $errs"

@@ -14,7 +14,11 @@
 #   - the server restarted with other flags (nozero filter) and a larger
 #     image: the driver decides again on the new connection (no
 #     write-zeroes: the core writes zeroes), the export above serves the
-#     new size to new clients; restarted as before: write-zeroes is back.
+#     new size to new clients; restarted as before: write-zeroes is back;
+#   - the server restarted read-only (nbdkit -r): writes through the
+#     export fail with a read-only error; restarted read-write: writes
+#     work again (the device follows the server), while a second device
+#     on the same server configured "readonly = 1" stays read-only.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need nbdkit qemu-io
@@ -56,6 +60,13 @@ type = nbd
 uri = nbd+unix:///?socket=$T/k.sock
 timeout = 4
 reconnect_ms = 200
+
+[device kr]
+type = nbd
+uri = nbd+unix:///?socket=$T/k.sock
+timeout = 4
+reconnect_ms = 200
+readonly = 1
 
 [export k]
 type = nbd
@@ -166,6 +177,40 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 [[ $OUT == *"can_zero=1"* ]] || fail "explain after the plain restart: $OUT"
+
+note "the server restarted read-only, then read-write: the device follows"
+# wait until device $1's info says the server's read_only is $2 and its
+# ro attribute is $3
+wait_ro() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		ctl 0 info "$1"
+		[[ $OUT == *"read_only $2,"* ]] && break
+		sleep 0.1
+	done
+	[[ $OUT == *"read_only $2,"* ]] || fail "$1: server read_only not $2: $OUT"
+	ctl 0 attr "$1" ro
+	[[ $OUT == "$3" ]] || fail "$1: ro attribute '$OUT', want $3"
+}
+wait_ro kr 0 1
+kill_nbdkit
+start_nbdkit -r
+wait_ro k 1 1
+wait_ro kr 1 1
+timeout 20 qemu-io -f raw "$EK" -c "write -P 0x65 4M 64K" >"$T/q7.log" 2>&1 || true
+grep -q "write failed: Operation not permitted" "$T/q7.log" ||
+	{ cat "$T/q7.log"; fail "a write to the read-only server did not fail read-only"; }
+timeout 20 qemu-io -f raw "$EK" -c "read -P 0x64 3M 64K" >"$T/q8.log" 2>&1 ||
+	{ cat "$T/q8.log"; fail "read from the read-only server"; }
+grep -q "Pattern verification failed\|error" "$T/q8.log" && { cat "$T/q8.log"; fail "bytes from the read-only server"; }
+kill_nbdkit
+start_nbdkit
+wait_ro k 0 0
+wait_ro kr 0 1
+timeout 20 qemu-io -f raw "$EK" -c "write -P 0x65 4M 64K" -c "read -P 0x65 4M 64K" \
+	>"$T/q9.log" 2>&1 || { cat "$T/q9.log"; fail "write after the read-write restart"; }
+grep -q "Pattern verification failed\|error\|not permitted" "$T/q9.log" &&
+	{ cat "$T/q9.log"; fail "bytes after the read-write restart"; }
 
 stop_daemon
 note "PASS"

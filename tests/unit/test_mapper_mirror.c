@@ -15,40 +15,6 @@
 #include <blkstack/explain.h>
 #include <blkstack/zero.h>
 
-struct desc {
-	char text[2048];
-	size_t len;
-};
-
-static void desc_kv(void *arg, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void desc_kv(void *arg, const char *key, const char *fmt, ...)
-{
-	struct desc *d = arg;
-	va_list ap;
-
-	if (d->len >= sizeof(d->text))
-		return;
-	d->len += (size_t)snprintf(d->text + d->len, sizeof(d->text) - d->len,
-				   "%s: ", key);
-	if (d->len >= sizeof(d->text))
-		return;
-	va_start(ap, fmt);
-	d->len += (size_t)vsnprintf(d->text + d->len, sizeof(d->text) - d->len,
-				    fmt, ap);
-	va_end(ap);
-	if (d->len < sizeof(d->text))
-		d->text[d->len++] = '\n', d->text[d->len] = 0;
-}
-
-static const char *describe(struct bs_dev *dev, struct desc *d)
-{
-	d->len = 0;
-	d->text[0] = 0;
-	bs_dev_describe(dev, desc_kv, d);
-	return d->text;
-}
-
 static void test_mirror_model(void **state)
 {
 	struct bs_ctx *ctx = *state;
@@ -84,13 +50,13 @@ static void test_mirror_sizes(void **state)
 {
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *v = NULL;
-	struct desc d;
+	struct th_desc d;
 
 	th_dev(ctx, "a", "mem:2M");
 	th_dev(ctx, "b", "mem:1M");
 	v = th_dev_kv(ctx, "v", "type=mirror;devices=a b");
 	assert_int_equal(v->size, 1u << 20);
-	assert_non_null(strstr(describe(v, &d), "size_from: leg b, the smallest"));
+	assert_non_null(strstr(th_describe(v, &d), "size_from: leg b, the smallest"));
 	assert_non_null(strstr(d.text, "state: optimal"));
 	assert_int_equal(th_dev_kv_try(ctx, "w", "type=mirror;devices=a", &v),
 			 -EINVAL);
@@ -187,7 +153,7 @@ static void test_mirror_leg_fails_mid_run(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *a, *e, *v, *top;
 	struct run run = { .done = 0 };
-	struct desc d;
+	struct th_desc d;
 	char rule[256];
 
 	a = th_dev(ctx, "a", "mem:4M,chunk=4K");
@@ -208,7 +174,7 @@ static void test_mirror_leg_fails_mid_run(void **state)
 	assert_int_equal(th_attr_u64(e, "error/passed"), 120);
 	assert_true(th_attr_u64(e, "error/failed") >= 1);
 	/* degraded, and says why */
-	describe(v, &d);
+	th_describe(v, &d);
 	assert_non_null(strstr(d.text, "state: degraded"));
 	assert_non_null(strstr(d.text, "degraded: leg e faulty (EIO on write at "));
 	assert_non_null(strstr(d.text, "leg0: a live"));
@@ -240,7 +206,7 @@ static void test_mirror_armed_by_attribute(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *a, *e, *v;
 	struct run run = { .done = 0 };
-	struct desc d;
+	struct th_desc d;
 
 	th_dev(ctx, "a", "mem:2M");
 	a = th_dev(ctx, "b", "mem:2M");
@@ -249,7 +215,7 @@ static void test_mirror_armed_by_attribute(void **state)
 	run.model = calloc(1, v->size);
 	run_writes(ctx, v, &run, 300, 5, arm_now, e, 77);
 	assert_int_equal(run.failed, 0);
-	assert_non_null(strstr(describe(v, &d), "degraded: leg e faulty (EIO on "
+	assert_non_null(strstr(th_describe(v, &d), "degraded: leg e faulty (EIO on "
 				"write at"));
 	check_dev(v, run.model);
 	check_dev(a, run.model);
@@ -262,7 +228,7 @@ static void test_mirror_read_retry(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *v, *b;
 	uint8_t *buf = malloc(1 << 20), *back = malloc(1 << 20);
-	struct desc d;
+	struct th_desc d;
 	unsigned i;
 
 	th_dev(ctx, "a", "mem:1M");
@@ -276,7 +242,7 @@ static void test_mirror_read_retry(void **state)
 		assert_int_equal(bs_read_sync(v, back, 65536, i * 65536), 0);
 		assert_memory_equal(back, buf + i * 65536, 65536);
 	}
-	describe(v, &d);
+	th_describe(v, &d);
 	assert_non_null(strstr(d.text, "leg e faulty (ETIMEDOUT on read at"));
 	assert_non_null(strstr(d.text, "reads_retried: 1"));
 	assert_non_null(strstr(d.text, "legs: 3 (2 live)"));
@@ -291,7 +257,7 @@ static void test_mirror_last_leg(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *v;
 	uint8_t buf[4096] = { 1 };
-	struct desc d;
+	struct th_desc d;
 
 	th_dev(ctx, "a", "mem:1M");
 	th_dev(ctx, "b", "mem:1M");
@@ -300,9 +266,9 @@ static void test_mirror_last_leg(void **state)
 	v = th_dev_kv(ctx, "v", "type=mirror;devices=ea eb");
 	/* both legs fail this write: one is dropped, the other stays */
 	assert_int_equal(bs_write_sync(v, buf, 4096, 0), -ENOSPC);
-	assert_non_null(strstr(describe(v, &d), "legs: 2 (1 live)"));
+	assert_non_null(strstr(th_describe(v, &d), "legs: 2 (1 live)"));
 	assert_int_equal(bs_write_sync(v, buf, 4096, 0) < 0, 1);
-	assert_non_null(strstr(describe(v, &d), "legs: 2 (1 live)"));
+	assert_non_null(strstr(th_describe(v, &d), "legs: 2 (1 live)"));
 }
 
 /* EOPNOTSUPP on write-zeroes is the core's rule, not a leg fault. */
@@ -311,7 +277,7 @@ static void test_mirror_eopnotsupp_is_no_fault(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *v, *b;
 	uint8_t *buf = malloc(1 << 20);
-	struct desc d;
+	struct th_desc d;
 
 	th_dev(ctx, "a", "mem:1M");
 	b = th_dev(ctx, "b", "mem:1M,broken_write_zeroes=1");
@@ -323,7 +289,7 @@ static void test_mirror_eopnotsupp_is_no_fault(void **state)
 	assert_true(b->wz_broken);
 	assert_int_equal(v->limits.max_write_zeroes_sectors, 0);
 	assert_false(bs_dev_write_zeroes_unmap(v));
-	assert_non_null(strstr(describe(v, &d), "state: optimal"));
+	assert_non_null(strstr(th_describe(v, &d), "state: optimal"));
 	/* both legs hold the zeroes (the fallback wrote them to each) */
 	assert_int_equal(bs_read_sync(b, buf, 1 << 20, 0), 0);
 	assert_true(th_is_zero(buf + 4096, 512 * 1024));

@@ -17,40 +17,6 @@
 #include <blkstack/explain.h>
 #include <blkstack/loop.h>
 
-struct desc {
-	char text[4096];
-	size_t len;
-};
-
-static void desc_kv(void *arg, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void desc_kv(void *arg, const char *key, const char *fmt, ...)
-{
-	struct desc *d = arg;
-	va_list ap;
-
-	if (d->len >= sizeof(d->text))
-		return;
-	d->len += (size_t)snprintf(d->text + d->len, sizeof(d->text) - d->len,
-				   "%s: ", key);
-	if (d->len >= sizeof(d->text))
-		return;
-	va_start(ap, fmt);
-	d->len += (size_t)vsnprintf(d->text + d->len, sizeof(d->text) - d->len,
-				    fmt, ap);
-	va_end(ap);
-	if (d->len < sizeof(d->text))
-		d->text[d->len++] = '\n', d->text[d->len] = 0;
-}
-
-static const char *describe(struct bs_dev *dev, struct desc *d)
-{
-	d->len = 0;
-	d->text[0] = 0;
-	bs_dev_describe(dev, desc_kv, d);
-	return d->text;
-}
-
 /* Paths p0, p1 (error devices passing everything) over mem "vol". */
 static struct bs_dev *setup(struct bs_ctx *ctx, const char *vol_spec,
 			    const char *mp_opts, struct bs_dev **p0,
@@ -83,14 +49,14 @@ static bool wait_for(struct bs_ctx *ctx, struct bs_dev *mp, const char *what,
 		     unsigned ms)
 {
 	uint64_t until = bs_now_ns() + (uint64_t)ms * 1000000;
-	struct desc d;
+	struct th_desc d;
 
 	while (bs_now_ns() < until) {
-		if (strstr(describe(mp, &d), what))
+		if (strstr(th_describe(mp, &d), what))
 			return true;
 		bs_loop_run_once(bs_ctx_loop(ctx), 20);
 	}
-	return strstr(describe(mp, &d), what) != NULL;
+	return strstr(th_describe(mp, &d), what) != NULL;
 }
 
 static void test_failover_retry(void **state)
@@ -98,13 +64,13 @@ static void test_failover_retry(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *mp, *p0, *p1, *vol;
 	uint8_t *buf = malloc(1 << 20), *back = malloc(1 << 20);
-	struct desc d;
+	struct th_desc d;
 	char rule[256];
 
 	mp = setup(ctx, "mem:2M", "retry_interval=50ms", &p0, &p1);
 	vol = bs_dev_find(ctx, "vol");
 	assert_int_equal(mp->size, 2u << 20);
-	assert_non_null(strstr(describe(mp, &d), "paths: 2 (2 live)"));
+	assert_non_null(strstr(th_describe(mp, &d), "paths: 2 (2 live)"));
 	assert_non_null(strstr(d.text, "policy: failover"));
 	/* failover: everything on p0 while it lives */
 	th_fill(buf, 1 << 20, 1);
@@ -118,7 +84,7 @@ static void test_failover_retry(void **state)
 	assert_memory_equal(back, buf, 1 << 20);
 	assert_int_equal(bs_read_sync(mp, back, 1 << 20, 4096), 0);
 	assert_memory_equal(back, buf, 1 << 20);
-	describe(mp, &d);
+	th_describe(mp, &d);
 	assert_non_null(strstr(d.text, "paths: 2 (1 live)"));
 	assert_non_null(strstr(d.text, "state: degraded"));
 	assert_non_null(strstr(d.text, "path0: p0 failed"));
@@ -132,7 +98,7 @@ static void test_failover_retry(void **state)
 	assert_true(wait_for(ctx, mp, "checks failed 1", 2000));
 	path_mend(p0);
 	assert_true(wait_for(ctx, mp, "paths: 2 (2 live)", 2000));
-	assert_non_null(strstr(describe(mp, &d), "state: optimal"));
+	assert_non_null(strstr(th_describe(mp, &d), "state: optimal"));
 	bs_explain_rule(mp, BS_CAP_WRITE_ZEROES_UNMAP, rule, sizeof(rule));
 	assert_non_null(strstr(rule, "p0 live (failures 1"));
 	free(buf);
@@ -145,7 +111,7 @@ static void test_all_paths_fail_queue_then_eio(void **state)
 	struct bs_dev *mp, *p0, *p1;
 	uint8_t buf[4096];
 	uint64_t t0, dt;
-	struct desc d;
+	struct th_desc d;
 
 	mp = setup(ctx, "mem:1M", "queue_if_no_path=300ms;retry_interval=50ms",
 		   &p0, &p1);
@@ -157,7 +123,7 @@ static void test_all_paths_fail_queue_then_eio(void **state)
 	/* it waited for a path (queue_if_no_path), then gave up */
 	assert_true(dt >= 300000000ull);
 	assert_true(dt < 5000000000ull);
-	describe(mp, &d);
+	th_describe(mp, &d);
 	assert_non_null(strstr(d.text, "paths: 2 (0 live)"));
 	assert_non_null(strstr(d.text, "no live path"));
 	assert_non_null(strstr(d.text, "queue_timeouts: 1"));
@@ -197,7 +163,7 @@ static void test_path_returns_queue_flows(void **state)
 	uint8_t *buf = malloc(65536), *back = malloc(65536);
 	struct qreq q = { .done = false };
 	unsigned i;
-	struct desc d;
+	struct th_desc d;
 
 	mp = setup(ctx, "mem:1M", "queue_if_no_path=20;retry_interval=50ms",
 		   &p0, &p1);
@@ -210,14 +176,14 @@ static void test_path_returns_queue_flows(void **state)
 	for (i = 0; i < 20; i++)
 		bs_loop_run_once(bs_ctx_loop(ctx), 10);
 	assert_false(q.done);
-	assert_non_null(strstr(describe(mp, &d), "queued_now: 1"));
+	assert_non_null(strstr(th_describe(mp, &d), "queued_now: 1"));
 	path_mend(p1);
 	while (!q.done)
 		bs_loop_run_once(bs_ctx_loop(ctx), 100);
 	assert_int_equal(q.req.result, 0);
 	assert_int_equal(bs_read_sync(vol, back, 65536, 65536), 0);
 	assert_memory_equal(back, buf, 65536);
-	describe(mp, &d);
+	th_describe(mp, &d);
 	assert_non_null(strstr(d.text, "paths: 2 (1 live)"));
 	assert_non_null(strstr(d.text, "path1: p1 live"));
 	assert_non_null(strstr(d.text, "queued: 1"));
@@ -301,14 +267,14 @@ static void test_round_robin_spreads(void **state)
 	struct bs_dev *mp, *p0, *p1;
 	uint8_t buf[4096];
 	unsigned i;
-	struct desc d;
+	struct th_desc d;
 
 	mp = setup(ctx, "mem:1M", "policy=round-robin", &p0, &p1);
 	for (i = 0; i < 100; i++)
 		assert_int_equal(bs_read_sync(mp, buf, 4096, i * 4096), 0);
 	assert_int_equal(p0->stats.ops[BS_OP_READ], 50);
 	assert_int_equal(p1->stats.ops[BS_OP_READ], 50);
-	assert_non_null(strstr(describe(mp, &d), "path0: p0 live, ios 50"));
+	assert_non_null(strstr(th_describe(mp, &d), "path0: p0 live, ios 50"));
 	assert_non_null(strstr(d.text, "path1: p1 live, ios 50"));
 }
 
@@ -318,7 +284,7 @@ static void test_request_errors_no_path_failure(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *mp;
 	uint8_t buf[4096];
-	struct desc d;
+	struct th_desc d;
 
 	th_dev(ctx, "vol", "mem:1M");
 	th_dev_kv(ctx, "p0", "type=error;devices=vol;claim=shared;"
@@ -330,7 +296,7 @@ static void test_request_errors_no_path_failure(void **state)
 	memset(buf, 1, sizeof(buf));
 	assert_int_equal(bs_write_sync(mp, buf, 4096, 0), -ENOSPC);
 	assert_int_equal(bs_write_sync(mp, buf, 4096, 0), -EROFS);
-	assert_non_null(strstr(describe(mp, &d), "paths: 2 (2 live)"));
+	assert_non_null(strstr(th_describe(mp, &d), "paths: 2 (2 live)"));
 	assert_non_null(strstr(d.text, "retried: 0"));
 }
 
@@ -390,7 +356,7 @@ static void test_flush_every_live_path(void **state)
 	struct bs_ctx *ctx = *state;
 	struct bs_dev *mp, *p0, *p1, *p2, *s0, *s1;
 	uint8_t buf[4096];
-	struct desc d;
+	struct th_desc d;
 
 	th_dev(ctx, "vol", "mem:1M,write_cache=1");
 	p0 = th_dev_kv(ctx, "p0", "type=error;devices=vol;claim=shared;"
@@ -423,7 +389,7 @@ static void test_flush_every_live_path(void **state)
 	assert_int_equal(bs_flush_sync(bs_dev_find(ctx, "rr")), -EREMOTEIO);
 	assert_int_equal(s0->stats.ops[BS_OP_FLUSH], 1);
 	assert_int_equal(s1->stats.ops[BS_OP_FLUSH], 1);
-	assert_non_null(strstr(describe(bs_dev_find(ctx, "rr"), &d),
+	assert_non_null(strstr(th_describe(bs_dev_find(ctx, "rr"), &d),
 			       "paths: 2 (2 live)"));
 	/* p1 breaks (a path error): failed, the flush succeeds via p0, p2 */
 	path_break(p1);
@@ -431,7 +397,7 @@ static void test_flush_every_live_path(void **state)
 	assert_int_equal(p0->stats.ops[BS_OP_FLUSH], 2);
 	assert_int_equal(p1->stats.ops[BS_OP_FLUSH], 2);
 	assert_int_equal(p2->stats.ops[BS_OP_FLUSH], 2);
-	describe(mp, &d);
+	th_describe(mp, &d);
 	assert_non_null(strstr(d.text, "paths: 3 (2 live)"));
 	assert_non_null(strstr(d.text, "last EIO on flush"));
 	/* a failed path gets no flush (the checker only reads) */

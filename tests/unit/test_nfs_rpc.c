@@ -304,6 +304,7 @@ static void compound_decode(void **state)
 
 static void exchange_and_session(struct fix *f, uint8_t *sid)
 {
+	static const struct nfs_th_chan chan = { 65536, 65536, 4096, 8, 4 };
 	uint8_t b[512];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -311,12 +312,7 @@ static void exchange_and_session(struct fix *f, uint8_t *sid)
 	uint32_t n, seq;
 
 	compound(&e, b, sizeof(b), 1, 1);
-	xdr_put_u32(&e, OP_EXCHANGE_ID);
-	xdr_put_fixed(&e, "verifier", 8);
-	xdr_put_cstring(&e, "unit-test-client", 1024);
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, SP4_NONE);
-	xdr_put_u32(&e, 0);
+	nfs_th_put_exchange_id(&e, "verifier", "unit-test-client");
 	d = run(f, &e);
 	assert_int_equal(res_head(&d, &n), NFS4_OK);
 	assert_int_equal(xdr_get_u32(&d), OP_EXCHANGE_ID);
@@ -325,21 +321,7 @@ static void exchange_and_session(struct fix *f, uint8_t *sid)
 	seq = xdr_get_u32(&d);
 
 	compound(&e, b, sizeof(b), 1, 1);
-	xdr_put_u32(&e, OP_CREATE_SESSION);
-	xdr_put_u64(&e, clid);
-	xdr_put_u32(&e, seq);
-	xdr_put_u32(&e, 0);
-	for (n = 0; n < 2; n++) {
-		xdr_put_u32(&e, 0);
-		xdr_put_u32(&e, 65536);
-		xdr_put_u32(&e, 65536);
-		xdr_put_u32(&e, 4096);
-		xdr_put_u32(&e, 8);
-		xdr_put_u32(&e, 4);		/* slots */
-		xdr_put_u32(&e, 0);
-	}
-	xdr_put_u32(&e, NFS4_CB_PROGRAM);
-	xdr_put_u32(&e, 0);
+	nfs_th_put_create_session(&e, clid, seq, &chan, &chan, NFS4_CB_PROGRAM);
 	d = run(f, &e);
 	assert_int_equal(res_head(&d, &n), NFS4_OK);
 	xdr_get_u32(&d);

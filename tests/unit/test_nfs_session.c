@@ -91,12 +91,7 @@ static uint32_t exchange_id(struct fix *f, const char *owner, uint8_t v,
 
 	memset(verf, v, sizeof(verf));
 	head(&e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_EXCHANGE_ID);
-	xdr_put_fixed(&e, verf, sizeof(verf));
-	xdr_put_cstring(&e, owner, 64);
-	xdr_put_u32(&e, 0);			/* flags */
-	xdr_put_u32(&e, SP4_NONE);
-	xdr_put_u32(&e, 0);			/* no impl id */
+	nfs_th_put_exchange_id(&e, verf, owner);
 	st = run(f, &e, uid, &d);
 	if (!st) {
 		*id = xdr_get_u64(&d);
@@ -105,36 +100,19 @@ static uint32_t exchange_id(struct fix *f, const char *owner, uint8_t v,
 	return st;
 }
 
-static void put_chan(struct xdr_enc *e, uint32_t maxreq, uint32_t cached,
-		     uint32_t maxops)
-{
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, maxreq);
-	xdr_put_u32(e, 8192);
-	xdr_put_u32(e, cached);
-	xdr_put_u32(e, maxops);
-	xdr_put_u32(e, 8);
-	xdr_put_u32(e, 0);
-}
-
 static uint32_t create_session(struct fix *f, uint64_t id, uint32_t seq,
 			       uint32_t uid, uint32_t back_maxreq,
 			       uint32_t cached, uint8_t *sid)
 {
+	const struct nfs_th_chan fore = { 8192, 8192, cached, 16, 8 };
+	const struct nfs_th_chan back = { back_maxreq, 8192, 8192, 2, 8 };
 	uint8_t b[256];
 	struct xdr_enc e;
 	struct xdr_dec d;
 	uint32_t st;
 
 	head(&e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_CREATE_SESSION);
-	xdr_put_u64(&e, id);
-	xdr_put_u32(&e, seq);
-	xdr_put_u32(&e, 0);
-	put_chan(&e, 8192, cached, 16);
-	put_chan(&e, back_maxreq, 8192, 2);
-	xdr_put_u32(&e, 0x40000000);		/* cb_program */
-	xdr_put_u32(&e, 0);
+	nfs_th_put_create_session(&e, id, seq, &fore, &back, 0x40000000);
 	st = run(f, &e, uid, &d);
 	if (!st && sid)
 		xdr_get_fixed(&d, sid, NFS4_SESSIONID_SIZE);

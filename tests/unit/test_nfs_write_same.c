@@ -84,6 +84,7 @@ static struct xdr_dec run(struct fix *f, struct xdr_enc *e, uint32_t *st,
 
 static void session(struct fix *f)
 {
+	static const struct nfs_th_chan chan = { 65536, 65536, 4096, 8, 1 };
 	uint8_t b[512];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -91,12 +92,7 @@ static void session(struct fix *f)
 	uint32_t st, n, seq;
 
 	compound(&e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_EXCHANGE_ID);
-	xdr_put_fixed(&e, "verifier", 8);
-	xdr_put_cstring(&e, "ws-unit-test", 1024);
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, SP4_NONE);
-	xdr_put_u32(&e, 0);
+	nfs_th_put_exchange_id(&e, "verifier", "ws-unit-test");
 	d = run(f, &e, &st, &n);
 	assert_int_equal(st, NFS4_OK);
 	xdr_get_u32(&d);
@@ -105,21 +101,7 @@ static void session(struct fix *f)
 	seq = xdr_get_u32(&d);
 
 	compound(&e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_CREATE_SESSION);
-	xdr_put_u64(&e, clid);
-	xdr_put_u32(&e, seq);
-	xdr_put_u32(&e, 0);
-	for (n = 0; n < 2; n++) {
-		xdr_put_u32(&e, 0);
-		xdr_put_u32(&e, 65536);
-		xdr_put_u32(&e, 65536);
-		xdr_put_u32(&e, 4096);
-		xdr_put_u32(&e, 8);
-		xdr_put_u32(&e, 1);
-		xdr_put_u32(&e, 0);
-	}
-	xdr_put_u32(&e, NFS4_CB_PROGRAM);
-	xdr_put_u32(&e, 0);
+	nfs_th_put_create_session(&e, clid, seq, &chan, &chan, NFS4_CB_PROGRAM);
 	d = run(f, &e, &st, &n);
 	assert_int_equal(st, NFS4_OK);
 	xdr_get_u32(&d);

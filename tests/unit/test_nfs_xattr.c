@@ -69,11 +69,12 @@ static void head(struct fix *f, struct xdr_enc *e, uint8_t *b, size_t cap)
 static int setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
+	static const struct nfs_th_chan chan = { 8192, 8192, 8192, 16, 4 };
 	uint8_t b[256], verf[8] = { 1 };
 	struct xdr_enc e;
 	struct xdr_dec d;
 	uint64_t id;
-	uint32_t seq, i, l;
+	uint32_t seq, l;
 
 	strcpy(f->dir, "/var/tmp/test_nfs_xattr.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
@@ -93,12 +94,7 @@ static int setup(void **state)
 	xdr_put_u32(&e, 0);
 	xdr_put_u32(&e, 2);
 	xdr_put_u32(&e, 1);
-	xdr_put_u32(&e, OP_EXCHANGE_ID);
-	xdr_put_fixed(&e, verf, sizeof(verf));
-	xdr_put_cstring(&e, "x", 64);
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, SP4_NONE);
-	xdr_put_u32(&e, 0);
+	nfs_th_put_exchange_id(&e, verf, "x");
 	assert_int_equal(run(f, &e, &d), NFS4_OK);
 	id = xdr_get_u64(&d);
 	seq = xdr_get_u32(&d);
@@ -106,21 +102,7 @@ static int setup(void **state)
 	xdr_put_u32(&e, 0);
 	xdr_put_u32(&e, 2);
 	xdr_put_u32(&e, 1);
-	xdr_put_u32(&e, OP_CREATE_SESSION);
-	xdr_put_u64(&e, id);
-	xdr_put_u32(&e, seq);
-	xdr_put_u32(&e, 0);
-	for (i = 0; i < 2; i++) {
-		xdr_put_u32(&e, 0);
-		xdr_put_u32(&e, 8192);
-		xdr_put_u32(&e, 8192);
-		xdr_put_u32(&e, 8192);
-		xdr_put_u32(&e, 16);
-		xdr_put_u32(&e, 4);
-		xdr_put_u32(&e, 0);
-	}
-	xdr_put_u32(&e, 0x40000000);
-	xdr_put_u32(&e, 0);
+	nfs_th_put_create_session(&e, id, seq, &chan, &chan, 0x40000000);
 	assert_int_equal(run(f, &e, &d), NFS4_OK);
 	xdr_get_fixed(&d, f->sid, sizeof(f->sid));
 	(void)l;

@@ -366,6 +366,10 @@ struct scsi_io {
 
 /* A new I/O context for @cmd (NULL: out of memory, sense set). */
 struct scsi_io *scsi_io_new(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu);
+/* Give @io a bounce buffer of @len bytes (io->buf, io->buf_len). 0, or
+ * -ENOMEM with the command failed (HARDWARE ERROR) and @io ended: the
+ * handler then returns SCSI_ASYNC. */
+int scsi_io_buf(struct scsi_io *io, size_t len);
 /* Finish the I/O's command with what the handler put in it; frees @io. */
 void scsi_io_end(struct scsi_io *io);
 /* Submit @op for blocks [lba, lba+n) with @buf; @step runs on completion. */

@@ -40,6 +40,18 @@ struct scsi_io *scsi_io_new(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 
 static void gate_leave(struct scsi_io *io);
 
+int scsi_io_buf(struct scsi_io *io, size_t len)
+{
+	io->buf_len = len;
+	io->buf = bs_buf_get(len);
+	if (!io->buf) {
+		scsi_check(io->cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
+		scsi_io_end(io);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 void scsi_io_end(struct scsi_io *io)
 {
 	struct bs_scsi_cmd *cmd = io->cmd;

@@ -179,13 +179,8 @@ int scsi_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	if (wav || (opc >> 5 && cmd->cdb[1] & 0x08))
 		io->flags = BS_REQ_FUA;
 	if (bytchk) {
-		io->buf_len = n * bs;
-		io->buf = bs_buf_get(io->buf_len);
-		if (!io->buf) {
-			scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
-			scsi_io_end(io);
+		if (scsi_io_buf(io, n * bs))
 			return SCSI_ASYNC;
-		}
 	}
 	scsi_gate_enter(io, false, write_go);
 	return SCSI_ASYNC;
@@ -278,14 +273,9 @@ int scsi_verify(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	io->nblocks = n;
 	io->flags = bytchk;
 	io->data = cmd->dout;
-	io->buf_len = n * bs < CHUNK ? n * bs
-				     : (CHUNK / bs ? CHUNK / bs : 1) * bs;
-	io->buf = bs_buf_get(io->buf_len);
-	if (!io->buf) {
-		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
-		scsi_io_end(io);
+	if (scsi_io_buf(io, n * bs < CHUNK ? n * bs
+				: (CHUNK / bs ? CHUNK / bs : 1) * bs))
 		return SCSI_ASYNC;
-	}
 	verify_next(io);
 	return SCSI_ASYNC;
 }
@@ -345,13 +335,8 @@ int scsi_compare_and_write(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	io->nblocks = n;
 	io->data = cmd->dout;
 	io->flags = cmd->cdb[1] & 0x08 ? BS_REQ_FUA : 0;
-	io->buf_len = n * bs;
-	io->buf = bs_buf_get(io->buf_len);
-	if (!io->buf) {
-		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
-		scsi_io_end(io);
+	if (scsi_io_buf(io, n * bs))
 		return SCSI_ASYNC;
-	}
 	scsi_gate_enter(io, true, caw_go);
 	return SCSI_ASYNC;
 }
@@ -401,13 +386,8 @@ int scsi_orwrite(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	io->nblocks = n;
 	io->data = cmd->dout;
 	io->flags = cmd->cdb[1] & 0x08 ? BS_REQ_FUA : 0;
-	io->buf_len = n * bs;
-	io->buf = bs_buf_get(io->buf_len);
-	if (!io->buf) {
-		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
-		scsi_io_end(io);
+	if (scsi_io_buf(io, n * bs))
 		return SCSI_ASYNC;
-	}
 	scsi_gate_enter(io, true, orwrite_go);
 	return SCSI_ASYNC;
 }

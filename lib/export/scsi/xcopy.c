@@ -280,13 +280,8 @@ int scsi_extended_copy(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		return SCSI_DONE;
 	}
 	io->ext = x;		/* freed with the I/O context */
-	io->buf_len = (CHUNK / io->bs ? CHUNK / io->bs : 1) * io->bs;
-	io->buf = bs_buf_get(io->buf_len);
-	if (!io->buf) {
-		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
-		scsi_io_end(io);
+	if (scsi_io_buf(io, (CHUNK / io->bs ? CHUNK / io->bs : 1) * io->bs))
 		return SCSI_ASYNC;
-	}
 	scsi_gate_enter(io, false, xc_go);
 	return SCSI_ASYNC;
 }

@@ -95,7 +95,7 @@ int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	struct scsi_io *io;
 	struct bs_caps c;
 	uint32_t bs;
-	size_t i;
+	size_t i, len;
 	int rc;
 
 	if (f & 0xe0)		/* WRPROTECT: no protection information */
@@ -131,15 +131,11 @@ int scsi_write_same(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		scsi_gate_enter(io, false, ws_zero_go);
 		return SCSI_ASYNC;
 	}
-	io->buf_len = PATTERN_MAX / bs ? PATTERN_MAX / bs * bs : bs;
-	if (io->buf_len > n * bs)
-		io->buf_len = n * bs;
-	io->buf = bs_buf_get(io->buf_len);
-	if (!io->buf) {
-		scsi_check(cmd, SK_HARDWARE_ERROR, A_INTERNAL_FAILURE);
-		scsi_io_end(io);
+	len = PATTERN_MAX / bs ? PATTERN_MAX / bs * bs : bs;
+	if (len > n * bs)
+		len = n * bs;
+	if (scsi_io_buf(io, len))
 		return SCSI_ASYNC;
-	}
 	for (i = 0; i < io->buf_len; i += bs)
 		memcpy(io->buf + i, cmd->dout, bs);
 	scsi_gate_enter(io, false, ws_pattern_next);

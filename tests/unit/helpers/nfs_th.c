@@ -56,3 +56,40 @@ struct nfs_server *nfs_th_ext4_server(struct bs_dev *dev)
 	}
 	return srv;
 }
+
+void nfs_th_put_exchange_id(struct xdr_enc *e, const void *verf,
+			    const char *owner)
+{
+	xdr_put_u32(e, OP_EXCHANGE_ID);
+	xdr_put_fixed(e, verf, 8);
+	xdr_put_cstring(e, owner, 1024);
+	xdr_put_u32(e, 0);			/* flags */
+	xdr_put_u32(e, SP4_NONE);
+	xdr_put_u32(e, 0);			/* no implementation id */
+}
+
+static void put_chan(struct xdr_enc *e, const struct nfs_th_chan *c)
+{
+	xdr_put_u32(e, 0);			/* header pad */
+	xdr_put_u32(e, c->maxreq);
+	xdr_put_u32(e, c->maxresp);
+	xdr_put_u32(e, c->maxresp_cached);
+	xdr_put_u32(e, c->maxops);
+	xdr_put_u32(e, c->slots);
+	xdr_put_u32(e, 0);			/* no RDMA ird */
+}
+
+void nfs_th_put_create_session(struct xdr_enc *e, uint64_t clid,
+			       uint32_t seq, const struct nfs_th_chan *fore,
+			       const struct nfs_th_chan *back,
+			       uint32_t cb_prog)
+{
+	xdr_put_u32(e, OP_CREATE_SESSION);
+	xdr_put_u64(e, clid);
+	xdr_put_u32(e, seq);
+	xdr_put_u32(e, 0);			/* flags */
+	put_chan(e, fore);
+	put_chan(e, back);
+	xdr_put_u32(e, cb_prog);
+	xdr_put_u32(e, 0);			/* no callback security */
+}

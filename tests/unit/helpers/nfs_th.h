@@ -8,12 +8,33 @@
 #ifndef BLKSTACK_TEST_NFS_TH_H
 #define BLKSTACK_TEST_NFS_TH_H
 
+#include <stdint.h>
+
 struct bs_dev;
 struct nfs_server;
+struct xdr_enc;
 
 /* NULL when @dir cannot be opened as a directory export. */
 struct nfs_server *nfs_th_dir_server(const char *dir);
 /* The ext4 on @dev (made by bs_fs_mkfs), read-write; NULL on failure. */
 struct nfs_server *nfs_th_ext4_server(struct bs_dev *dev);
+
+/*
+ * Ops for a COMPOUND the caller has begun, each with its op number:
+ * EXCHANGE_ID with verifier @verf (8 bytes) and owner @owner, no flags,
+ * SP4_NONE, no implementation id; CREATE_SESSION of client @clid at
+ * sequence @seq, no flags, the channels @fore and @back (no header pad,
+ * no RDMA), callback program @cb_prog, no callback security.
+ */
+struct nfs_th_chan {
+	uint32_t maxreq, maxresp, maxresp_cached, maxops, slots;
+};
+
+void nfs_th_put_exchange_id(struct xdr_enc *e, const void *verf,
+			    const char *owner);
+void nfs_th_put_create_session(struct xdr_enc *e, uint64_t clid,
+			       uint32_t seq, const struct nfs_th_chan *fore,
+			       const struct nfs_th_chan *back,
+			       uint32_t cb_prog);
 
 #endif

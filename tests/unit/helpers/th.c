@@ -134,3 +134,32 @@ int th_ctx_teardown(void **state)
 	bs_ctx_free(*state);
 	return 0;
 }
+
+static void desc_kv(void *arg, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void desc_kv(void *arg, const char *key, const char *fmt, ...)
+{
+	struct th_desc *d = arg;
+	va_list ap;
+
+	if (d->len >= sizeof(d->text))
+		return;
+	d->len += (size_t)snprintf(d->text + d->len, sizeof(d->text) - d->len,
+				   "%s: ", key);
+	if (d->len >= sizeof(d->text))
+		return;
+	va_start(ap, fmt);
+	d->len += (size_t)vsnprintf(d->text + d->len, sizeof(d->text) - d->len,
+				    fmt, ap);
+	va_end(ap);
+	if (d->len < sizeof(d->text))
+		d->text[d->len++] = '\n', d->text[d->len] = 0;
+}
+
+const char *th_describe(struct bs_dev *dev, struct th_desc *d)
+{
+	d->len = 0;
+	d->text[0] = 0;
+	bs_dev_describe(dev, desc_kv, d);
+	return d->text;
+}

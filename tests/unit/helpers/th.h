@@ -38,4 +38,13 @@ unsigned long long th_attr_u64(struct bs_dev *dev, const char *name);
 /* Peak resident set size of this process, bytes. */
 uint64_t th_peak_rss(void);
 
+/* What bs_dev_describe() says of a device, as "key: value" lines. */
+struct th_desc {
+	char text[4096];
+	size_t len;
+};
+
+/* Fill @d with @dev's description (cut at its size); returns d->text. */
+const char *th_describe(struct bs_dev *dev, struct th_desc *d);
+
 #endif
