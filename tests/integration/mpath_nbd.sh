@@ -158,8 +158,10 @@ for k in 1 2 3; do
 	FIO=$!
 	sleep 1
 	stop_path b
-	# the path fails once a request on it runs into the driver's timeout
-	mpath_wait_failed mp 1 b 100 sleep 0.1 ||
+	# the path fails once a request on it runs into the driver's timeout;
+	# fio may be done by then, and an idle dead path fails nobody: reads
+	# keep going through the export until b is failed
+	mpath_wait_failed mp 1 b 40 mpath_reads "$NBD" ||
 		fail "round $k: path b not failed after its server died: $OUT"
 	start_path b
 	mpath_live_paths mp 3 3
