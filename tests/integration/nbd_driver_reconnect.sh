@@ -134,9 +134,22 @@ for ((i = 0; i < 50; i++)); do
 	[[ $OUT =~ conn\.1\ +ready\ \(connects\ 3 ]] && break
 	sleep 0.1
 done
+n0=$(grep -c "flush 0+0: Input/output error" "$T/d.log" || true)
 echo "flush" >&7
+# the flush's answer is in the daemon's log; then quit. After a failed
+# flush qemu-io sometimes never acts on "quit" (it sends nothing more
+# and hangs until killed): give it 5 s, then stop it
+for ((i = 0; i < 100; i++)); do
+	(($(grep -c "flush 0+0: Input/output error" "$T/d.log" || true) > n0)) && break
+	sleep 0.1
+done
 echo "quit" >&7
 exec 7>&-
+for ((i = 0; i < 50; i++)); do
+	kill -0 "$QPID" 2>/dev/null || break
+	sleep 0.1
+done
+kill "$QPID" 2>/dev/null || true
 wait "$QPID" || true
 # qemu-io prints nothing for a failed flush: the daemon's log and info say it
 n=$(grep -c "flush 0+0: Input/output error" "$T/d.log" || true)
