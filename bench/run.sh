@@ -20,7 +20,7 @@ trap 'rm -f "$tmp" "$BENCH_TARGETS"' EXIT
 	echo
 	machine_info
 	echo
-	for b in ${BENCHES:-zeroing load datapath latency iscsi nvmf fs_overwrite rbd nfs}; do
+	for b in ${BENCHES:-zeroing load datapath latency iscsi nvmf fs_overwrite rbd nfs nfs_rw}; do
 		[ -x "bench/$b.sh" ] || continue
 		echo "running bench/$b.sh" >&2
 		start=$SECONDS
