@@ -17,6 +17,10 @@ img=$BENCH_DIR/lat.img
 dd if=/dev/zero bs=4M count=$((IMG_GIB * 256)) status=none | tr '\0' 'l' |
 	dd of="$img" bs=4M iflag=fullblock oflag=direct status=none
 sync "$img"
+# written with O_DIRECT, so not in the page cache: read it once, or the
+# first server of every row pays for the disk and the later ones do not
+# (the 2026-12-06 run's qd1-read rows went up in server order)
+cat "$img" >/dev/null
 
 echo "### Latency over NBD: 4 KiB, queue depth 1, 1 connection (${JOB_SECONDS} s per row)"
 echo
