@@ -31,7 +31,11 @@ declare -a BENCH_PIDS=()
 
 bench_cleanup() {
 	local pid
+	# a server runs under time -v, which forwards no signal: stop the
+	# server itself (the child), then time (a script that stopped on an
+	# error left its servers running)
 	for pid in "${BENCH_PIDS[@]}"; do
+		pkill -P "$pid" 2>/dev/null || true
 		kill "$pid" 2>/dev/null || true
 	done
 	for pid in "${BENCH_PIDS[@]}"; do
