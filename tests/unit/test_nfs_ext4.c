@@ -36,29 +36,7 @@ static uint8_t out[NFS_MAX_REPLY];
 /* the last op's status; @d after its status */
 static uint32_t run(struct fix *f, struct xdr_enc *e, struct xdr_dec *d)
 {
-	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS };
-	struct xdr_dec a;
-	struct xdr_enc r;
-	uint32_t l, n, st = NFS4_OK, i;
-
-	assert_int_equal(xdr_enc_err(e), 0);
-	xdr_dec_init(&a, e->buf, xdr_enc_len(e));
-	xdr_enc_init(&r, out, sizeof(out));
-	assert_int_equal(nfs_compound(f->srv, &cred, 2, &a, &r), 0);
-	xdr_dec_init(d, out, xdr_enc_len(&r));
-	xdr_get_u32(d);
-	xdr_get_opaque_ref(d, &l, 64);
-	n = xdr_get_u32(d);
-	/* ops before the last have no result body here but SEQUENCE's */
-	for (i = 0; i < n; i++) {
-		xdr_get_u32(d);
-		st = xdr_get_u32(d);
-		if (i == 0 && n > 1 && st == NFS4_OK)
-			xdr_skip(d, 36);
-		if (st)
-			break;
-	}
-	return st;
+	return nfs_th_run(f->srv, 2, e, d, out, sizeof(out));
 }
 
 /* SEQUENCE and @nops ops the caller appends */

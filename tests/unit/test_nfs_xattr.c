@@ -27,27 +27,7 @@ static uint8_t out[NFS_MAX_REPLY];
 
 static uint32_t run(struct fix *f, struct xdr_enc *e, struct xdr_dec *d)
 {
-	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS };
-	struct xdr_dec a;
-	struct xdr_enc r;
-	uint32_t l, n, st = NFS4_OK, i;
-
-	assert_int_equal(xdr_enc_err(e), 0);
-	xdr_dec_init(&a, e->buf, xdr_enc_len(e));
-	xdr_enc_init(&r, out, sizeof(out));
-	assert_int_equal(nfs_compound(f->srv, &cred, 1, &a, &r), 0);
-	xdr_dec_init(d, out, xdr_enc_len(&r));
-	xdr_get_u32(d);
-	xdr_get_opaque_ref(d, &l, 64);
-	n = xdr_get_u32(d);
-	/* skip to the last result: SEQUENCE (36 bytes), PUTROOTFH */
-	for (i = 0; i < n; i++) {
-		xdr_get_u32(d);
-		st = xdr_get_u32(d);
-		if (i == 0 && n > 1)
-			xdr_skip(d, 36);
-	}
-	return st;
+	return nfs_th_run(f->srv, 1, e, d, out, sizeof(out));
 }
 
 /* a COMPOUND of SEQUENCE, PUTROOTFH and one op the caller appends */

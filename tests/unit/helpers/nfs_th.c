@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include <blkstack/export.h>
 
@@ -92,4 +98,33 @@ void nfs_th_put_create_session(struct xdr_enc *e, uint64_t clid,
 	put_chan(e, back);
 	xdr_put_u32(e, cb_prog);
 	xdr_put_u32(e, 0);			/* no callback security */
+}
+
+uint32_t nfs_th_run(struct nfs_server *srv, uint32_t minor,
+		    struct xdr_enc *e, struct xdr_dec *d, uint8_t *out,
+		    size_t cap)
+{
+	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS };
+	struct xdr_dec a;
+	struct xdr_enc r;
+	uint32_t l, n, st = NFS4_OK, i;
+
+	assert_int_equal(xdr_enc_err(e), 0);
+	xdr_dec_init(&a, e->buf, xdr_enc_len(e));
+	xdr_enc_init(&r, out, cap);
+	assert_int_equal(nfs_compound(srv, &cred, minor, &a, &r), 0);
+	xdr_dec_init(d, out, xdr_enc_len(&r));
+	xdr_get_u32(d);				/* status */
+	xdr_get_opaque_ref(d, &l, 64);		/* tag */
+	n = xdr_get_u32(d);
+	/* a failing op is the last result: processing stops there */
+	for (i = 0; i < n; i++) {
+		xdr_get_u32(d);			/* op */
+		st = xdr_get_u32(d);
+		if (i == 0 && n > 1 && st == NFS4_OK)
+			xdr_skip(d, 36);	/* SEQUENCE's body */
+		if (st)
+			break;
+	}
+	return st;
 }

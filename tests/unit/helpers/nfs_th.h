@@ -8,16 +8,29 @@
 #ifndef BLKSTACK_TEST_NFS_TH_H
 #define BLKSTACK_TEST_NFS_TH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct bs_dev;
 struct nfs_server;
 struct xdr_enc;
+struct xdr_dec;
 
 /* NULL when @dir cannot be opened as a directory export. */
 struct nfs_server *nfs_th_dir_server(const char *dir);
 /* The ext4 on @dev (made by bs_fs_mkfs), read-write; NULL on failure. */
 struct nfs_server *nfs_th_ext4_server(struct bs_dev *dev);
+
+/*
+ * Run the COMPOUND arguments in @e (AUTH_SYS, uid 0) at @minor against
+ * @srv, the reply in @out; @d is left after the last result's status,
+ * which is returned. The first result, when more follow, must be
+ * SEQUENCE's (its 36-byte body is skipped); the others are read as
+ * status only, so only the last may have a body.
+ */
+uint32_t nfs_th_run(struct nfs_server *srv, uint32_t minor,
+		    struct xdr_enc *e, struct xdr_dec *d, uint8_t *out,
+		    size_t cap);
 
 /*
  * Ops for a COMPOUND the caller has begun, each with its op number:
