@@ -7,26 +7,11 @@
 # kernel's ext4 (loop, read-only; root only) reads the same targets, link
 # counts, modes, owner, mtime to the nanosecond and device number.
 source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/pynfs.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 e2fsck
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SRC=${PYNFS_SRC:-}
-for d in "$ROOT/../shared" "$ROOT/../../shared"; do
-	[[ -z $SRC && -d $d/peers/pynfs ]] && SRC=$d/peers/pynfs
-done
-[[ -n $SRC ]] || skip "pynfs not found in ../shared/peers (set PYNFS_SRC)"
-PATH=/usr/bin:/bin python3 -c 'import ply' 2>/dev/null ||
-	skip "python3-ply not installed (scripts/deps.sh)"
-PY=$BUILD/peers/pynfs
-if [[ ! -f $PY/.built ]]; then
-	rm -rf "$PY"
-	mkdir -p "$(dirname "$PY")"
-	cp -r "$SRC" "$PY"
-	(cd "$PY" && PATH=/usr/bin:/bin timeout 300 python3 setup.py build \
-		>build.log 2>&1) || fail "pynfs did not build: $PY/build.log"
-	touch "$PY/.built"
-fi
+pynfs_ready || skip "$PYNFS_WHY"
 
 daemon_setup
 has_type file || skip "no file driver"

@@ -13,31 +13,13 @@
 # failure is printed; the reasons are in docs/nfs.md.
 # PYNFS_TESTS="CODE ..." runs only those codes on both (no floor).
 source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/pynfs.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 jq e2fsck
 PASS_FLOOR=${PASS_FLOOR:-185}
 PASS_FLOOR_EXT4=${PASS_FLOOR_EXT4:-175}
-# the peers are beside the project root (../shared), or, from a git
-# worktree, beside the main checkout
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SRC=${PYNFS_SRC:-}
-for d in "$ROOT/../shared" "$ROOT/../../shared"; do
-	[[ -z $SRC && -d $d/peers/pynfs ]] && SRC=$d/peers/pynfs
-done
-[[ -n $SRC ]] || skip "pynfs not found in ../shared/peers (set PYNFS_SRC)"
-PATH=/usr/bin:/bin python3 -c 'import ply' 2>/dev/null ||
-	skip "python3-ply not installed (scripts/deps.sh)"
 [[ $EUID == 0 ]] || skip "the directory backend needs CAP_DAC_READ_SEARCH (run as root)"
-
-PY=$BUILD/peers/pynfs
-if [[ ! -f $PY/.built ]]; then
-	rm -rf "$PY"
-	mkdir -p "$(dirname "$PY")"
-	cp -r "$SRC" "$PY"
-	(cd "$PY" && PATH=/usr/bin:/bin timeout 300 python3 setup.py build \
-		>build.log 2>&1) || fail "pynfs did not build: $PY/build.log"
-	touch "$PY/.built"
-fi
+pynfs_ready || skip "$PYNFS_WHY"
 
 daemon_setup
 mkdir -p "$T/share" "$T/share9"

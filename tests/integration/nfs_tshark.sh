@@ -18,26 +18,11 @@
 # Malformed; any other malformed frame fails the test.
 # SKIP when tshark is missing or cannot capture on lo, or without pynfs.
 source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/pynfs.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 tshark
 ((EUID == 0)) || skip "the directory backend needs CAP_DAC_READ_SEARCH (root)"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SRC=${PYNFS_SRC:-}
-for d in "$ROOT/../shared" "$ROOT/../../shared"; do
-	[[ -z $SRC && -d $d/peers/pynfs ]] && SRC=$d/peers/pynfs
-done
-[[ -n $SRC ]] || skip "pynfs not found in ../shared/peers (set PYNFS_SRC)"
-PATH=/usr/bin:/bin python3 -c 'import ply' 2>/dev/null ||
-	skip "python3-ply not installed (scripts/deps.sh)"
-PY=$BUILD/peers/pynfs
-if [[ ! -f $PY/.built ]]; then
-	rm -rf "$PY"
-	mkdir -p "$(dirname "$PY")"
-	cp -r "$SRC" "$PY"
-	(cd "$PY" && PATH=/usr/bin:/bin timeout 300 python3 setup.py build \
-		>build.log 2>&1) || fail "pynfs did not build: $PY/build.log"
-	touch "$PY/.built"
-fi
+pynfs_ready || skip "$PYNFS_WHY"
 export PYNFS=$(cd "$PY" && pwd)
 
 daemon_setup

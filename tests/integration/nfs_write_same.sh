@@ -18,6 +18,7 @@
 #   pynfs or python3-ply is missing): OPENMODE, BAD_STATEID, OLD_STATEID,
 #   seqid 0 and the current stateid.
 source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/pynfs.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 e2fsck debugfs
 daemon_setup
@@ -161,21 +162,7 @@ grep -Eq " 0 .* e\$" <<<"$OUT" || fail "errors wrote something: $OUT"
 note "INVAL / FBIG from the server"
 
 # ---- stateids, by pynfs's client
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SRC=${PYNFS_SRC:-}
-for d in "$ROOT/../shared" "$ROOT/../../shared"; do
-	[[ -z $SRC && -d $d/peers/pynfs ]] && SRC=$d/peers/pynfs
-done
-PY=$BUILD/peers/pynfs
-if [[ -n $SRC ]] && PATH=/usr/bin:/bin python3 -c 'import ply' 2>/dev/null; then
-	if [[ ! -f $PY/.built ]]; then
-		rm -rf "$PY"
-		mkdir -p "$(dirname "$PY")"
-		cp -r "$SRC" "$PY"
-		(cd "$PY" && PATH=/usr/bin:/bin timeout 300 python3 setup.py build \
-			>build.log 2>&1) || fail "pynfs did not build: $PY/build.log"
-		touch "$PY/.built"
-	fi
+if pynfs_ready; then
 	out=$(PYNFS=$(cd "$PY" && pwd) PATH=/usr/bin:/bin timeout 120 python3 \
 		"$(dirname "$0")/lib/nfs42_ws_state.py" "$PORT" "$T/share" 2>&1) ||
 		{ echo "$out" >&2; fail "stateid rules (nfs42_ws_state.py)"; }
@@ -183,7 +170,7 @@ if [[ -n $SRC ]] && PATH=/usr/bin:/bin python3 -c 'import ply' 2>/dev/null; then
 	grep -qx PASS <<<"$out" || fail "nfs42_ws_state.py: no PASS"
 	note "stateid rules hold (pynfs client)"
 else
-	note "pynfs or python3-ply missing: the stateid part is left out"
+	note "$PYNFS_WHY: the stateid part is left out"
 fi
 
 stop_daemon
