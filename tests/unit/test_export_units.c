@@ -287,6 +287,68 @@ static void nbd_name_clash(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/*
+ * iSCSI targets share an address like NBD exports (lib/export/net/share.c):
+ * one IQN per address, and the same connection settings on it.
+ */
+static void iscsi_shared_address(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	unsigned port = 20000 + (unsigned)getpid() % 20000;
+	struct bs_exports *set;
+	char *text;
+	int err;
+
+	assert_int_equal(bs_exports_new(ctx, &set), 0);
+	assert_true(asprintf(&text,
+			     "[export t]\ntype = iscsi\nlisten = 127.0.0.1:%u\n"
+			     "iqn = iqn.2026-12.test:a\ndevice = d0\n"
+			     "[export u]\ntype = iscsi\nlisten = 127.0.0.1:%u\n"
+			     "iqn = iqn.2026-12.test:a\ndevice = d1\n",
+			     port, port) > 0);
+	err = try_exports(ctx, set, text);
+	free(text);
+	assert_int_equal(err, -EEXIST);
+	assert_non_null(strstr(bs_last_error(), "export u: iqn "
+			       "iqn.2026-12.test:a is already served on "
+			       "127.0.0.1:"));
+	assert_non_null(strstr(bs_last_error(), "by export t"));
+	bs_exports_free(set);
+
+	/* one listener, one set of limits for every target on it */
+	assert_int_equal(bs_exports_new(ctx, &set), 0);
+	assert_true(asprintf(&text,
+			     "[export t]\ntype = iscsi\nlisten = 127.0.0.1:%u\n"
+			     "iqn = iqn.2026-12.test:a\ndevice = d0\n"
+			     "[export u]\ntype = iscsi\nlisten = 127.0.0.1:%u\n"
+			     "iqn = iqn.2026-12.test:b\ndevice = d1\n"
+			     "max_connections = 7\n",
+			     port, port) > 0);
+	err = try_exports(ctx, set, text);
+	free(text);
+	assert_int_equal(err, -EINVAL);
+	assert_non_null(strstr(bs_last_error(), "export u: 127.0.0.1:"));
+	assert_non_null(strstr(bs_last_error(), "is shared with export t but "
+			       "with other connection settings"));
+	bs_exports_free(set);
+
+	/* two names, one address: both served; closing one keeps the other */
+	assert_int_equal(bs_exports_new(ctx, &set), 0);
+	assert_true(asprintf(&text,
+			     "[export t]\ntype = iscsi\nlisten = 127.0.0.1:%u\n"
+			     "iqn = iqn.2026-12.test:a\ndevice = d0\n"
+			     "[export u]\ntype = iscsi\nlisten = 127.0.0.1:%u\n"
+			     "iqn = iqn.2026-12.test:b\ndevice = d1\n",
+			     port, port) > 0);
+	err = try_exports(ctx, set, text);
+	free(text);
+	if (err)
+		fail_msg("%s", bs_last_error());
+	assert_non_null(bs_export_find(set, "t"));
+	assert_non_null(bs_export_find(set, "u"));
+	bs_exports_free(set);
+}
+
 /* A capability change is logged once per unit, naming the unit. */
 static char last_log[1024];
 static unsigned nlogs;
@@ -328,6 +390,8 @@ int main(void)
 						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(unit_errors, th_ctx_setup,
 						th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(iscsi_shared_address,
+						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(nbd_name_clash, th_ctx_setup,
 						th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(caps_per_unit, th_ctx_setup,

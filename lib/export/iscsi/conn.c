@@ -22,7 +22,7 @@
 
 struct iscsi_conn {
 	struct bs_net_conn *nc;
-	struct iscsi_listener *l;
+	struct bs_share_listener *l;
 	struct iscsi_session *s;
 	struct bs_loop *loop;
 	int timer;
@@ -50,8 +50,8 @@ static int ops_find(void *arg, const char *name, struct iscsi_login_target *t)
 	struct iscsi_conn *c = arg;
 	unsigned i;
 
-	for (i = 0; i < c->l->ntgts; i++) {
-		struct iscsi_target *tg = c->l->tgts[i];
+	for (i = 0; i < c->l->n; i++) {
+		struct iscsi_target *tg = c->l->refs[i]->member;
 
 		if (iscsi_target_active(tg) && !strcmp(tg->iqn, name)) {
 			iscsi_target_get(tg);	/* for the session */
@@ -62,21 +62,34 @@ static int ops_find(void *arg, const char *name, struct iscsi_login_target *t)
 	return -ENOENT;
 }
 
+/* What a discovery session negotiates from. */
+static const struct iscsi_target_params discovery_params = {
+	.header_digests = ISCSI_DIGEST_NONE | ISCSI_DIGEST_CRC32C,
+	.data_digests = ISCSI_DIGEST_NONE | ISCSI_DIGEST_CRC32C,
+	.max_recv_dsl = ISCSI_MAX_RECV_DSL,
+	.max_burst = ISCSI_MAX_TRANSFER,
+	.first_burst = ISCSI_MAX_TRANSFER,
+	.max_outstanding_r2t = 1,
+	.immediate_data = true,
+	.initial_r2t = false,
+};
+
+/* Session handles, unique in this process (0 is never one). */
+static uint32_t next_tsih;
+
 static const struct iscsi_target_params *ops_dparams(void *arg)
 {
-	struct iscsi_conn *c = arg;
-
-	return &c->l->srv->dparams;
+	(void)arg;
+	return &discovery_params;
 }
 
 static uint16_t ops_tsih(void *arg)
 {
-	struct iscsi_conn *c = arg;
 	uint32_t v;
 
+	(void)arg;
 	do
-		v = __atomic_add_fetch(&c->l->srv->next_tsih, 1,
-				       __ATOMIC_RELAXED);
+		v = __atomic_add_fetch(&next_tsih, 1, __ATOMIC_RELAXED);
 	while (!(uint16_t)v);
 	return (uint16_t)v;
 }
@@ -100,12 +113,23 @@ static void ops_each_target(void *arg,
 			    void *fa)
 {
 	struct iscsi_conn *c = arg;
+	const char *addr = bs_net_listener_addr(c->l->nl);
+	struct bs_net_addr a;
+	char portal[320], why[160];
 	unsigned i;
 
-	for (i = 0; i < c->l->ntgts; i++)
-		if (iscsi_target_active(c->l->tgts[i]))
-			fn(fa, c->l->tgts[i]->iqn,
-			   c->l->portal[0] ? c->l->portal : NULL);
+	/* "ADDR:PORT,TPGT"; none for a wildcard: the initiator keeps the
+	 * address it reached us on */
+	if (!bs_net_parse_addr(addr, &a, why, sizeof(why)) && !a.wildcard)
+		snprintf(portal, sizeof(portal), "%s,%u", addr, ISCSI_TPGT);
+	else
+		portal[0] = '\0';
+	for (i = 0; i < c->l->n; i++) {
+		struct iscsi_target *tg = c->l->refs[i]->member;
+
+		if (iscsi_target_active(tg))
+			fn(fa, tg->iqn, portal[0] ? portal : NULL);
+	}
 }
 
 /* FNV-1a, 64 bits: a short key for "initiator, ISID" in a label. */
@@ -131,8 +155,8 @@ static unsigned reinstate(struct iscsi_target *tg, struct bs_net_conn *self,
 {
 	unsigned i, n = 0;
 
-	for (i = 0; i < tg->nls; i++) {
-		struct bs_net_listener *nl = tg->ls[i]->nl;
+	for (i = 0; i < tg->ref.nls; i++) {
+		struct bs_net_listener *nl = tg->ref.ls[i]->nl;
 		struct bs_net_conn *o;
 
 		bs_net_listener_lock(nl);
@@ -219,7 +243,7 @@ static void tick(void *arg)
 
 static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 {
-	struct iscsi_listener *l = owner;
+	struct bs_share_listener *l = owner;
 	struct iscsi_conn *c = calloc(1, sizeof(*c));
 	int err;
 
@@ -229,7 +253,7 @@ static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 	c->l = l;
 	c->start_ns = bs_now_ns();
 	c->loop = bs_loop_current();
-	err = iscsi_session_new(l->srv->ctx, l->srv->set, &session_ops, c,
+	err = iscsi_session_new(l->sh->ctx, l->sh->set, &session_ops, c,
 				&c->s);
 	if (err) {
 		free(c);

@@ -54,7 +54,7 @@ static const char *sep(const char *where)
 
 struct iscsi_opts {
 	char *words;
-	char *v[ISCSI_MAX_LISTEN];
+	char *v[BS_SHARE_MAX_LISTEN];
 	int n;
 	const char *listen_where;
 	char iqn[ISCSI_NAME_MAX];
@@ -185,11 +185,11 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	o->words = strdup(listen ? listen : ISCSI_DEFAULT_LISTEN);
 	if (!o->words)
 		return -ENOMEM;
-	o->n = split_words(o->words, o->v, ISCSI_MAX_LISTEN);
+	o->n = split_words(o->words, o->v, BS_SHARE_MAX_LISTEN);
 	if (o->n <= 0)
 		return bs_error(-EINVAL, "%s%sexport %s: listen: give 1 to %d "
 				"HOST:PORT addresses", o->listen_where,
-				sep(o->listen_where), name, ISCSI_MAX_LISTEN);
+				sep(o->listen_where), name, BS_SHARE_MAX_LISTEN);
 	for (i = 0; i < o->n; i++) {
 		struct bs_net_addr a;
 
@@ -283,7 +283,7 @@ static int iscsi_check(const char *name, struct bs_opts *opts)
 
 bool iscsi_target_active(const struct iscsi_target *t)
 {
-	return t && !__atomic_load_n(&t->shutdown, __ATOMIC_ACQUIRE);
+	return t && bs_share_active(&t->ref);
 }
 
 void iscsi_target_login_view(struct iscsi_target *t,
@@ -421,200 +421,35 @@ static int target_luns(struct iscsi_target *t)
 	return 0;
 }
 
-/* ---- listeners ----------------------------------------------------------- */
+/* ---- listeners (shared: lib/export/net/share.c) ------------------------- */
 
-static struct iscsi_server **server_slot(struct bs_exports *set)
+static int iscsi_clash(const void *member, const void *other,
+		       const struct bs_share_listener *l, const char *where,
+		       void *arg)
 {
-	return (struct iscsi_server **)bs_exports_type_slot(set,
-							    &iscsi_export_type);
+	const struct iscsi_target *t = member, *o = other;
+
+	(void)arg;
+	if (strcmp(t->iqn, o->iqn))
+		return 0;
+	return bs_error(-EEXIST, "%s%sexport %s: iqn %s is already served "
+			"on %s by export %s", where, sep(where), t->exp->name,
+			t->iqn, bs_net_listener_addr(l->nl), o->exp->name);
 }
 
-static void set_log(void *arg, const char *msg)
+static bool iscsi_has_conn(const void *member, const char *label)
 {
-	bs_exports_log(arg, "%s", msg);
+	return iscsi_target_label_is(member, label);
 }
 
-static struct iscsi_listener *find_listener(struct iscsi_server *srv,
-					    const char *addr)
-{
-	struct iscsi_listener *l;
-
-	for (l = srv->listeners; l; l = l->next)
-		if (bs_net_listener_accepting(l->nl) &&
-		    !strcmp(bs_net_listener_addr(l->nl), addr))
-			return l;
-	return NULL;
-}
-
-static int listener_add_target(struct iscsi_listener *l,
-			       struct iscsi_target *t, const char *where)
-{
-	struct iscsi_target **v;
-	unsigned i;
-
-	for (i = 0; i < t->nls; i++)
-		if (t->ls[i] == l)
-			return 0;
-	for (i = 0; i < l->ntgts; i++)
-		if (!strcmp(l->tgts[i]->iqn, t->iqn))
-			return bs_error(-EEXIST, "%s%sexport %s: iqn %s is "
-					"already served on %s by export %s",
-					where, sep(where), t->exp->name,
-					t->iqn, bs_net_listener_addr(l->nl),
-					l->tgts[i]->exp->name);
-	v = realloc(l->tgts, (l->ntgts + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	l->tgts = v;
-	l->tgts[l->ntgts++] = t;
-	t->ls[t->nls++] = l;
-	return 0;
-}
-
-static void listener_free(struct iscsi_listener *l)
-{
-	struct iscsi_server *srv = l->srv;
-	struct iscsi_listener **pp;
-
-	for (pp = &srv->listeners; *pp; pp = &(*pp)->next) {
-		if (*pp == l) {
-			*pp = l->next;
-			break;
-		}
-	}
-	bs_net_listener_stop(l->nl);
-	bs_net_listener_close_conns(l->nl, NULL, NULL, "export closed");
-	bs_net_listener_free(l->nl);
-	free(l->tgts);
-	free(l);
-}
-
-static bool conn_of_target(struct bs_net_conn *c, void *arg)
-{
-	const struct iscsi_target *t = arg;
-
-	return iscsi_target_label_is(t, bs_net_conn_label(c));
-}
-
-static void listener_remove_target(struct iscsi_listener *l,
-				   struct iscsi_target *t)
-{
-	unsigned i;
-
-	for (i = 0; i < l->ntgts; i++) {
-		if (l->tgts[i] == t) {
-			memmove(&l->tgts[i], &l->tgts[i + 1],
-				(l->ntgts - i - 1) * sizeof(*l->tgts));
-			l->ntgts--;
-			break;
-		}
-	}
-	if (!l->ntgts) {
-		listener_free(l);
-		return;
-	}
-	bs_net_listener_close_conns(l->nl, conn_of_target, t,
-				    "export closed");
-}
-
-static int listener_open(struct iscsi_server *srv, struct iscsi_target *t,
-			 const char *where, const char *addr,
-			 const struct bs_net_limits *lim)
-{
-	struct iscsi_listener *l = find_listener(srv, addr);
-	struct bs_net_listen_cfg cfg = {
-		.addr = addr,
-		.limits = *lim,
-		.proto = &iscsi_net_proto,
-		.log = set_log,
-		.log_arg = srv->set,
-	};
-	struct bs_net_addr a;
-	char why[160];
-	int err;
-
-	if (t->nls == ISCSI_MAX_LISTEN)
-		return bs_error(-E2BIG, "export %s: more than %d listen "
-				"addresses", t->exp->name, ISCSI_MAX_LISTEN);
-	if (l)
-		return listener_add_target(l, t, where);
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	l->srv = srv;
-	cfg.owner = l;
-	cfg.ctx = srv->ctx;
-	bs_error_clear();
-	err = bs_net_listen(srv->loop, &cfg, &l->nl);
-	if (!err)
-		err = listener_add_target(l, t, where);
-	if (err) {
-		char msg[600];
-
-		snprintf(msg, sizeof(msg), "%s", *bs_last_error() ?
-			 bs_last_error() : strerror(-err));
-		if (l->nl)
-			bs_net_listener_free(l->nl);
-		free(l->tgts);
-		free(l);
-		return bs_error(err, "%s%sexport %s: %s", where, sep(where),
-				t->exp->name, msg);
-	}
-	if (!bs_net_parse_addr(addr, &a, why, sizeof(why)) && !a.wildcard)
-		snprintf(l->portal, sizeof(l->portal), "%s,%u", addr,
-			 ISCSI_TPGT);
-	l->next = srv->listeners;
-	srv->listeners = l;
-	bs_exports_log(srv->set, "iscsi: listening on %s%s", addr,
-		       l->portal[0] ? "" : ": WARNING: every address: the "
-		       "target is reachable from the network");
-	return 0;
-}
+static const struct bs_share_ops iscsi_share_ops = {
+	.name = "iscsi",
+	.proto = &iscsi_net_proto,
+	.has_conn = iscsi_has_conn,
+	.clash = iscsi_clash,
+};
 
 /* ---- the export type ----------------------------------------------------- */
-
-static int server_get(struct bs_export *exp, struct iscsi_server **out)
-{
-	struct iscsi_server **slot = server_slot(exp->set);
-	struct iscsi_server *srv;
-
-	if (!slot)
-		return -EINVAL;
-	if (!*slot) {
-		srv = calloc(1, sizeof(*srv));
-		if (!srv)
-			return -ENOMEM;
-		srv->set = exp->set;
-		srv->ctx = exp->ctx;
-		srv->loop = bs_ctx_loop(exp->ctx);
-		srv->dparams.header_digests = ISCSI_DIGEST_NONE |
-					      ISCSI_DIGEST_CRC32C;
-		srv->dparams.data_digests = srv->dparams.header_digests;
-		srv->dparams.max_recv_dsl = ISCSI_MAX_RECV_DSL;
-		srv->dparams.max_burst = ISCSI_MAX_TRANSFER;
-		srv->dparams.first_burst = ISCSI_MAX_TRANSFER;
-		srv->dparams.max_outstanding_r2t = 1;
-		srv->dparams.immediate_data = true;
-		srv->dparams.initial_r2t = false;
-		*slot = srv;
-	}
-	(*slot)->nexports++;
-	*out = *slot;
-	return 0;
-}
-
-static void server_put(struct bs_exports *set)
-{
-	struct iscsi_server **slot = server_slot(set);
-	struct iscsi_server *srv = slot ? *slot : NULL;
-
-	if (!srv || --srv->nexports)
-		return;
-	while (srv->listeners)
-		listener_free(srv->listeners);
-	free(srv);
-	*slot = NULL;
-}
 
 static void iscsi_close(struct bs_export *exp)
 {
@@ -622,11 +457,8 @@ static void iscsi_close(struct bs_export *exp)
 
 	if (!t)
 		return;
-	__atomic_store_n(&t->shutdown, true, __ATOMIC_RELEASE);
-	while (t->nls)
-		listener_remove_target(t->ls[--t->nls], t);
+	bs_share_leave(&t->ref);
 	exp->priv = NULL;
-	server_put(exp->set);
 	iscsi_target_put(t);
 }
 
@@ -644,7 +476,6 @@ static char *dup_opt(const char *s, int *err)
 
 static int iscsi_open(struct bs_export *exp, struct bs_opts *opts)
 {
-	struct iscsi_server *srv;
 	struct iscsi_target *t;
 	struct iscsi_opts o;
 	int i, err;
@@ -686,7 +517,8 @@ static int iscsi_open(struct bs_export *exp, struct bs_opts *opts)
 		return err;
 	}
 	exp->priv = t;
-	err = server_get(exp, &srv);
+	err = bs_share_join(&t->ref, exp, &iscsi_export_type,
+			    &iscsi_share_ops, t);
 	if (err) {
 		free(o.words);
 		exp->priv = NULL;
@@ -694,7 +526,8 @@ static int iscsi_open(struct bs_export *exp, struct bs_opts *opts)
 		return err;
 	}
 	for (i = 0; !err && i < o.n; i++)
-		err = listener_open(srv, t, o.listen_where, o.v[i], &o.lim);
+		err = bs_share_listen(&t->ref, o.listen_where, o.v[i], false,
+				      &o.lim, NULL);
 	free(o.words);
 	if (err)
 		iscsi_close(exp);
@@ -704,56 +537,16 @@ static int iscsi_open(struct bs_export *exp, struct bs_opts *opts)
 static void iscsi_shutdown(struct bs_export *exp)
 {
 	struct iscsi_target *t = exp->priv;
-	unsigned i, j;
 
-	if (!t || t->shutdown)
-		return;
-	__atomic_store_n(&t->shutdown, true, __ATOMIC_RELEASE);
-	for (i = 0; i < t->nls; i++) {
-		struct iscsi_listener *l = t->ls[i];
-		bool all = true;
-		struct bs_net_conn *c;
-
-		for (j = 0; j < l->ntgts; j++)
-			if (iscsi_target_active(l->tgts[j]))
-				all = false;
-		if (all)
-			bs_net_listener_stop(l->nl);
-		bs_net_listener_lock(l->nl);
-		for (c = bs_net_conn_next(l->nl, NULL); c;
-		     c = bs_net_conn_next(l->nl, c)) {
-			const char *e = bs_net_conn_label(c);
-
-			if (iscsi_target_label_is(t, e) || (!*e && all))
-				bs_net_conn_send_shutdown(c);
-		}
-		bs_net_listener_unlock(l->nl);
-	}
+	if (t)
+		bs_share_shutdown(&t->ref);
 }
 
 static unsigned iscsi_clients(struct bs_export *exp)
 {
 	struct iscsi_target *t = exp->priv;
-	unsigned i, n = 0;
 
-	if (!t)
-		return 0;
-	for (i = 0; i < t->nls; i++) {
-		struct iscsi_listener *l = t->ls[i];
-		struct bs_net_conn *c;
-
-		bs_net_listener_lock(l->nl);
-		for (c = bs_net_conn_next(l->nl, NULL); c;
-		     c = bs_net_conn_next(l->nl, c)) {
-			const char *e = bs_net_conn_label(c);
-
-			/* logins and discovery count for the first target */
-			if (*e ? iscsi_target_label_is(t, e) : l->tgts[0] == t)
-				n++;
-		}
-		bs_net_listener_unlock(l->nl);
-	}
-	return n;
+	return t ? bs_share_clients(&t->ref) : 0;
 }
 
 static void iscsi_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
@@ -769,8 +562,7 @@ static void iscsi_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 		   (unsigned long long)unit_lun(&exp->units[i]),
 		   exp->units[i].name, exp->units[i].dev->name,
 		   exp->units[i].readonly ? ", read-only" : "");
-	for (i = 0; i < t->nls; i++)
-		kv(arg, "listen", "%s", bs_net_listener_addr(t->ls[i]->nl));
+	bs_share_describe(&t->ref, kv, arg);
 	kv(arg, "auth", "%s", t->mutual_user ? "CHAP, mutual" :
 	   t->chap_user ? "CHAP" : "None");
 	kv(arg, "digests", "header %s, data %s",
@@ -782,7 +574,7 @@ static void iscsi_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 	   __atomic_load_n(&t->sessions, __ATOMIC_ACQUIRE), t->max_sessions);
 	kv(arg, "queue_depth", "%u", t->queue_depth);
 	kv(arg, "clients", "%u", iscsi_clients(exp));
-	if (t->shutdown)
+	if (t->ref.shutdown)
 		kv(arg, "state", "stopping");
 }
 

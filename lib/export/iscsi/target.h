@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The `iscsi` export type over the network server (not a public API):
- * listeners shared by targets (one address, several IQNs), each target a
+ * listeners shared by targets (one address, several IQNs: share.h), each
+ * target a
  * SCSI target device of the core whose LUNs are the export's units, and
  * the session-operations table (conn.c) that runs a session per
  * connection.
@@ -18,30 +19,11 @@
 
 #include "export/iscsi/login.h"
 #include "export/iscsi/session.h"
+#include "export/net/share.h"
 
-#define ISCSI_MAX_LISTEN 16
 #define ISCSI_CONN_INBUF (256u << 10)
 /* Data-Out data still missing from which it is received in place. */
 #define ISCSI_CONN_DIRECT_MIN (16u << 10)
-
-struct iscsi_server {
-	struct bs_exports *set;
-	struct bs_ctx *ctx;
-	struct bs_loop *loop;
-	struct iscsi_listener *listeners;
-	unsigned nexports;
-	uint32_t next_tsih;		/* atomic */
-	struct iscsi_target_params dparams;	/* discovery sessions */
-};
-
-struct iscsi_listener {
-	struct iscsi_server *srv;
-	struct bs_net_listener *nl;
-	struct iscsi_target **tgts;
-	unsigned ntgts;
-	char portal[80];		/* "ADDR:PORT,1", "" for a wildcard */
-	struct iscsi_listener *next;
-};
 
 struct iscsi_target {
 	struct bs_export *exp;
@@ -53,12 +35,10 @@ struct iscsi_target {
 	unsigned sessions;		/* atomic */
 	unsigned refs;			/* atomic: the export + each session
 					 * that found it at login */
-	bool shutdown;			/* atomic */
 	struct bs_scsi_tgt *scsi;
 	struct bs_scsi_lu **lus;	/* per unit */
 	unsigned nlus;
-	struct iscsi_listener *ls[ISCSI_MAX_LISTEN];
-	unsigned nls;
+	struct bs_share_ref ref;	/* where it listens; member: itself */
 };
 
 /* conn.c */

@@ -16,7 +16,7 @@
 
 struct nbd_conn {
 	struct bs_net_conn *nc;
-	struct nbd_listener *l;
+	struct bs_share_listener *l;
 	struct nbd_session *s;
 	uint64_t start_ns;
 };
@@ -37,9 +37,10 @@ static struct bs_export_unit *ops_find(void *arg, const char *name)
 	struct bs_export_unit *u;
 	unsigned i;
 
-	for (i = 0; i < c->l->nexps; i++) {
-		struct bs_export *e = c->l->exps[i];
-		if (!nbd_export_active(e))
+	for (i = 0; i < c->l->n; i++) {
+		struct bs_export *e = c->l->refs[i]->member;
+
+		if (!bs_share_active(c->l->refs[i]))
 			continue;
 		/* "" is the default export: the first unit here */
 		if (!*name)
@@ -59,13 +60,14 @@ static struct bs_export_unit *ops_next(void *arg, struct bs_export_unit *prev)
 	if (prev) {
 		if (prev->index + 1 < prev->exp->nunits)
 			return &prev->exp->units[prev->index + 1];
-		while (i < c->l->nexps && c->l->exps[i] != prev->exp)
+		while (i < c->l->n && c->l->refs[i]->member != prev->exp)
 			i++;
 		i++;
 	}
-	for (; i < c->l->nexps; i++)
-		if (nbd_export_active(c->l->exps[i]))
-			return &c->l->exps[i]->units[0];
+	for (; i < c->l->n; i++)
+		if (bs_share_active(c->l->refs[i]))
+			return &((struct bs_export *)
+				 c->l->refs[i]->member)->units[0];
 	return NULL;
 }
 
@@ -87,7 +89,7 @@ static const struct nbd_session_ops session_ops = {
 
 static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 {
-	struct nbd_listener *l = owner;
+	struct bs_share_listener *l = owner;
 	struct nbd_conn *c = calloc(1, sizeof(*c));
 	int err;
 
@@ -96,7 +98,7 @@ static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 	c->nc = nc;
 	c->l = l;
 	c->start_ns = bs_now_ns();
-	err = nbd_session_new(l->srv->ctx, l->srv->set, &session_ops, c, &c->s);
+	err = nbd_session_new(l->sh->ctx, l->sh->set, &session_ops, c, &c->s);
 	if (err) {
 		free(c);
 		return err;

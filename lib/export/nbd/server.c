@@ -37,18 +37,11 @@
 
 extern const struct bs_export_type nbd_export_type;
 
-static struct nbd_server **server_slot(struct bs_exports *set)
-{
-	return (struct nbd_server **)bs_exports_type_slot(set,
-							  &nbd_export_type);
-}
-
 bool nbd_export_active(const struct bs_export *exp)
 {
 	const struct nbd_export *ne = exp->priv;
 
-	/* read by I/O threads during negotiation, set by the main loop */
-	return ne && !__atomic_load_n(&ne->shutdown, __ATOMIC_ACQUIRE);
+	return ne && bs_share_active(&ne->ref);
 }
 
 /* ---- options ------------------------------------------------------------- */
@@ -201,20 +194,7 @@ static int nbd_check(const char *name, struct bs_opts *opts)
 	return err;
 }
 
-/* ---- listeners ----------------------------------------------------------- */
-
-static struct nbd_listener *find_listener(struct nbd_server *srv,
-					  const char *addr, bool is_unix)
-{
-	struct nbd_listener *l;
-
-	for (l = srv->listeners; l; l = l->next)
-		if (bs_net_listener_accepting(l->nl) &&
-		    !strcmp(bs_net_listener_addr(l->nl), addr) &&
-		    bs_net_listener_is_unix(l->nl) == is_unix)
-			return l;
-	return NULL;
-}
+/* ---- listeners (shared: lib/export/net/share.c) ------------------------- */
 
 /* Where the unit @u was configured: its unit.NAME line, or "device". */
 static const char *unit_where(struct bs_opts *opts,
@@ -228,228 +208,46 @@ static const char *unit_where(struct bs_opts *opts,
 	return bs_opts_where(opts, key);
 }
 
-/* An NBD export name of @exp that another export on @l already uses. */
-static int check_clash(struct nbd_listener *l, struct bs_export *exp,
-		       struct bs_opts *opts)
+/* An NBD export name of @member that @other already uses on @l. */
+static int nbd_clash(const void *member, const void *other,
+		     const struct bs_share_listener *l, const char *where,
+		     void *opts)
 {
-	unsigned i, j;
+	const struct bs_export *exp = member, *o = other;
+	unsigned i;
 
+	(void)where;
 	for (i = 0; i < exp->nunits; i++) {
 		const struct bs_export_unit *u = &exp->units[i];
+		const char *w;
 
-		for (j = 0; j < l->nexps; j++) {
-			const char *w;
-
-			if (l->exps[j] == exp ||
-			    !bs_export_unit_find(l->exps[j], u->name))
-				continue;
-			w = unit_where(opts, u);
-			return bs_error(-EEXIST, "%s%sexport %s: NBD export "
-					"name '%s' is already served on %s%s "
-					"by export %s: names on one address "
-					"must differ", w, sep(w), exp->name,
-					u->name,
-					bs_net_listener_is_unix(l->nl) ?
-					"unix:" : "",
-					bs_net_listener_addr(l->nl),
-					l->exps[j]->name);
-		}
+		if (!bs_export_unit_find((struct bs_export *)o, u->name))
+			continue;
+		w = unit_where(opts, u);
+		return bs_error(-EEXIST, "%s%sexport %s: NBD export name '%s' "
+				"is already served on %s%s by export %s: names "
+				"on one address must differ", w, sep(w),
+				exp->name, u->name,
+				bs_net_listener_is_unix(l->nl) ? "unix:" : "",
+				bs_net_listener_addr(l->nl), o->name);
 	}
 	return 0;
 }
 
-static int listener_add_export(struct nbd_listener *l, struct bs_export *exp,
-			       struct bs_opts *opts)
+/* A connection bound to unit @label is a client of export @member. */
+static bool nbd_has_conn(const void *member, const char *label)
 {
-	struct nbd_export *ne = exp->priv;
-	struct bs_export **exps;
-	unsigned i;
-	int err;
-
-	for (i = 0; i < ne->nls; i++)
-		if (ne->ls[i] == l)
-			return 0;	/* named twice: once is enough */
-	err = check_clash(l, exp, opts);
-	if (err)
-		return err;
-	if (ne->nls == sizeof(ne->ls) / sizeof(ne->ls[0]))
-		return bs_error(-E2BIG, "export %s: more than %zu listen "
-				"addresses", exp->name,
-				sizeof(ne->ls) / sizeof(ne->ls[0]));
-	exps = realloc(l->exps, (l->nexps + 1) * sizeof(*exps));
-	if (!exps)
-		return -ENOMEM;
-	l->exps = exps;
-	l->exps[l->nexps++] = exp;
-	ne->ls[ne->nls++] = l;
-	return 0;
+	return bs_export_unit_find((struct bs_export *)member, label);
 }
 
-static bool same_limits(const struct bs_net_limits *a,
-			const struct bs_net_limits *b)
-{
-	return a->max_conns == b->max_conns &&
-	       a->max_per_peer == b->max_per_peer &&
-	       a->handshake_ms == b->handshake_ms &&
-	       a->idle_ms == b->idle_ms && a->out_max == b->out_max &&
-	       a->socket_mode == b->socket_mode;
-}
-
-static void set_log(void *arg, const char *msg)
-{
-	bs_exports_log(arg, "%s", msg);
-}
-
-static int listener_open(struct nbd_server *srv, struct bs_export *exp,
-			 struct bs_opts *opts, const char *where,
-			 const char *addr, bool is_unix,
-			 const struct bs_net_limits *lim)
-{
-	struct nbd_listener *l = find_listener(srv, addr, is_unix);
-	struct bs_net_listen_cfg cfg = {
-		.addr = addr,
-		.is_unix = is_unix,
-		.limits = *lim,
-		.proto = &nbd_net_proto,
-		.log = set_log,
-		.log_arg = srv->set,
-	};
-	struct bs_net_addr a;
-	char why[160];
-	int err;
-
-	if (l) {
-		if (!same_limits(bs_net_listener_limits(l->nl), lim))
-			return bs_error(-EINVAL, "%s%sexport %s: %s is shared "
-					"with export %s but with other "
-					"connection settings (max_connections"
-					"*, *_timeout, socket_mode): give the "
-					"same ones", where, sep(where),
-					exp->name, addr, l->exps[0]->name);
-		return listener_add_export(l, exp, opts);
-	}
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	l->srv = srv;
-	cfg.owner = l;
-	cfg.ctx = srv->ctx;	/* clients go to the I/O threads */
-	bs_error_clear();
-	err = bs_net_listen(srv->loop, &cfg, &l->nl);
-	if (!err)
-		err = listener_add_export(l, exp, opts);
-	if (err) {
-		char msg[600];
-
-		snprintf(msg, sizeof(msg), "%s", *bs_last_error() ?
-			 bs_last_error() : strerror(-err));
-		if (l->nl)
-			bs_net_listener_free(l->nl);
-		free(l->exps);
-		free(l);
-		return bs_error(err, "%s%sexport %s: %s", where, sep(where),
-				exp->name, msg);
-	}
-	l->next = srv->listeners;
-	srv->listeners = l;
-	if (!is_unix && !bs_net_parse_addr(addr, &a, why, sizeof(why)) &&
-	    a.wildcard)
-		bs_exports_log(srv->set, "nbd: listening on %s: WARNING: every "
-			       "address: export %s is reachable from the "
-			       "network (give 127.0.0.1 or [::1] for this "
-			       "machine only)", addr, exp->name);
-	else
-		bs_exports_log(srv->set, "nbd: listening on %s%s", is_unix ?
-			       "unix:" : "", addr);
-	return 0;
-}
-
-static void listener_free(struct nbd_listener *l)
-{
-	struct nbd_server *srv = l->srv;
-	struct nbd_listener **pp;
-
-	for (pp = &srv->listeners; *pp; pp = &(*pp)->next) {
-		if (*pp == l) {
-			*pp = l->next;
-			break;
-		}
-	}
-	/* the connections close (on their loops) while their sessions
-	 * still see l */
-	bs_net_listener_stop(l->nl);
-	bs_net_listener_close_conns(l->nl, NULL, NULL, "export closed");
-	bs_net_listener_free(l->nl);
-	free(l->exps);
-	free(l);
-}
-
-/* Under the listener's lock: is @c a client of export @arg? */
-static bool conn_of_export(struct bs_net_conn *c, void *arg)
-{
-	const char *e = bs_net_conn_label(c);
-
-	return *e && bs_export_unit_find(arg, e);
-}
-
-/* Drop @exp from @l; the listener goes when no export is left on it. */
-static void listener_remove_export(struct nbd_listener *l,
-				   struct bs_export *exp)
-{
-	unsigned i;
-
-	for (i = 0; i < l->nexps; i++) {
-		if (l->exps[i] == exp) {
-			memmove(&l->exps[i], &l->exps[i + 1],
-				(l->nexps - i - 1) * sizeof(*l->exps));
-			l->nexps--;
-			break;
-		}
-	}
-	if (!l->nexps) {
-		listener_free(l);
-		return;
-	}
-	/* clients of this export lose it; the others go on */
-	bs_net_listener_close_conns(l->nl, conn_of_export, exp,
-				    "export closed");
-}
+static const struct bs_share_ops nbd_share_ops = {
+	.name = "nbd",
+	.proto = &nbd_net_proto,
+	.has_conn = nbd_has_conn,
+	.clash = nbd_clash,
+};
 
 /* ---- the export type ----------------------------------------------------- */
-
-static int server_get(struct bs_export *exp, struct nbd_server **out)
-{
-	struct nbd_server **slot = server_slot(exp->set);
-	struct nbd_server *srv;
-
-	if (!slot)
-		return -EINVAL;
-	if (!*slot) {
-		srv = calloc(1, sizeof(*srv));
-		if (!srv)
-			return -ENOMEM;
-		srv->set = exp->set;
-		srv->ctx = exp->ctx;
-		srv->loop = bs_ctx_loop(exp->ctx);
-		*slot = srv;
-	}
-	(*slot)->nexports++;
-	*out = *slot;
-	return 0;
-}
-
-static void server_put(struct bs_exports *set)
-{
-	struct nbd_server **slot = server_slot(set);
-	struct nbd_server *srv = slot ? *slot : NULL;
-
-	if (!srv || --srv->nexports)
-		return;
-	while (srv->listeners)
-		listener_free(srv->listeners);
-	free(srv);
-	*slot = NULL;
-}
 
 static void nbd_close(struct bs_export *exp)
 {
@@ -457,18 +255,13 @@ static void nbd_close(struct bs_export *exp)
 
 	if (!ne)
 		return;
-	while (ne->nls) {
-		struct nbd_listener *l = ne->ls[--ne->nls];
-		listener_remove_export(l, exp);
-	}
+	bs_share_leave(&ne->ref);
 	free(ne);
 	exp->priv = NULL;
-	server_put(exp->set);
 }
 
 static int nbd_open(struct bs_export *exp, struct bs_opts *opts)
 {
-	struct nbd_server *srv;
 	struct nbd_export *ne;
 	struct nbd_opts o;
 	int i, err;
@@ -477,7 +270,8 @@ static int nbd_open(struct bs_export *exp, struct bs_opts *opts)
 	if (!ne)
 		return -ENOMEM;
 	exp->priv = ne;
-	err = server_get(exp, &srv);
+	err = bs_share_join(&ne->ref, exp, &nbd_export_type, &nbd_share_ops,
+			    exp);
 	if (err) {
 		free(ne);
 		exp->priv = NULL;
@@ -485,11 +279,11 @@ static int nbd_open(struct bs_export *exp, struct bs_opts *opts)
 	}
 	err = read_opts(exp->name, opts, &o);
 	for (i = 0; !err && i < o.n; i++)
-		err = listener_open(srv, exp, opts, o.listen_where, o.v[i],
-				    false, &o.lim);
+		err = bs_share_listen(&ne->ref, o.listen_where, o.v[i], false,
+				      &o.lim, opts);
 	if (!err && o.sock)
-		err = listener_open(srv, exp, opts, o.sock_where, o.sock,
-				    true, &o.lim);
+		err = bs_share_listen(&ne->ref, o.sock_where, o.sock, true,
+				      &o.lim, opts);
 	free(o.words);
 	if (err)
 		nbd_close(exp);
@@ -499,56 +293,16 @@ static int nbd_open(struct bs_export *exp, struct bs_opts *opts)
 static void nbd_shutdown(struct bs_export *exp)
 {
 	struct nbd_export *ne = exp->priv;
-	unsigned i, j;
 
-	if (!ne || ne->shutdown)
-		return;
-	__atomic_store_n(&ne->shutdown, true, __ATOMIC_RELEASE);
-	for (i = 0; i < ne->nls; i++) {
-		struct nbd_listener *l = ne->ls[i];
-		bool all = true;
-		struct bs_net_conn *c;
-
-		for (j = 0; j < l->nexps; j++)
-			if (nbd_export_active(l->exps[j]))
-				all = false;
-		if (all)
-			bs_net_listener_stop(l->nl);
-		bs_net_listener_lock(l->nl);
-		for (c = bs_net_conn_next(l->nl, NULL); c;
-		     c = bs_net_conn_next(l->nl, c)) {
-			const char *e = bs_net_conn_label(c);
-			/* clients still negotiating go too once nothing is left */
-			if ((*e && bs_export_unit_find(exp, e)) || (!*e && all))
-				bs_net_conn_send_shutdown(c);
-		}
-		bs_net_listener_unlock(l->nl);
-	}
+	if (ne)
+		bs_share_shutdown(&ne->ref);
 }
 
 static unsigned nbd_clients(struct bs_export *exp)
 {
 	struct nbd_export *ne = exp->priv;
-	unsigned i, n = 0;
 
-	if (!ne)
-		return 0;
-	for (i = 0; i < ne->nls; i++) {
-		struct nbd_listener *l = ne->ls[i];
-		struct bs_net_conn *c;
-
-		bs_net_listener_lock(l->nl);
-		for (c = bs_net_conn_next(l->nl, NULL); c;
-		     c = bs_net_conn_next(l->nl, c)) {
-			const char *e = bs_net_conn_label(c);
-			/* a negotiating client counts for the listener's first */
-			if (*e ? !!bs_export_unit_find(exp, e) :
-				 l->exps[0] == exp)
-				n++;
-		}
-		bs_net_listener_unlock(l->nl);
-	}
-	return n;
+	return ne ? bs_share_clients(&ne->ref) : 0;
 }
 
 static void nbd_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
@@ -562,11 +316,9 @@ static void nbd_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 		kv(arg, "unit", "%s: device %s%s", exp->units[i].name,
 		   exp->units[i].dev->name,
 		   exp->units[i].readonly ? ", read-only" : "");
-	for (i = 0; i < ne->nls; i++)
-		kv(arg, bs_net_listener_is_unix(ne->ls[i]->nl) ? "socket" :
-		   "listen", "%s", bs_net_listener_addr(ne->ls[i]->nl));
+	bs_share_describe(&ne->ref, kv, arg);
 	kv(arg, "clients", "%u", nbd_clients(exp));
-	if (ne->shutdown)
+	if (ne->ref.shutdown)
 		kv(arg, "state", "stopping");
 }
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The NBD export type over the network server (not a public API): the
- * listeners come from lib/export/net/; NBD adds which exports each one
- * serves and the session-operations table (conn.c) that runs an NBD
- * session on a connection.
+ * listeners come from lib/export/net/ and are shared by the exports that
+ * name one address (share.h); NBD adds the session-operations table
+ * (conn.c) that runs an NBD session on a connection.
  */
 #ifndef BLKSTACK_NBD_SERVER_H
 #define BLKSTACK_NBD_SERVER_H
@@ -17,36 +17,16 @@
 #include <blkstack/net.h>
 
 #include "export/nbd/session.h"
+#include "export/net/share.h"
 
 /* Input buffer of one connection. */
 #define NBD_CONN_INBUF (256u << 10)
 /* Payload still missing from which a write is received in place. */
 #define NBD_CONN_DIRECT_MIN (16u << 10)
 
-struct nbd_server {
-	struct bs_exports *set;
-	struct bs_ctx *ctx;
-	struct bs_loop *loop;
-	struct nbd_listener *listeners;
-	unsigned nexports;
-};
-
-/*
- * A network listener and the exports reachable on it: each unit of each
- * is an NBD export name, unique on the listener.
- */
-struct nbd_listener {
-	struct nbd_server *srv;
-	struct bs_net_listener *nl;
-	struct bs_export **exps;
-	unsigned nexps;
-	struct nbd_listener *next;
-};
-
+/* An NBD export: its units are NBD export names, unique per address. */
 struct nbd_export {
-	bool shutdown;
-	struct nbd_listener *ls[16];
-	unsigned nls;
+	struct bs_share_ref ref;	/* member: the bs_export */
 };
 
 /* conn.c: the session-operations table NBD gives the network server. */
