@@ -20,11 +20,13 @@ PKGS := liburing jansson nettle
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # optional libraries, used by the rooms that need them
-EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err libnbd libiscsi 2>/dev/null)
+EXTRA_LIBS := $(shell pkg-config --libs ext2fs com_err 2>/dev/null) -ldl
 EXTRA_CFLAGS := $(shell pkg-config --cflags ext2fs libnbd 2>/dev/null)
-# librbd/librados are not linked: the rbd driver loads them at its first
-# open (lib/drivers/rbd_lib.h says why); it builds when their header is
-# there, and to nothing without it
+# libnbd, libiscsi, librbd/librados are not linked: their drivers load
+# them at the first open (lib/core/dynlib.h says why); the rbd driver
+# builds when its header is there, and to nothing without it. Tests and
+# tools that drive these libraries themselves link them.
+PEER_LIBS := $(shell pkg-config --libs libnbd libiscsi 2>/dev/null)
 
 CFLAGS_BASE := -std=gnu17 -g -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes \
@@ -88,11 +90,11 @@ $(BUILD)/blkstackd: $(call obj,$(DAEMON_SRCS)) $(LIB)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TEST_HELPER_SRCS)) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_SAN) -o $@ $< $(call obj,$(TEST_HELPER_SRCS)) $(LINK_LIB) $(LDLIBS) -lcmocka
+	$(CC) $(LDFLAGS_SAN) -o $@ $< $(call obj,$(TEST_HELPER_SRCS)) $(LINK_LIB) $(LDLIBS) $(PEER_LIBS) -lcmocka
 
 $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_SAN) -o $@ $< $(LINK_LIB) $(LDLIBS)
+	$(CC) $(LDFLAGS_SAN) -o $@ $< $(LINK_LIB) $(LDLIBS) $(PEER_LIBS)
 
 # The builds run in parallel (one job per CPU) unless make was given -j.
 JOBS := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))

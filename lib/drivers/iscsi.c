@@ -125,7 +125,7 @@ static void task_cb(struct iscsi_context *iscsi, int status, void *data,
 		sense = task->sense;
 		if (task->residual_status == SCSI_RESIDUAL_UNDERFLOW)
 			residual = (uint32_t)task->residual;
-		scsi_free_scsi_task(task);
+		iscsi_lib.scsi_free_scsi_task(task);
 	}
 	r->task = NULL;
 	if (s->closing) {
@@ -155,7 +155,7 @@ static void task_cb(struct iscsi_context *iscsi, int status, void *data,
 			return;
 		case SCSI_SENSE_NOT_READY:
 		case SCSI_SENSE_COMMAND_ABORTED:
-			retry(r, true, scsi_sense_key_str(sense.key));
+			retry(r, true, iscsi_lib.scsi_sense_key_str(sense.key));
 			return;
 		case SCSI_SENSE_ILLEGAL_REQUEST:
 			if ((sense.ascq >> 8) == 0x20 || (sense.ascq >> 8) == 0x24) {
@@ -180,8 +180,8 @@ static void task_cb(struct iscsi_context *iscsi, int status, void *data,
 		}
 		bs_error(-EIO, "%s: iscsi %s/%d: %s: %s, %s", s->dev->name,
 			 s->target, s->lun, bs_op_name(r->req->op),
-			 scsi_sense_key_str(sense.key),
-			 scsi_sense_ascq_str(sense.ascq));
+			 iscsi_lib.scsi_sense_key_str(sense.key),
+			 iscsi_lib.scsi_sense_ascq_str(sense.ascq));
 		finish(r, -EIO);
 		return;
 	case SCSI_STATUS_BUSY:
@@ -199,7 +199,7 @@ static void task_cb(struct iscsi_context *iscsi, int status, void *data,
 		 * make a new one; the request waits for it, within its
 		 * deadline */
 		if (iscsi == s->iscsi)
-			isd_reset_session(s, iscsi_get_error(iscsi));
+			isd_reset_session(s, iscsi_lib.iscsi_get_error(iscsi));
 		s->retries++;
 		isd_issue(r);
 		return;
@@ -237,12 +237,12 @@ static struct scsi_task *send_ws(struct isd_req *r, uint64_t lba,
 	r->ws_unmap = unmap;
 	if (ws16) {
 		r->opcode = SCSI_OPCODE_WRITE_SAME16;
-		return iscsi_writesame16_task(s->iscsi, s->lun, lba, s->zero,
+		return iscsi_lib.iscsi_writesame16_task(s->iscsi, s->lun, lba, s->zero,
 					      lbs, n, 0, unmap, 0, 0, task_cb,
 					      r);
 	}
 	r->opcode = SCSI_OPCODE_WRITE_SAME10;
-	return iscsi_writesame10_task(s->iscsi, s->lun, (uint32_t)lba, s->zero,
+	return iscsi_lib.iscsi_writesame10_task(s->iscsi, s->lun, (uint32_t)lba, s->zero,
 				      lbs, (uint16_t)n, 0, unmap, 0, 0,
 				      task_cb, r);
 }
@@ -275,7 +275,7 @@ void isd_issue(struct isd_req *r)
 		if ((err = prep_iov(r)))
 			goto fail;
 		r->opcode = 0x88;
-		t = iscsi_read16_iov_task(s->iscsi, s->lun, lba,
+		t = iscsi_lib.iscsi_read16_iov_task(s->iscsi, s->lun, lba,
 					  (uint32_t)req->len, (int)lbs, 0, 0, 0,
 					  0, 0, task_cb, r, r->iov,
 					  req->iovcnt);
@@ -284,14 +284,14 @@ void isd_issue(struct isd_req *r)
 		if ((err = prep_iov(r)))
 			goto fail;
 		r->opcode = 0x8a;
-		t = iscsi_write16_iov_task(s->iscsi, s->lun, lba, NULL,
+		t = iscsi_lib.iscsi_write16_iov_task(s->iscsi, s->lun, lba, NULL,
 					   (uint32_t)req->len, (int)lbs, 0, 0,
 					   fua, 0, 0, task_cb, r, r->iov,
 					   req->iovcnt);
 		break;
 	case BS_OP_FLUSH:
 		r->opcode = 0x91;
-		t = iscsi_synchronizecache16_task(s->iscsi, s->lun, 0, 0, 0, 0,
+		t = iscsi_lib.iscsi_synchronizecache16_task(s->iscsi, s->lun, 0, 0, 0, 0,
 						  task_cb, r);
 		break;
 	case BS_OP_WRITE_ZEROES: {
@@ -321,7 +321,7 @@ void isd_issue(struct isd_req *r)
 			r->opcode = 0x42;
 			r->ul.lba = lba;
 			r->ul.num = (uint32_t)n;
-			t = iscsi_unmap_task(s->iscsi, s->lun, 0, 0, &r->ul, 1,
+			t = iscsi_lib.iscsi_unmap_task(s->iscsi, s->lun, 0, 0, &r->ul, 1,
 					     task_cb, r);
 			break;
 		case SD_LBP_WS16:
@@ -344,7 +344,7 @@ void isd_issue(struct isd_req *r)
 	if (!t) {
 		/* libiscsi could not queue it (memory, or no session) */
 		snprintf(s->last_error, sizeof(s->last_error), "%s",
-			 iscsi_get_error(s->iscsi));
+			 iscsi_lib.iscsi_get_error(s->iscsi));
 		retry(r, true, s->last_error);
 		return;
 	}
@@ -427,7 +427,7 @@ static int parse_target(struct isd *s, struct bs_opts *opts)
 	if ((err = bs_opts_get_u32(opts, "lun", &lun)) < 0)
 		return err;
 	if (url && *url) {
-		struct iscsi_context *c = iscsi_create_context(s->initiator);
+		struct iscsi_context *c = iscsi_lib.iscsi_create_context(s->initiator);
 		struct iscsi_url *u;
 
 		if (portal || iqn)
@@ -435,12 +435,12 @@ static int parse_target(struct isd *s, struct bs_opts *opts)
 					"portal + iqn, not both", dev->name);
 		if (!c)
 			return -ENOMEM;
-		u = iscsi_parse_full_url(c, url);
+		u = iscsi_lib.iscsi_parse_full_url(c, url);
 		if (!u) {
 			err = bs_error(-EINVAL, "%s: iscsi: url %s: %s (want "
 				       "iscsi://HOST[:PORT]/IQN/LUN)",
-				       dev->name, url, iscsi_get_error(c));
-			iscsi_destroy_context(c);
+				       dev->name, url, iscsi_lib.iscsi_get_error(c));
+			iscsi_lib.iscsi_destroy_context(c);
 			return err;
 		}
 		s->portal = strdup(u->portal);
@@ -450,8 +450,8 @@ static int parse_target(struct isd *s, struct bs_opts *opts)
 			s->chap_user = strdup(u->user);
 			s->chap_secret = strdup(u->passwd);
 		}
-		iscsi_destroy_url(u);
-		iscsi_destroy_context(c);
+		iscsi_lib.iscsi_destroy_url(u);
+		iscsi_lib.iscsi_destroy_context(c);
 	} else {
 		if (!portal || !*portal || !iqn || !*iqn)
 			return bs_error(-EINVAL, "%s: iscsi needs url = "
@@ -473,7 +473,7 @@ static int parse_target(struct isd *s, struct bs_opts *opts)
 static int isd_open(struct bs_dev *dev, struct bs_opts *opts)
 {
 	struct isd *s = calloc(1, sizeof(*s));
-	char host[64] = "localhost", ini[160];
+	char host[64] = "localhost", ini[160], why[256];
 	uint64_t max_io = 1u << 20;
 	uint32_t timeout = 30, retries = 5, rms = 1000, poll = 1000;
 	int err;
@@ -523,6 +523,11 @@ static int isd_open(struct bs_dev *dev, struct bs_opts *opts)
 		err = bs_error(-EINVAL, "%s: iscsi: chap_user and chap_secret "
 			       "go together (and target_chap_* need them)",
 			       dev->name);
+		goto fail;
+	}
+	/* libiscsi, loaded by the first open (iscsi_lib.h) */
+	if ((err = iscsi_lib_load(why, sizeof(why)))) {
+		err = bs_error(err, "%s: %s", dev->name, why);
 		goto fail;
 	}
 	if ((err = parse_target(s, opts)))
@@ -575,7 +580,7 @@ static void isd_close(struct bs_dev *dev)
 		bool done = false;
 
 		until = bs_now_ns() + 1000000000ull;
-		if (!iscsi_logout_async(s->iscsi, logout_cb, &done)) {
+		if (!iscsi_lib.iscsi_logout_async(s->iscsi, logout_cb, &done)) {
 			isd_kick(s);
 			while (!done && bs_now_ns() < until)
 				if (bs_loop_run_once(s->loop, 50))
@@ -585,7 +590,7 @@ static void isd_close(struct bs_dev *dev)
 	bs_fdpump_free(s->pump);
 	s->pump = NULL;
 	if (s->iscsi)
-		iscsi_destroy_context(s->iscsi);	/* cancels the rest */
+		iscsi_lib.iscsi_destroy_context(s->iscsi);	/* cancels the rest */
 	s->iscsi = NULL;
 	while ((r = s->reqs)) {
 		if (r->timer)

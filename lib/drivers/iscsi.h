@@ -11,13 +11,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <iscsi/iscsi.h>
-#include <iscsi/scsi-lowlevel.h>
 
 #include <blkstack/bdev.h>
 #include <blkstack/fdpump.h>
 #include <blkstack/loop.h>
 
+#include "drivers/iscsi_lib.h"
 #include "drivers/sd_config.h"
 
 #define ISD_TICK_MS 100

@@ -42,7 +42,7 @@ static int pump_get_fd(void *lib)
 {
 	struct isd *s = lib;
 
-	return s->iscsi ? iscsi_get_fd(s->iscsi) : -1;
+	return s->iscsi ? iscsi_lib.iscsi_get_fd(s->iscsi) : -1;
 }
 
 static uint32_t pump_events(void *lib)
@@ -50,7 +50,7 @@ static uint32_t pump_events(void *lib)
 	struct isd *s = lib;
 
 	/* POLLIN/POLLOUT have the values of EPOLLIN/EPOLLOUT on Linux */
-	return s->iscsi ? (uint32_t)iscsi_which_events(s->iscsi) : 0;
+	return s->iscsi ? (uint32_t)iscsi_lib.iscsi_which_events(s->iscsi) : 0;
 }
 
 static int pump_service(void *lib, uint32_t revents)
@@ -59,7 +59,7 @@ static int pump_service(void *lib, uint32_t revents)
 
 	if (!s->iscsi)
 		return 0;
-	return iscsi_service(s->iscsi, (int)revents) < 0 ? -EIO : 0;
+	return iscsi_lib.iscsi_service(s->iscsi, (int)revents) < 0 ? -EIO : 0;
 }
 
 
@@ -80,7 +80,7 @@ static void watchdog(struct isd *s)
 			s->expired++;
 			if (r->task && s->iscsi) {
 				/* calls back at once, cancelled */
-				if (iscsi_scsi_cancel_task(s->iscsi, r->task))
+				if (iscsi_lib.iscsi_scsi_cancel_task(s->iscsi, r->task))
 					isd_reset_session(s, "a command past its "
 						      "deadline could not be "
 						      "cancelled");
@@ -118,7 +118,7 @@ static void tur_cb(struct iscsi_context *iscsi, int status, void *data,
 		  task->sense.key == SCSI_SENSE_UNIT_ATTENTION;
 
 	if (task)
-		scsi_free_scsi_task(task);
+		iscsi_lib.scsi_free_scsi_task(task);
 	if (s->closing || iscsi != s->iscsi)
 		return;
 	s->tur_busy = false;
@@ -129,7 +129,7 @@ static void tur_cb(struct iscsi_context *iscsi, int status, void *data,
 		isd_probe_start(s);
 	} else if (status == SCSI_STATUS_ERROR ||
 		   status == SCSI_STATUS_CANCELLED) {
-		isd_reset_session(s, iscsi_get_error(iscsi));
+		isd_reset_session(s, iscsi_lib.iscsi_get_error(iscsi));
 	}
 }
 
@@ -143,7 +143,7 @@ static void idle_poll(struct isd *s)
 	    s->probing || s->opening ||
 	    bs_now_ns() - s->last_activity_ns < s->poll_ms * 1000000ull)
 		return;
-	t = iscsi_testunitready_task(s->iscsi, s->lun, tur_cb, s);
+	t = iscsi_lib.iscsi_testunitready_task(s->iscsi, s->lun, tur_cb, s);
 	if (!t)
 		return;
 	s->tur_busy = true;
@@ -157,9 +157,9 @@ static void pump_tick(void *lib)
 	struct isd *s = lib;
 
 	/* libiscsi's timeouts run in its service */
-	if (s->iscsi && iscsi_get_fd(s->iscsi) >= 0 &&
-	    iscsi_service(s->iscsi, 0) < 0)
-		isd_reset_session(s, iscsi_get_error(s->iscsi));
+	if (s->iscsi && iscsi_lib.iscsi_get_fd(s->iscsi) >= 0 &&
+	    iscsi_lib.iscsi_service(s->iscsi, 0) < 0)
+		isd_reset_session(s, iscsi_lib.iscsi_get_error(s->iscsi));
 	watchdog(s);
 	idle_poll(s);
 }
@@ -168,7 +168,7 @@ static void pump_error(void *lib, int err)
 {
 	struct isd *s = lib;
 
-	isd_reset_session(s, s->iscsi ? iscsi_get_error(s->iscsi) : strerror(-err));
+	isd_reset_session(s, s->iscsi ? iscsi_lib.iscsi_get_error(s->iscsi) : strerror(-err));
 }
 
 static const struct bs_fdpump_ops isd_pump_ops = {
@@ -203,7 +203,7 @@ static void reset_now(void *arg)
 	if (s->pump)
 		bs_fdpump_update(s->pump);	/* stop watching its fd */
 	if (old)
-		iscsi_destroy_context(old);	/* callbacks: cancelled */
+		iscsi_lib.iscsi_destroy_context(old);	/* callbacks: cancelled */
 	start_session(s);
 }
 
@@ -259,7 +259,7 @@ static void open_timeout(void *arg)
 static void session_failed(struct isd *s, struct iscsi_context *c)
 {
 	snprintf(s->last_error, sizeof(s->last_error), "%s",
-		 iscsi_get_error(c));
+		 iscsi_lib.iscsi_get_error(c));
 	s->failed_connects++;
 	if (s->opening && s->failed_connects > s->max_retries) {
 		open_finish(s, -EIO);
@@ -318,7 +318,7 @@ static void socket_cb(struct iscsi_context *iscsi, int status, void *data,
 	if (iscsi != s->iscsi || s->closing)
 		return;
 	if (status != SCSI_STATUS_GOOD ||
-	    iscsi_login_async(iscsi, login_cb, s)) {
+	    iscsi_lib.iscsi_login_async(iscsi, login_cb, s)) {
 		session_failed(s, iscsi);
 		return;
 	}
@@ -327,7 +327,7 @@ static void socket_cb(struct iscsi_context *iscsi, int status, void *data,
 
 static void start_session(struct isd *s)
 {
-	struct iscsi_context *c = iscsi_create_context(s->initiator);
+	struct iscsi_context *c = iscsi_lib.iscsi_create_context(s->initiator);
 	int err;
 
 	if (!c) {
@@ -335,29 +335,29 @@ static void start_session(struct isd *s)
 			 "iscsi_create_context failed");
 		goto retry;
 	}
-	iscsi_set_targetname(c, s->target);
-	iscsi_set_session_type(c, ISCSI_SESSION_NORMAL);
+	iscsi_lib.iscsi_set_targetname(c, s->target);
+	iscsi_lib.iscsi_set_session_type(c, ISCSI_SESSION_NORMAL);
 	if (s->chap_user)
-		iscsi_set_initiator_username_pwd(c, s->chap_user,
+		iscsi_lib.iscsi_set_initiator_username_pwd(c, s->chap_user,
 						 s->chap_secret);
 	if (s->tchap_user)
-		iscsi_set_target_username_pwd(c, s->tchap_user,
+		iscsi_lib.iscsi_set_target_username_pwd(c, s->tchap_user,
 					      s->tchap_secret);
-	iscsi_set_timeout(c, (int)s->timeout_s);
+	iscsi_lib.iscsi_set_timeout(c, (int)s->timeout_s);
 	/*
 	 * Reconnecting is ours: a lost session is torn down and made anew
 	 * (reset_session), so every session starts with a login and a probe.
 	 * libiscsi's own reconnect needs its "full connect" (which leaks when
 	 * destroyed half-way) and would resend commands on its own terms.
 	 */
-	iscsi_set_noautoreconnect(c, 1);
+	iscsi_lib.iscsi_set_noautoreconnect(c, 1);
 	s->iscsi = c;
-	err = iscsi_connect_async(c, s->portal, socket_cb, s);
+	err = iscsi_lib.iscsi_connect_async(c, s->portal, socket_cb, s);
 	if (err) {
 		snprintf(s->last_error, sizeof(s->last_error), "%s",
-			 iscsi_get_error(c));
+			 iscsi_lib.iscsi_get_error(c));
 		s->iscsi = NULL;
-		iscsi_destroy_context(c);
+		iscsi_lib.iscsi_destroy_context(c);
 		goto retry;
 	}
 	if (!s->pump) {
@@ -494,7 +494,7 @@ static void probe_advance(struct isd *s, enum isd_step st)
 static void probe_got(struct isd *s, struct scsi_task *task)
 {
 	struct sd_facts *f = &s->nf;
-	void *d = scsi_datain_unmarshall(task);
+	void *d = iscsi_lib.scsi_datain_unmarshall(task);
 
 	switch (s->step) {
 	case P_RC16: {
@@ -586,7 +586,7 @@ static void probe_got(struct isd *s, struct scsi_task *task)
 		if (!ms)
 			break;
 		f->dpofua = ms->device_specific_parameter & 0x10;
-		pg = scsi_modesense_get_page(ms, SCSI_MODEPAGE_CACHING, 0);
+		pg = iscsi_lib.scsi_modesense_get_page(ms, SCSI_MODEPAGE_CACHING, 0);
 		if (pg)
 			f->wce = pg->caching.wce;
 		break;
@@ -605,12 +605,12 @@ static void probe_cb(struct iscsi_context *iscsi, int status, void *data,
 
 	if (s->closing || iscsi != s->iscsi) {
 		if (task)
-			scsi_free_scsi_task(task);
+			iscsi_lib.scsi_free_scsi_task(task);
 		return;
 	}
 	if (status == SCSI_STATUS_GOOD) {
 		probe_got(s, task);
-		scsi_free_scsi_task(task);
+		iscsi_lib.scsi_free_scsi_task(task);
 		if (st == P_RC16 && !s->nf.rc16) {
 			probe_advance(s, P_RC10);
 			return;
@@ -632,13 +632,13 @@ static void probe_cb(struct iscsi_context *iscsi, int status, void *data,
 	    status == SCSI_STATUS_TIMEOUT || status == SCSI_STATUS_ERROR ||
 	    status == SCSI_STATUS_CANCELLED) {
 		if (task)
-			scsi_free_scsi_task(task);
+			iscsi_lib.scsi_free_scsi_task(task);
 		if (s->step_tries++ < s->max_retries + 2) {
 			if (status == SCSI_STATUS_ERROR ||
 			    status == SCSI_STATUS_CANCELLED) {
 				/* the next session probes from the start */
 				s->probing = false;
-				isd_reset_session(s, iscsi_get_error(iscsi));
+				isd_reset_session(s, iscsi_lib.iscsi_get_error(iscsi));
 				return;
 			}
 			probe_send(s);
@@ -649,9 +649,9 @@ static void probe_cb(struct iscsi_context *iscsi, int status, void *data,
 			 st == P_RC16 ? "READ CAPACITY(16)" :
 			 st == P_RC10 ? "READ CAPACITY(10)" : "probe",
 			 isd_status_str(status),
-			 scsi_sense_key_str(task->sense.key),
-			 scsi_sense_ascq_str(task->sense.ascq));
-		scsi_free_scsi_task(task);
+			 iscsi_lib.scsi_sense_key_str(task->sense.key),
+			 iscsi_lib.scsi_sense_ascq_str(task->sense.ascq));
+		iscsi_lib.scsi_free_scsi_task(task);
 	}
 	/* refused: READ CAPACITY 16 falls back to 10, the rest is optional
 	 * (sd: no page, no opcodes list, no caching page = write through) */
@@ -679,29 +679,29 @@ static void probe_send(struct isd *s)
 	}
 	switch (s->step) {
 	case P_RC16:
-		t = iscsi_readcapacity16_task(c, s->lun, probe_cb, s);
+		t = iscsi_lib.iscsi_readcapacity16_task(c, s->lun, probe_cb, s);
 		break;
 	case P_RC10:
-		t = iscsi_readcapacity10_task(c, s->lun, 0, 0, probe_cb, s);
+		t = iscsi_lib.iscsi_readcapacity10_task(c, s->lun, 0, 0, probe_cb, s);
 		break;
 	case P_VPD00:
-		t = iscsi_inquiry_task(c, s->lun, 1, 0x00, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0x00, 255, probe_cb, s);
 		break;
 	case P_B0:
-		t = iscsi_inquiry_task(c, s->lun, 1, 0xb0, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb0, 255, probe_cb, s);
 		break;
 	case P_B1:
-		t = iscsi_inquiry_task(c, s->lun, 1, 0xb1, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb1, 255, probe_cb, s);
 		break;
 	case P_B2:
-		t = iscsi_inquiry_task(c, s->lun, 1, 0xb2, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb2, 255, probe_cb, s);
 		break;
 	case P_RSOC:
-		t = iscsi_report_supported_opcodes_task(c, s->lun, 0, 0, 0, 0,
+		t = iscsi_lib.iscsi_report_supported_opcodes_task(c, s->lun, 0, 0, 0, 0,
 							65535, probe_cb, s);
 		break;
 	case P_MODE:
-		t = iscsi_modesense6_task(c, s->lun, 1, SCSI_MODESENSE_PC_CURRENT,
+		t = iscsi_lib.iscsi_modesense6_task(c, s->lun, 1, SCSI_MODESENSE_PC_CURRENT,
 					  SCSI_MODEPAGE_CACHING, 0, 255,
 					  probe_cb, s);
 		break;
@@ -711,7 +711,7 @@ static void probe_send(struct isd *s)
 	}
 	if (!t) {
 		snprintf(s->last_error, sizeof(s->last_error), "%s",
-			 iscsi_get_error(c));
+			 iscsi_lib.iscsi_get_error(c));
 		s->probing = false;
 		isd_reset_session(s, s->last_error);
 		return;

@@ -215,10 +215,10 @@ void nbdc_issue(struct nbdc_req *r)
 	}
 	switch (req->op) {
 	case BS_OP_READ:
-		cookie = nbd_aio_pread(c->h, buf, req->len, req->offset, cb, 0);
+		cookie = nbd_lib.nbd_aio_pread(c->h, buf, req->len, req->offset, cb, 0);
 		break;
 	case BS_OP_WRITE:
-		cookie = nbd_aio_pwrite(c->h, buf, req->len, req->offset, cb,
+		cookie = nbd_lib.nbd_aio_pwrite(c->h, buf, req->len, req->offset, cb,
 					fua);
 		break;
 	case BS_OP_FLUSH:
@@ -235,10 +235,10 @@ void nbdc_issue(struct nbdc_req *r)
 			return;
 		}
 		r->flush_seq = s->wseq;
-		cookie = nbd_aio_flush(c->h, cb, 0);
+		cookie = nbd_lib.nbd_aio_flush(c->h, cb, 0);
 		break;
 	case BS_OP_DISCARD:
-		cookie = nbd_aio_trim(c->h, req->len, req->offset, cb, fua);
+		cookie = nbd_lib.nbd_aio_trim(c->h, req->len, req->offset, cb, fua);
 		break;
 	case BS_OP_WRITE_ZEROES:
 		if (!s->facts.can_zero || s->facts.zero_broken) {
@@ -249,25 +249,25 @@ void nbdc_issue(struct nbdc_req *r)
 		if (nbdc_zero_no_hole(req->flags & BS_REQ_NOUNMAP,
 				      bs_dev_write_zeroes_unmap(s->dev)))
 			flags |= LIBNBD_CMD_FLAG_NO_HOLE;
-		cookie = nbd_aio_zero(c->h, req->len, req->offset, cb, flags);
+		cookie = nbd_lib.nbd_aio_zero(c->h, req->len, req->offset, cb, flags);
 		break;
 	default:
 		nbdc_finish(r, -EOPNOTSUPP);
 		return;
 	}
 	if (cookie < 0) {
-		int e = nbd_get_errno();
+		int e = nbd_lib.nbd_get_errno();
 
-		if (!nbd_aio_is_ready(c->h)) {
+		if (!nbd_lib.nbd_aio_is_ready(c->h)) {
 			/* the connection is going: wait for another */
 			snprintf(s->last_error, sizeof(s->last_error), "%s",
-				 nbd_get_error() ? nbd_get_error() : "");
+				 nbd_lib.nbd_get_error() ? nbd_lib.nbd_get_error() : "");
 			r->waiting = true;
 			nbdc_conn_lost(c, s->last_error);
 			return;
 		}
 		bs_error(-(e ? e : EIO), "%s: nbd %s: %s: %s", s->dev->name,
-			 s->o.uri, bs_op_name(req->op), nbd_get_error());
+			 s->o.uri, bs_op_name(req->op), nbd_lib.nbd_get_error());
 		nbdc_finish(r, e == ENOTSUP ? -EOPNOTSUPP : -(e ? e : EIO));
 		return;
 	}
@@ -362,6 +362,7 @@ static void nbdc_free(struct nbdc *s)
 static int nbdc_open(struct bs_dev *dev, struct bs_opts *opts)
 {
 	struct nbdc *s = calloc(1, sizeof(*s));
+	char why[256];
 	unsigned i;
 	int err;
 
@@ -374,6 +375,11 @@ static int nbdc_open(struct bs_dev *dev, struct bs_opts *opts)
 	if ((err = nbdc_opts_parse(opts, dev->name, &s->o))) {
 		nbdc_free(s);
 		return err;
+	}
+	/* libnbd, loaded by the first open (nbd_lib.h) */
+	if ((err = nbd_lib_load(why, sizeof(why)))) {
+		nbdc_free(s);
+		return bs_error(err, "%s: %s", dev->name, why);
 	}
 	for (i = 0; i < NBDC_MAX_CONNS; i++) {
 		s->conns[i].s = s;

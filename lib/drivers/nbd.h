@@ -13,12 +13,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <libnbd.h>
 
 #include <blkstack/bdev.h>
 #include <blkstack/fdpump.h>
 #include <blkstack/loop.h>
 
+#include "drivers/nbd_lib.h"
 #include "drivers/nbd_config.h"
 
 #define NBDC_TICK_MS 100

@@ -2,7 +2,7 @@
 /*
  * The nbd driver's connections (see nbd.c for the whole).
  *
- * A connection: a libnbd handle connected with nbd_aio_connect_uri(), its
+ * A connection: a libnbd handle connected with nbd_lib.nbd_aio_connect_uri(), its
  * socket pumped by bs_fdpump. Connection 1 is made at open; when it is
  * ready the server's facts are read and decided (nbd_config.c), the open
  * finishes, and with multi-conn the others are made. A lost connection is
@@ -41,7 +41,7 @@ static int pump_get_fd(void *lib)
 {
 	struct nbdc_conn *c = lib;
 
-	return c->h && !c->tearing ? nbd_aio_get_fd(c->h) : -1;
+	return c->h && !c->tearing ? nbd_lib.nbd_aio_get_fd(c->h) : -1;
 }
 
 static uint32_t pump_events(void *lib)
@@ -52,7 +52,7 @@ static uint32_t pump_events(void *lib)
 
 	if (!c->h || c->tearing)
 		return 0;
-	dir = nbd_aio_get_direction(c->h);
+	dir = nbd_lib.nbd_aio_get_direction(c->h);
 	if (dir & LIBNBD_AIO_DIRECTION_READ)
 		ev |= EPOLLIN;
 	if (dir & LIBNBD_AIO_DIRECTION_WRITE)
@@ -68,13 +68,13 @@ static int pump_service(void *lib, uint32_t revents)
 	if (!c->h || c->tearing)
 		return 0;
 	if (revents & (EPOLLIN | EPOLLERR | EPOLLHUP))
-		rc = nbd_aio_notify_read(c->h);
+		rc = nbd_lib.nbd_aio_notify_read(c->h);
 	if (rc == 0 && (revents & EPOLLOUT) && !c->tearing &&
-	    (nbd_aio_get_direction(c->h) & LIBNBD_AIO_DIRECTION_WRITE))
-		rc = nbd_aio_notify_write(c->h);
-	if (rc < 0 || nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h))
+	    (nbd_lib.nbd_aio_get_direction(c->h) & LIBNBD_AIO_DIRECTION_WRITE))
+		rc = nbd_lib.nbd_aio_notify_write(c->h);
+	if (rc < 0 || nbd_lib.nbd_aio_is_dead(c->h) || nbd_lib.nbd_aio_is_closed(c->h))
 		return -EIO;
-	if (c->state == NC_CONNECTING && nbd_aio_is_ready(c->h))
+	if (c->state == NC_CONNECTING && nbd_lib.nbd_aio_is_ready(c->h))
 		conn_ready(c);
 	return 0;
 }
@@ -82,7 +82,7 @@ static int pump_service(void *lib, uint32_t revents)
 static void pump_error(void *lib, int err)
 {
 	struct nbdc_conn *c = lib;
-	const char *e = c->h ? nbd_get_error() : NULL;
+	const char *e = c->h ? nbd_lib.nbd_get_error() : NULL;
 
 	(void)err;
 	nbdc_conn_lost(c, e && *e ? e : "connection lost");
@@ -167,7 +167,7 @@ void nbdc_conn_begin(struct nbdc *s)
 
 static int64_t bsize(struct nbd_handle *h, int which)
 {
-	int64_t v = nbd_get_block_size(h, which);
+	int64_t v = nbd_lib.nbd_get_block_size(h, which);
 
 	return v > 0 && v <= UINT32_MAX ? v : 0;
 }
@@ -175,20 +175,20 @@ static int64_t bsize(struct nbd_handle *h, int which)
 static void read_facts(struct nbd_handle *h, struct nbdc_facts *f,
 		       bool zero_broken)
 {
-	int64_t size = nbd_get_size(h);
+	int64_t size = nbd_lib.nbd_get_size(h);
 
 	memset(f, 0, sizeof(*f));
 	f->size = size > 0 ? (uint64_t)size : 0;
-	f->read_only = nbd_is_read_only(h) == 1;
-	f->can_flush = nbd_can_flush(h) == 1;
-	f->can_fua = nbd_can_fua(h) == 1;
-	f->can_trim = nbd_can_trim(h) == 1;
-	f->can_zero = nbd_can_zero(h) == 1;
-	f->can_fast_zero = nbd_can_fast_zero(h) == 1;
-	f->can_multi_conn = nbd_can_multi_conn(h) == 1;
-	f->rotational = nbd_is_rotational(h) == 1;
+	f->read_only = nbd_lib.nbd_is_read_only(h) == 1;
+	f->can_flush = nbd_lib.nbd_can_flush(h) == 1;
+	f->can_fua = nbd_lib.nbd_can_fua(h) == 1;
+	f->can_trim = nbd_lib.nbd_can_trim(h) == 1;
+	f->can_zero = nbd_lib.nbd_can_zero(h) == 1;
+	f->can_fast_zero = nbd_lib.nbd_can_fast_zero(h) == 1;
+	f->can_multi_conn = nbd_lib.nbd_can_multi_conn(h) == 1;
+	f->rotational = nbd_lib.nbd_is_rotational(h) == 1;
 	f->base_allocation =
-		nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
+		nbd_lib.nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
 	f->bs_min = (uint32_t)bsize(h, LIBNBD_SIZE_MINIMUM);
 	f->bs_pref = (uint32_t)bsize(h, LIBNBD_SIZE_PREFERRED);
 	f->bs_max = (uint32_t)bsize(h, LIBNBD_SIZE_MAXIMUM);
@@ -311,7 +311,7 @@ static void teardown(struct nbdc_conn *c)
 	/* stop watching while the descriptor is still open */
 	nbdc_kick(c);
 	c->state = NC_DOWN;
-	nbd_close(h);	/* callbacks of what it held: retried (tearing) */
+	nbd_lib.nbd_close(h);	/* callbacks of what it held: retried (tearing) */
 	c->h = NULL;
 	c->tearing = false;
 	c->inflight = 0;
@@ -386,24 +386,24 @@ void nbdc_conn_start(struct nbdc_conn *c)
 
 	if (s->closing || c->h)
 		return;
-	h = nbd_create();
+	h = nbd_lib.nbd_create();
 	if (!h) {
-		nbdc_conn_lost(c, nbd_get_error());
+		nbdc_conn_lost(c, nbd_lib.nbd_get_error());
 		return;
 	}
-	nbd_set_handle_name(h, s->dev->name);
-	/* ask for base:allocation so nbd_can_meta_context() tells whether
+	nbd_lib.nbd_set_handle_name(h, s->dev->name);
+	/* ask for base:allocation so nbd_lib.nbd_can_meta_context() tells whether
 	 * block status is there (it is asked on its own handle) */
-	nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION);
+	nbd_lib.nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION);
 	c->h = h;
 	c->state = NC_CONNECTING;
-	if (nbd_aio_connect_uri(h, s->o.uri) < 0) {
-		e = nbd_get_error();
+	if (nbd_lib.nbd_aio_connect_uri(h, s->o.uri) < 0) {
+		e = nbd_lib.nbd_get_error();
 		snprintf(c->last_error, sizeof(c->last_error), "%s",
 			 e ? e : "connect failed");
-		err = nbd_get_errno();
+		err = nbd_lib.nbd_get_errno();
 		c->state = NC_DOWN;
-		nbd_close(h);
+		nbd_lib.nbd_close(h);
 		c->h = NULL;
 		if (s->opening && (err == EINVAL || err == ENOTSUP ||
 				   err == EPROTONOSUPPORT)) {
@@ -426,7 +426,7 @@ void nbdc_conn_start(struct nbdc_conn *c)
 	}
 	nbdc_kick(c);
 	/* a UNIX socket may be connected already */
-	if (nbd_aio_is_ready(h))
+	if (nbd_lib.nbd_aio_is_ready(h))
 		conn_ready(c);
 }
 
@@ -453,7 +453,7 @@ void nbdc_conn_close_all(struct nbdc *s)
 			bs_loop_cancel_work(s->loop, &c->lost_work);
 		c->lost_work.fn = NULL;
 		if (c->h && c->state == NC_READY)
-			nbd_aio_disconnect(c->h, 0);
+			nbd_lib.nbd_aio_disconnect(c->h, 0);
 		teardown(c);
 		bs_fdpump_free(c->pump);
 		c->pump = NULL;

@@ -7,7 +7,7 @@
  * thread (an export's I/O thread, the CLI), while the request
  * connections belong to the main loop. So block status has a handle of
  * its own, made on first use and shared under a lock; the call waits for
- * its answer with nbd_poll(), bounded by min(timeout, 5 s) in all. On any
+ * its answer with nbd_lib.nbd_poll(), bounded by min(timeout, 5 s) in all. On any
  * failure the range is left undescribed, which the core reports as data:
  * never wrong, only less sparse. The handle is made again on the next call.
  */
@@ -69,20 +69,20 @@ static struct nbd_handle *st_handle(struct nbdc *s, uint64_t until)
 	struct nbd_handle *h = s->st_h;
 	int left;
 
-	if (h && nbd_aio_is_ready(h))
+	if (h && nbd_lib.nbd_aio_is_ready(h))
 		return h;
 	if (h)
-		nbd_close(h);
+		nbd_lib.nbd_close(h);
 	s->st_h = NULL;
-	h = nbd_create();
+	h = nbd_lib.nbd_create();
 	if (!h)
 		goto fail;
-	nbd_set_handle_name(h, s->dev->name);
-	if (nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) < 0 ||
-	    nbd_aio_connect_uri(h, s->o.uri) < 0)
+	nbd_lib.nbd_set_handle_name(h, s->dev->name);
+	if (nbd_lib.nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) < 0 ||
+	    nbd_lib.nbd_aio_connect_uri(h, s->o.uri) < 0)
 		goto fail;
-	while (!nbd_aio_is_ready(h)) {
-		if (nbd_aio_is_dead(h) || nbd_aio_is_closed(h))
+	while (!nbd_lib.nbd_aio_is_ready(h)) {
+		if (nbd_lib.nbd_aio_is_dead(h) || nbd_lib.nbd_aio_is_closed(h))
 			goto fail;
 		left = wait_ms_left(until);
 		if (!left) {
@@ -90,17 +90,17 @@ static struct nbd_handle *st_handle(struct nbdc *s, uint64_t until)
 				 "not connected in time");
 			goto out;
 		}
-		if (nbd_poll(h, left) < 0)
+		if (nbd_lib.nbd_poll(h, left) < 0)
 			goto fail;
 	}
 	s->st_h = h;
 	return h;
 fail:
 	snprintf(s->st_error, sizeof(s->st_error), "%s",
-		 nbd_get_error() ? nbd_get_error() : "cannot connect");
+		 nbd_lib.nbd_get_error() ? nbd_lib.nbd_get_error() : "cannot connect");
 out:
 	if (h)
-		nbd_close(h);
+		nbd_lib.nbd_close(h);
 	return NULL;
 }
 
@@ -124,7 +124,7 @@ int nbdc_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	h = st_handle(s, until);
 	if (!h)
 		goto failed;
-	if (nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) != 1) {
+	if (nbd_lib.nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) != 1) {
 		snprintf(s->st_error, sizeof(s->st_error),
 			 "server did not agree to base:allocation");
 		goto failed;
@@ -139,11 +139,11 @@ int nbdc_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 
 		if (n > ST_CHUNK)
 			n = ST_CHUNK;
-		cookie = nbd_aio_block_status(h, n, w.pos, ecb,
+		cookie = nbd_lib.nbd_aio_block_status(h, n, w.pos, ecb,
 					      NBD_NULL_COMPLETION, 0);
 		if (cookie < 0)
 			goto failed_close;
-		while (!(done = nbd_aio_command_completed(h, cookie))) {
+		while (!(done = nbd_lib.nbd_aio_command_completed(h, cookie))) {
 			int left = wait_ms_left(until);
 
 			if (!left) {
@@ -151,7 +151,7 @@ int nbdc_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 					 "no answer in time");
 				goto timed_out;
 			}
-			if (nbd_poll(h, left) < 0)
+			if (nbd_lib.nbd_poll(h, left) < 0)
 				goto failed_close;
 		}
 		if (done < 0)
@@ -163,9 +163,9 @@ int nbdc_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	return 0;
 failed_close:
 	snprintf(s->st_error, sizeof(s->st_error), "%s",
-		 nbd_get_error() ? nbd_get_error() : "failed");
+		 nbd_lib.nbd_get_error() ? nbd_lib.nbd_get_error() : "failed");
 timed_out:
-	nbd_close(h);
+	nbd_lib.nbd_close(h);
 	s->st_h = NULL;
 failed:
 	s->st_failed++;
@@ -177,7 +177,7 @@ void nbdc_status_close(struct nbdc *s)
 {
 	pthread_mutex_lock(&s->st_lock);
 	if (s->st_h)
-		nbd_close(s->st_h);
+		nbd_lib.nbd_close(s->st_h);
 	s->st_h = NULL;
 	pthread_mutex_unlock(&s->st_lock);
 }

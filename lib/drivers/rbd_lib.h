@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * librados and librbd, loaded at the first rbd open (dlopen), not linked.
- *
- * Linking them made every blkstack process pay for Ceph's start-up:
- * loading about forty libraries and running their C++ initialisers took
- * 40 ms of CPU per `blkstack` command and 0.7 s under AddressSanitizer,
- * whether or not the command touched an RBD image. Now only a process
- * that opens an rbd device loads them, once, for its life (never
- * unloaded: Ceph's libraries keep threads and static state).
+ * librados and librbd, loaded at the first rbd open (lib/core/dynlib.h),
+ * not linked: linked, Ceph's start-up (about forty libraries and their
+ * C++ initialisers) cost every blkstack process 40 ms of CPU, 0.7 s
+ * under AddressSanitizer, whether or not it touched an RBD image.
  *
  * The table holds a pointer per function the driver calls, each typed
  * from librbd's own header, named as the function: a call reads
@@ -20,6 +16,8 @@
 
 #include <rados/librados.h>
 #include <rbd/librbd.h>
+
+#include "core/dynlib.h"
 
 #define RBD_LIB_RADOS(X)						\
 	X(rados_create) X(rados_conf_read_file) X(rados_conf_parse_env)	\
@@ -35,11 +33,9 @@
 	X(rbd_aio_release) X(rbd_aio_readv) X(rbd_aio_writev)		\
 	X(rbd_aio_discard) X(rbd_aio_flush)
 
-#define RBD_LIB_MEMBER(f) __typeof__(f) *f;
-
 struct rbd_lib {
-	RBD_LIB_RADOS(RBD_LIB_MEMBER)
-	RBD_LIB_RBD(RBD_LIB_MEMBER)
+	RBD_LIB_RADOS(BS_DYNLIB_MEMBER)
+	RBD_LIB_RBD(BS_DYNLIB_MEMBER)
 #ifdef LIBRBD_SUPPORTS_WRITE_ZEROES
 	/* NULL when the installed librbd is older than its header */
 	__typeof__(rbd_aio_write_zeroes) *rbd_aio_write_zeroes;
