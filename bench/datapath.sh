@@ -26,10 +26,6 @@ img=$BENCH_DIR/data.img
 dd if=/dev/zero bs=4M count=$((IMG_GIB * 256)) status=none | tr '\0' 'd' |
 	dd of="$img" bs=4M iflag=fullblock oflag=direct status=none
 sync "$img"
-# written with O_DIRECT, so not in the page cache: read it once, or the
-# first server of every row pays for the disk and the later ones do not
-# (the 2026-12-06 run's qd1-read rows went up in server order)
-cat "$img" >/dev/null
 # Into the page cache before the first row: written with O_DIRECT, the
 # image has no cached pages, and whoever runs first would pay for
 # allocating and first-touching every page-cache page of it (on this VM
