@@ -237,14 +237,15 @@ static struct scsi_task *send_ws(struct isd_req *r, uint64_t lba,
 	r->ws_unmap = unmap;
 	if (ws16) {
 		r->opcode = SCSI_OPCODE_WRITE_SAME16;
-		return iscsi_lib.iscsi_writesame16_task(s->iscsi, s->lun, lba, s->zero,
-					      lbs, n, 0, unmap, 0, 0, task_cb,
-					      r);
+		return iscsi_lib.iscsi_writesame16_task(s->iscsi, s->lun, lba,
+							s->zero, lbs, n, 0,
+							unmap, 0, 0, task_cb,
+							r);
 	}
 	r->opcode = SCSI_OPCODE_WRITE_SAME10;
-	return iscsi_lib.iscsi_writesame10_task(s->iscsi, s->lun, (uint32_t)lba, s->zero,
-				      lbs, (uint16_t)n, 0, unmap, 0, 0,
-				      task_cb, r);
+	return iscsi_lib.iscsi_writesame10_task(s->iscsi, s->lun, (uint32_t)lba,
+						s->zero, lbs, (uint16_t)n, 0,
+						unmap, 0, 0, task_cb, r);
 }
 
 /* Send @r's command now (on the main loop), or queue it for a session. */
@@ -284,15 +285,17 @@ void isd_issue(struct isd_req *r)
 		if ((err = prep_iov(r)))
 			goto fail;
 		r->opcode = 0x8a;
-		t = iscsi_lib.iscsi_write16_iov_task(s->iscsi, s->lun, lba, NULL,
-					   (uint32_t)req->len, (int)lbs, 0, 0,
-					   fua, 0, 0, task_cb, r, r->iov,
-					   req->iovcnt);
+		t = iscsi_lib.iscsi_write16_iov_task(s->iscsi, s->lun, lba,
+						     NULL, (uint32_t)req->len,
+						     (int)lbs, 0, 0, fua, 0, 0,
+						     task_cb, r, r->iov,
+						     req->iovcnt);
 		break;
 	case BS_OP_FLUSH:
 		r->opcode = 0x91;
-		t = iscsi_lib.iscsi_synchronizecache16_task(s->iscsi, s->lun, 0, 0, 0, 0,
-						  task_cb, r);
+		t = iscsi_lib.iscsi_synchronizecache16_task(s->iscsi, s->lun, 0,
+							    0, 0, 0, task_cb,
+							    r);
 		break;
 	case BS_OP_WRITE_ZEROES: {
 		enum sd_zeroing z = s->cfg.zeroing;
@@ -321,8 +324,8 @@ void isd_issue(struct isd_req *r)
 			r->opcode = 0x42;
 			r->ul.lba = lba;
 			r->ul.num = (uint32_t)n;
-			t = iscsi_lib.iscsi_unmap_task(s->iscsi, s->lun, 0, 0, &r->ul, 1,
-					     task_cb, r);
+			t = iscsi_lib.iscsi_unmap_task(s->iscsi, s->lun, 0, 0,
+						       &r->ul, 1, task_cb, r);
 			break;
 		case SD_LBP_WS16:
 			t = send_ws(r, lba, (uint32_t)n, true, true);

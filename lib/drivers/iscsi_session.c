@@ -80,7 +80,8 @@ static void watchdog(struct isd *s)
 			s->expired++;
 			if (r->task && s->iscsi) {
 				/* calls back at once, cancelled */
-				if (iscsi_lib.iscsi_scsi_cancel_task(s->iscsi, r->task))
+				if (iscsi_lib.iscsi_scsi_cancel_task(s->iscsi,
+								     r->task))
 					isd_reset_session(s, "a command past its "
 						      "deadline could not be "
 						      "cancelled");
@@ -586,7 +587,9 @@ static void probe_got(struct isd *s, struct scsi_task *task)
 		if (!ms)
 			break;
 		f->dpofua = ms->device_specific_parameter & 0x10;
-		pg = iscsi_lib.scsi_modesense_get_page(ms, SCSI_MODEPAGE_CACHING, 0);
+		pg = iscsi_lib.scsi_modesense_get_page(ms,
+						       SCSI_MODEPAGE_CACHING,
+						       0);
 		if (pg)
 			f->wce = pg->caching.wce;
 		break;
@@ -682,28 +685,36 @@ static void probe_send(struct isd *s)
 		t = iscsi_lib.iscsi_readcapacity16_task(c, s->lun, probe_cb, s);
 		break;
 	case P_RC10:
-		t = iscsi_lib.iscsi_readcapacity10_task(c, s->lun, 0, 0, probe_cb, s);
+		t = iscsi_lib.iscsi_readcapacity10_task(c, s->lun, 0, 0,
+							probe_cb, s);
 		break;
 	case P_VPD00:
-		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0x00, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0x00, 255,
+						 probe_cb, s);
 		break;
 	case P_B0:
-		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb0, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb0, 255,
+						 probe_cb, s);
 		break;
 	case P_B1:
-		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb1, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb1, 255,
+						 probe_cb, s);
 		break;
 	case P_B2:
-		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb2, 255, probe_cb, s);
+		t = iscsi_lib.iscsi_inquiry_task(c, s->lun, 1, 0xb2, 255,
+						 probe_cb, s);
 		break;
 	case P_RSOC:
-		t = iscsi_lib.iscsi_report_supported_opcodes_task(c, s->lun, 0, 0, 0, 0,
-							65535, probe_cb, s);
+		t = iscsi_lib.iscsi_report_supported_opcodes_task(c, s->lun, 0,
+								  0, 0, 0,
+								  65535,
+								  probe_cb, s);
 		break;
 	case P_MODE:
-		t = iscsi_lib.iscsi_modesense6_task(c, s->lun, 1, SCSI_MODESENSE_PC_CURRENT,
-					  SCSI_MODEPAGE_CACHING, 0, 255,
-					  probe_cb, s);
+		t = iscsi_lib.iscsi_modesense6_task(c, s->lun, 1,
+						    SCSI_MODESENSE_PC_CURRENT,
+						    SCSI_MODEPAGE_CACHING, 0,
+						    255, probe_cb, s);
 		break;
 	default:
 		probe_finish(s);

@@ -215,11 +215,12 @@ void nbdc_issue(struct nbdc_req *r)
 	}
 	switch (req->op) {
 	case BS_OP_READ:
-		cookie = nbd_lib.nbd_aio_pread(c->h, buf, req->len, req->offset, cb, 0);
+		cookie = nbd_lib.nbd_aio_pread(c->h, buf, req->len, req->offset,
+					       cb, 0);
 		break;
 	case BS_OP_WRITE:
-		cookie = nbd_lib.nbd_aio_pwrite(c->h, buf, req->len, req->offset, cb,
-					fua);
+		cookie = nbd_lib.nbd_aio_pwrite(c->h, buf, req->len,
+						req->offset, cb, fua);
 		break;
 	case BS_OP_FLUSH:
 		if (s->lost_seq > s->flushed_seq) {
@@ -238,7 +239,8 @@ void nbdc_issue(struct nbdc_req *r)
 		cookie = nbd_lib.nbd_aio_flush(c->h, cb, 0);
 		break;
 	case BS_OP_DISCARD:
-		cookie = nbd_lib.nbd_aio_trim(c->h, req->len, req->offset, cb, fua);
+		cookie = nbd_lib.nbd_aio_trim(c->h, req->len, req->offset, cb,
+					      fua);
 		break;
 	case BS_OP_WRITE_ZEROES:
 		if (!s->facts.can_zero || s->facts.zero_broken) {
@@ -249,7 +251,8 @@ void nbdc_issue(struct nbdc_req *r)
 		if (nbdc_zero_no_hole(req->flags & BS_REQ_NOUNMAP,
 				      bs_dev_write_zeroes_unmap(s->dev)))
 			flags |= LIBNBD_CMD_FLAG_NO_HOLE;
-		cookie = nbd_lib.nbd_aio_zero(c->h, req->len, req->offset, cb, flags);
+		cookie = nbd_lib.nbd_aio_zero(c->h, req->len, req->offset, cb,
+					      flags);
 		break;
 	default:
 		nbdc_finish(r, -EOPNOTSUPP);

@@ -2,7 +2,7 @@
 /*
  * The nbd driver's connections (see nbd.c for the whole).
  *
- * A connection: a libnbd handle connected with nbd_lib.nbd_aio_connect_uri(), its
+ * A connection: a libnbd handle connected with nbd_aio_connect_uri(), its
  * socket pumped by bs_fdpump. Connection 1 is made at open; when it is
  * ready the server's facts are read and decided (nbd_config.c), the open
  * finishes, and with multi-conn the others are made. A lost connection is
@@ -188,7 +188,8 @@ static void read_facts(struct nbd_handle *h, struct nbdc_facts *f,
 	f->can_multi_conn = nbd_lib.nbd_can_multi_conn(h) == 1;
 	f->rotational = nbd_lib.nbd_is_rotational(h) == 1;
 	f->base_allocation =
-		nbd_lib.nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
+		nbd_lib.nbd_can_meta_context(h,
+					     LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
 	f->bs_min = (uint32_t)bsize(h, LIBNBD_SIZE_MINIMUM);
 	f->bs_pref = (uint32_t)bsize(h, LIBNBD_SIZE_PREFERRED);
 	f->bs_max = (uint32_t)bsize(h, LIBNBD_SIZE_MAXIMUM);
@@ -392,7 +393,7 @@ void nbdc_conn_start(struct nbdc_conn *c)
 		return;
 	}
 	nbd_lib.nbd_set_handle_name(h, s->dev->name);
-	/* ask for base:allocation so nbd_lib.nbd_can_meta_context() tells whether
+	/* ask for base:allocation so nbd_can_meta_context() tells whether
 	 * block status is there (it is asked on its own handle) */
 	nbd_lib.nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION);
 	c->h = h;

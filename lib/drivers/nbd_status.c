@@ -7,7 +7,7 @@
  * thread (an export's I/O thread, the CLI), while the request
  * connections belong to the main loop. So block status has a handle of
  * its own, made on first use and shared under a lock; the call waits for
- * its answer with nbd_lib.nbd_poll(), bounded by min(timeout, 5 s) in all. On any
+ * its answer with nbd_poll(), bounded by min(timeout, 5 s) in all. On any
  * failure the range is left undescribed, which the core reports as data:
  * never wrong, only less sparse. The handle is made again on the next call.
  */
@@ -78,7 +78,8 @@ static struct nbd_handle *st_handle(struct nbdc *s, uint64_t until)
 	if (!h)
 		goto fail;
 	nbd_lib.nbd_set_handle_name(h, s->dev->name);
-	if (nbd_lib.nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) < 0 ||
+	if (nbd_lib.nbd_add_meta_context(h,
+					 LIBNBD_CONTEXT_BASE_ALLOCATION) < 0 ||
 	    nbd_lib.nbd_aio_connect_uri(h, s->o.uri) < 0)
 		goto fail;
 	while (!nbd_lib.nbd_aio_is_ready(h)) {
@@ -124,7 +125,8 @@ int nbdc_block_status(struct bs_dev *dev, uint64_t offset, uint64_t len,
 	h = st_handle(s, until);
 	if (!h)
 		goto failed;
-	if (nbd_lib.nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) != 1) {
+	if (nbd_lib.nbd_can_meta_context(h,
+					 LIBNBD_CONTEXT_BASE_ALLOCATION) != 1) {
 		snprintf(s->st_error, sizeof(s->st_error),
 			 "server did not agree to base:allocation");
 		goto failed;
