@@ -452,8 +452,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint8_t zeroes[512 << 10];
 	struct bs_ctx *ctx = NULL;
 	struct bs_exports *set = NULL;
-	struct nbd_server srv = { 0 };
-	struct nbd_listener nl = { 0 };
+	/* one shared listener serving both exports, as bs_share_listen()
+	 * would make it, without the export type's open around it */
+	struct bs_share sh = { 0 };
+	struct bs_share_ref refs[2] = { { 0 } };
+	struct bs_share_ref *refp[2] = { &refs[0], &refs[1] };
+	struct bs_share_listener nl = { .sh = &sh, .refs = refp, .n = 2 };
 	struct bs_export *exps[2];
 	struct bs_net_listen_cfg cfg = { 0 };
 	struct client cl = { .fd = -1 };
@@ -488,12 +492,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	exps[0] = bs_export_find(set, "vol0");
 	exps[1] = bs_export_find(set, "other");
-	srv.set = set;
-	srv.ctx = ctx;
-	srv.loop = bs_ctx_loop(ctx);
-	nl.srv = &srv;
-	nl.exps = exps;
-	nl.nexps = 2;
+	sh.set = set;
+	sh.ctx = ctx;
+	sh.loop = bs_ctx_loop(ctx);
+	for (i = 0; i < 2; i++) {
+		refs[i].member = exps[i];
+		refs[i].name = exps[i]->name;
+		refs[i].sh = &sh;
+	}
 
 	cfg.addr = sock_path;
 	cfg.is_unix = true;
@@ -506,10 +512,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.proto = &nbd_net_proto;
 	cfg.owner = &nl;
 	cfg.log = server_log;
-	if (bs_net_listen(srv.loop, &cfg, &nl.nl))
+	if (bs_net_listen(sh.loop, &cfg, &nl.nl))
 		goto out;
 
-	cl.loop = srv.loop;
+	cl.loop = sh.loop;
 	cl.nl = nl.nl;
 	cl.timeouts = c0 & 128;
 	cl.wait_ms = (cl.timeouts || crowd || ((c0 >> 1) & 3) == 2) ? 1 : 0;
