@@ -26,6 +26,7 @@
 
 #include <blkstack/bdev.h>
 #include <blkstack/budget.h>
+#include <blkstack/cmd.h>
 #include <blkstack/threads.h>
 #include <blkstack/config.h>
 #include <blkstack/export.h>
@@ -82,8 +83,8 @@ static void export_log(void *arg, const char *msg)
 static const char usage_text[] =
 "Usage: blkstackd [-c CONFIG] [-d STATE_DIR] [-f]\n"
 "\n"
-"Serve blkstack devices to network clients (NBD), with a control socket\n"
-"for `blkstack -s SOCKET COMMAND ...`.\n"
+"Serve blkstack devices to network clients (NBD, iSCSI, NVMe/TCP, NFS\n"
+"v4.2), with a control socket for `blkstack -s SOCKET COMMAND ...`.\n"
 "\n"
 "Options:\n"
 "  -c, --config=FILE     the INI config: [device NAME], [export NAME] and\n"
@@ -118,7 +119,24 @@ static const char usage_text[] =
 "signal closes the clients at once.\n"
 "\n"
 "Exit status: 0 after a clean stop, 1 when start-up failed or a device\n"
-"could not be flushed, 2 on a usage error.\n";
+"could not be flushed, 2 on a usage error.\n"
+"\n"
+"[device NAME] sections take the device types of `blkstack help`.\n"
+"[export NAME] sections: type = TYPE, device = DEV (or unit lines, see\n"
+"docs/daemon.md), readonly = 0|1, and the keys of their type:\n";
+
+/* The text, then the export types as this build registered them. */
+static void usage(FILE *f)
+{
+	const struct bs_export_type *t;
+
+	fputs(usage_text, f);
+	for (t = bs_export_type_next(NULL); t; t = bs_export_type_next(t)) {
+		fprintf(f, "  %s - %s\n", t->name, t->summary ? t->summary : "");
+		if (t->options)
+			bs_cmd_print_options(f, t->options);
+	}
+}
 
 static const char default_config[] =
 "[device vol0]\n"
@@ -757,7 +775,7 @@ int main(int argc, char **argv)
 			fg = true;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
+			usage(stdout);
 			return 0;
 		case 'V':
 			printf("blkstackd %s\n", BLKSTACK_VERSION);

@@ -82,6 +82,13 @@ int bs_cmd_find_dev(struct bs_cmd_env *env, const char *arg,
 int bs_cmd_fail(struct bs_cmd_env *env, const char *dev, const char *op,
 		int err);
 
+/*
+ * Print a type's option lines ("key=VALUE  text", one per line, as in
+ * bs_dev_type.options and bs_export_type.options) indented under it:
+ * `blkstack help` and `blkstackd --help`.
+ */
+void bs_cmd_print_options(FILE *f, const char *options);
+
 /* Run argv (argv[0] = command name) with @env; unknown command -> 2. */
 int bs_cmd_run(struct bs_cmd_env *env, int argc, char **argv);
 

@@ -8,7 +8,7 @@
 
 #include "cmd/internal.h"
 
-static void print_type_options(FILE *f, const char *options)
+void bs_cmd_print_options(FILE *f, const char *options)
 {
 	const char *p = options, *nl;
 
@@ -71,7 +71,7 @@ static void overview(FILE *f)
 			t->stacked ? " (stacked: devices=A B ...)" : "",
 			t->summary ? t->summary : "");
 		if (t->options)
-			print_type_options(f, t->options);
+			bs_cmd_print_options(f, t->options);
 	}
 	fprintf(f,
 		"\n"

@@ -92,6 +92,11 @@ note "usage errors exit 2"
 rc=0; "$BSD" --bogus >/dev/null 2>"$T/err" || rc=$?
 ((rc == 2)) || fail "--bogus: exit $rc"
 H=$("$BSD" --help); grep -q 'embedded default' <<<"$H" || fail "--help lacks the default"
+# every export type of this build, with its keys, from the registry
+for t in nbd iscsi nvmf nfs; do
+	grep -q "^  $t - " <<<"$H" || fail "--help lacks the export type $t"
+done
+grep -q '^      lease=SECONDS' <<<"$H" || fail "--help lacks the nfs keys"
 
 note "blkstack -s with no daemon: one clear line"
 run_bs 1 -s "$T/none.sock" ls

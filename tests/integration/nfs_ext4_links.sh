@@ -13,6 +13,7 @@ need python3 e2fsck
 
 pynfs_ready || skip "$PYNFS_WHY"
 
+need_export_type nfs
 daemon_setup
 has_type file || skip "no file driver"
 IMG=$T/fs.img
@@ -29,15 +30,6 @@ listen = 127.0.0.1:$PORT
 lease = 5
 grace = 0
 EOC
-rc=0
-timeout 5 "$BSD" -f -c "$T/d.ini" >"$T/probe" 2>&1 || rc=$?
-if ((rc != 124)); then
-	grep -q "unknown export type 'nfs'" "$T/probe" &&
-		skip "no nfs export type in this build"
-	cat "$T/probe" >&2
-	fail "blkstackd exited $rc"
-fi
-rm -rf "$T/d.log" "$T/state" "$CTL"
 start_daemon "$T/d.ini"
 out=$(PYNFS=$(cd "$PY" && pwd) PATH=/usr/bin:/bin timeout 120 python3 \
 	"$(dirname "$0")/lib/nfs42_links.py" "$PORT" 2>&1) ||

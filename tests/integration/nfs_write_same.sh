@@ -21,6 +21,7 @@ source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/pynfs.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 e2fsck debugfs
+need_export_type nfs
 daemon_setup
 has_type file || skip "no file driver"
 mkdir -p "$T/share"
@@ -63,15 +64,6 @@ listen = 127.0.0.1:$PL
 lease = 1
 grace = 0
 EOC
-rc=0
-timeout 5 "$BSD" -f -c "$T/d.ini" >"$T/probe" 2>&1 || rc=$?
-if ((rc != 124)); then
-	grep -q "unknown export type 'nfs'" "$T/probe" &&
-		skip "no nfs export type in this build"
-	cat "$T/probe" >&2
-	fail "blkstackd exited $rc"
-fi
-rm -rf "$T/d.log" "$T/state" "$CTL"
 start_daemon "$T/d.ini"
 U1=nfs://127.0.0.1:$P1 U0=nfs://127.0.0.1:$P0 UD=nfs://127.0.0.1:$PORT
 # head_of URL N OUT: the first N bytes of URL (cat stopped by SIGPIPE)

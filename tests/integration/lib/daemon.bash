@@ -99,6 +99,14 @@ need() {
 	done
 }
 
+# need_export_type TYPE: skip unless this blkstackd has the export type
+# (its --help lists the registered ones, "  TYPE - summary").
+need_export_type() {
+	local h
+	h=$("$BSD" --help 2>/dev/null) || true
+	grep -q "^  $1 - " <<<"$h" || skip "no $1 export type in this build"
+}
+
 # daemon_setup: a temp dir ($T, removed on exit with the daemon killed),
 # a free port ($PORT), the control socket ($CTL), and $T/d.ini begun with
 # its [daemon] section; the test appends devices and exports to it.
