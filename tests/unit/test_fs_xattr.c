@@ -291,7 +291,7 @@ static void inode_and_block(void **state)
 	struct fx *x = *state;
 	struct bs_fs_info before, after;
 	struct bs_fs_stat st;
-	char big[4096], small[40], n[16];
+	char big[4096], small[40], n[32];
 	uint32_t f;
 	size_t max = 4096 - 32 - 4 - 16 - 4; /* header, end, entry "big" */
 	int i, err;
