@@ -258,6 +258,7 @@ int bs_fs_map(struct bs_fs *fs, uint32_t ino, bs_fs_extent_fn fn, void *arg);
  * ea_inode feature, which this layer does not support: -ENOSPC, as when
  * the inode and its block are full. Changes move the ctime.
  */
+#define BS_FS_XATTR_NAME_MAX 255	/* a whole name, as XATTR_NAME_MAX */
 #define BS_FS_XATTR_CREATE 1	/* -EEXIST when present (XATTR_CREATE) */
 #define BS_FS_XATTR_REPLACE 2	/* -ENODATA when missing (XATTR_REPLACE) */
 /*
@@ -278,6 +279,8 @@ int bs_fs_listxattr(struct bs_fs *fs, uint32_t ino, char *buf, size_t cap,
 		    size_t *len);
 /* -ENODATA when missing. */
 int bs_fs_removexattr(struct bs_fs *fs, uint32_t ino, const char *name);
+/* The largest value named @name that one xattr block holds. */
+size_t bs_fs_xattr_value_max(struct bs_fs *fs, const char *name);
 
 /*
  * fallocate(2) on a regular file, as the kernel's ext4 does it (mode bits

@@ -21,8 +21,6 @@
 
 #include "fs/internal.h"
 
-/* Linux's XATTR_NAME_MAX: the longest whole name ("user.k") */
-#define NAME_MAX_XATTR 255
 
 /* The namespaces a caller may set, as ext4 keeps them (a name index each). */
 static const char *const settable[] = { "user.", "trusted.", "security." };
@@ -49,9 +47,9 @@ static int check_name(struct bs_fs *fs, const char *what, const char *name,
 	const char *ns = ns_of(name);
 	size_t n = strlen(name);
 
-	if (n > NAME_MAX_XATTR)
+	if (n > BS_FS_XATTR_NAME_MAX)
 		return fs_err(fs, -ERANGE, "%s: xattr name of %zu bytes (at most "
-			      "%d)", what, n, NAME_MAX_XATTR);
+			      "%d)", what, n, BS_FS_XATTR_NAME_MAX);
 	if (get && (!strcmp(name, "system.posix_acl_access") ||
 		    !strcmp(name, "system.posix_acl_default")))
 		return 0;
@@ -195,8 +193,7 @@ int bs_fs_listxattr(struct bs_fs *fs, uint32_t ino, char *buf, size_t cap,
 	return 0;
 }
 
-/* The largest value with @name that one xattr block holds. */
-static size_t block_value_max(struct bs_fs *fs, const char *name)
+size_t bs_fs_xattr_value_max(struct bs_fs *fs, const char *name)
 {
 	const char *ns = ns_of(name);
 	size_t short_len = strlen(name) - (ns ? strlen(ns) : 0);
@@ -262,7 +259,7 @@ static int do_setxattr(struct bs_fs *fs, uint32_t ino, const char *name,
 	if (!user_ok && !strncmp(name, "user.", 5))
 		return fs_err(fs, -EPERM, "setxattr: '%s': user. names only on "
 			      "regular files and directories", name);
-	max = block_value_max(fs, name);
+	max = bs_fs_xattr_value_max(fs, name);
 	if (len > max)
 		return fs_err(fs, -ENOSPC, "setxattr: '%s': a value of %zu bytes "
 			      "is more than one xattr block holds (%zu); larger "
