@@ -8,7 +8,7 @@ PKGS=(
 	liburing-dev libjansson-dev libcmocka-dev
 	libnbd-dev libnbd-bin nbdkit qemu-utils
 	libiscsi-dev libiscsi-bin tgt nettle-dev
-	libext2fs-dev e2fsprogs
+	libext2fs-dev e2fsprogs attr
 	ceph-mon ceph-osd ceph-common librbd-dev qemu-block-extra
 	fio clang libclang-rt-14-dev valgrind
 	util-linux bsdutils coreutils iproute2 jq python3 python3-ply tshark

@@ -242,6 +242,47 @@ typedef int (*bs_fs_extent_fn)(void *arg, const struct bs_fs_extent *ext);
 int bs_fs_map(struct bs_fs *fs, uint32_t ino, bs_fs_extent_fn fn, void *arg);
 
 /*
+ * Extended attributes of inode @ino, as getxattr(2) and friends on the
+ * kernel's ext4, stored where it stores them: in the inode's extra space
+ * (large inodes) and one external xattr block, which the kernel may share
+ * between inodes (a reference count; a change copies it, the last
+ * reference frees it). Names are whole ("user.k"): user., trusted. and
+ * security. may be set and removed (other prefixes -EOPNOTSUPP, "user."
+ * alone -EINVAL, more than 255 bytes -ERANGE); get also reads
+ * system.posix_acl_access / _default in the xattr ACL format. user.
+ * names only on regular files and directories: -EPERM to set or remove,
+ * -ENODATA to get on other inodes (as the kernel). No permission checks.
+ *
+ * A value must fit one block with its entry (4096-byte blocks: 4052
+ * bytes less the name rounded up to 4); larger values would need the
+ * ea_inode feature, which this layer does not support: -ENOSPC, as when
+ * the inode and its block are full. Changes move the ctime.
+ */
+#define BS_FS_XATTR_NAME_MAX 255	/* a whole name, as XATTR_NAME_MAX */
+#define BS_FS_XATTR_CREATE 1	/* -EEXIST when present (XATTR_CREATE) */
+#define BS_FS_XATTR_REPLACE 2	/* -ENODATA when missing (XATTR_REPLACE) */
+/*
+ * The value of @name in @buf and its length in *@len; -ENODATA when
+ * missing. @cap 0: only the length; a value over @cap: -ERANGE with *@len
+ * set (as getxattr(2)).
+ */
+int bs_fs_getxattr(struct bs_fs *fs, uint32_t ino, const char *name,
+		   void *buf, size_t cap, size_t *len);
+/* @flags: 0, BS_FS_XATTR_CREATE or BS_FS_XATTR_REPLACE. */
+int bs_fs_setxattr(struct bs_fs *fs, uint32_t ino, const char *name,
+		   const void *val, size_t len, unsigned flags);
+/*
+ * Every name, each NUL-terminated, one after another in @buf (*@len
+ * bytes); @cap 0 and -ERANGE as bs_fs_getxattr().
+ */
+int bs_fs_listxattr(struct bs_fs *fs, uint32_t ino, char *buf, size_t cap,
+		    size_t *len);
+/* -ENODATA when missing. */
+int bs_fs_removexattr(struct bs_fs *fs, uint32_t ino, const char *name);
+/* The largest value named @name that one xattr block holds. */
+size_t bs_fs_xattr_value_max(struct bs_fs *fs, const char *name);
+
+/*
  * fallocate(2) on a regular file, as the kernel's ext4 does it (mode bits
  * of <blkstack/zero.h>): bs_falloc_check() first, then
  *   0 / KEEP_SIZE           allocate holes as unwritten extents; 0 grows

@@ -2,7 +2,7 @@
 /*
  * `blkstack fs ...`: ext4 on a device through the filesystem layer
  * (lib/fs): mkfs, ls, stat, put, cat, rm, mkdir, mv, ln, readlink, chmod,
- * chown, touch, mknod, truncate, fallocate and map. Each run opens the filesystem, does one thing and closes it
+ * chown, touch, mknod, truncate, fallocate, map, getfattr and setfattr. Each run opens the filesystem, does one thing and closes it
  * cleanly, so the image is consistent (e2fsck -fn clean) between runs.
  */
 #include <errno.h>
@@ -1010,6 +1010,216 @@ static int sub_map(struct fs_ctx *c, int argc, char **argv)
 	return close_fs(c, rc);
 }
 
+/* ---- getfattr / setfattr ---------------------------------------------------- */
+
+#define XATTR_VALUE_MAX 65536u	/* Linux's XATTR_SIZE_MAX */
+
+enum xenc { XENC_AUTO, XENC_TEXT, XENC_HEX };
+
+static bool is_text(const uint8_t *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((v[i] < 32 && v[i] != '\t' && v[i] != '\n') || v[i] >= 127)
+			return false;
+	return true;
+}
+
+/*
+ * NAME="VALUE" with ", \ and unprintable bytes as \ooo, or NAME=0xHEX:
+ * getfattr's text and hex encodings.
+ */
+static void print_attr(FILE *f, const char *name, const uint8_t *v, size_t n,
+		       enum xenc e)
+{
+	size_t i;
+
+	if (e == XENC_AUTO)
+		e = is_text(v, n) ? XENC_TEXT : XENC_HEX;
+	fprintf(f, "%s=", name);
+	if (e == XENC_HEX) {
+		fputs("0x", f);
+		for (i = 0; i < n; i++)
+			fprintf(f, "%02x", v[i]);
+	} else {
+		fputc('"', f);
+		for (i = 0; i < n; i++)
+			if (v[i] < 32 || v[i] >= 127 || v[i] == '"' ||
+			    v[i] == '\\')
+				fprintf(f, "\\%03o", v[i]);
+			else
+				fputc(v[i], f);
+		fputc('"', f);
+	}
+	fputc('\n', f);
+}
+
+/* Every attribute of @ino, one line each. */
+static int print_all(struct fs_ctx *c, uint32_t ino, uint8_t *val,
+		     enum xenc e)
+{
+	char *names = malloc(XATTR_VALUE_MAX);
+	size_t len = 0, i, n;
+	int err;
+
+	if (!names)
+		return -ENOMEM;
+	err = bs_fs_listxattr(c->fs, ino, names, XATTR_VALUE_MAX, &len);
+	for (i = 0; !err && i < len; i += strlen(names + i) + 1) {
+		err = bs_fs_getxattr(c->fs, ino, names + i, val,
+				     XATTR_VALUE_MAX, &n);
+		if (!err)
+			print_attr(c->env->out, names + i, val, n, e);
+	}
+	free(names);
+	return err;
+}
+
+static int sub_getfattr(struct fs_ctx *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "encoding", required_argument, NULL, 'e' },
+		{ "only-values", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum xenc e = XENC_AUTO;
+	bool only = false;
+	uint8_t *val;
+	uint32_t ino;
+	size_t n = 0;
+	int ch, err, rc = CMD_OK, nargs;
+
+	while ((ch = getopt_long(argc, argv, "+:e:", longopts, NULL)) != -1) {
+		if (ch == 'V') {
+			only = true;
+		} else if (ch == 'e') {
+			if (!strcmp(optarg, "text"))
+				e = XENC_TEXT;
+			else if (!strcmp(optarg, "hex"))
+				e = XENC_HEX;
+			else
+				return cmd_usage(c->env, "fs", "fs getfattr: -e "
+						 "'%s': want text or hex",
+						 optarg);
+		} else {
+			return bad_option(c, argv, ch);
+		}
+	}
+	nargs = argc - optind;
+	if (nargs != 2 && nargs != 3)
+		return want_args(c, argc, argv, nargs < 2 ? 2 : 3,
+				 "DEV /PATH [NAME]");
+	if (only && nargs != 3)
+		return cmd_usage(c->env, "fs", "fs getfattr: --only-values "
+				 "needs a NAME");
+	set_op(c, argv[optind + 1]);
+	val = malloc(XATTR_VALUE_MAX);
+	if (!val)
+		return fail(c, -ENOMEM);
+	if (open_fs(c, argv[optind], false)) {
+		free(val);
+		return CMD_FAILED;
+	}
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	if (!err && nargs == 2)
+		err = print_all(c, ino, val, e);
+	else if (!err)
+		err = bs_fs_getxattr(c->fs, ino, argv[optind + 2], val,
+				     XATTR_VALUE_MAX, &n);
+	if (!err && nargs == 3 && only)
+		fwrite(val, 1, n, c->env->out);
+	else if (!err && nargs == 3)
+		print_attr(c->env->out, argv[optind + 2], val, n, e);
+	free(val);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* VALUE as setfattr takes it: 0xHEX, else the bytes as given */
+static int parse_value(struct fs_ctx *c, const char *s, uint8_t *out,
+		       size_t *len)
+{
+	size_t i, n = strlen(s);
+
+	if (n < 2 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) {
+		if (n > XATTR_VALUE_MAX)
+			return cmd_usage(c->env, "fs", "fs setfattr: VALUE of %zu "
+					 "bytes (at most %u)", n,
+					 XATTR_VALUE_MAX);
+		memcpy(out, s, n);
+		*len = n;
+		return 0;
+	}
+	s += 2;
+	n -= 2;
+	if (n % 2 || n / 2 > XATTR_VALUE_MAX)
+		return cmd_usage(c->env, "fs", "fs setfattr: 0x VALUE: want an "
+				 "even number of hex digits, at most %u bytes",
+				 XATTR_VALUE_MAX);
+	for (i = 0; i < n / 2; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return cmd_usage(c->env, "fs", "fs setfattr: '%c%c' is "
+					 "not hex", s[2 * i], s[2 * i + 1]);
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*len = n / 2;
+	return 0;
+}
+
+static int sub_setfattr(struct fs_ctx *c, int argc, char **argv)
+{
+	const char *remove = NULL;
+	uint8_t *val;
+	uint32_t ino;
+	size_t n = 0;
+	int ch, err, rc = CMD_OK;
+
+	while ((ch = getopt(argc, argv, "+:x:")) != -1) {
+		if (ch != 'x')
+			return bad_option(c, argv, ch);
+		remove = optarg;
+	}
+	if ((err = want_args(c, argc, argv, remove ? 2 : 4, remove ?
+			     "DEV /PATH" : "DEV /PATH NAME VALUE")))
+		return err;
+	val = malloc(XATTR_VALUE_MAX);
+	if (!val)
+		return fail(c, -ENOMEM);
+	if (!remove && (err = parse_value(c, argv[optind + 3], val, &n))) {
+		free(val);
+		return err;
+	}
+	set_op(c, argv[optind + 1]);
+	if (open_fs(c, argv[optind], true)) {
+		free(val);
+		return CMD_FAILED;
+	}
+	err = bs_fs_lookup(c->fs, argv[optind + 1], &ino);
+	if (!err && remove)
+		err = bs_fs_removexattr(c->fs, ino, remove);
+	else if (!err)
+		err = bs_fs_setxattr(c->fs, ino, argv[optind + 2], val, n, 0);
+	free(val);
+	if (err)
+		rc = fail(c, err);
+	return close_fs(c, rc);
+}
+
 /* ---- dispatch ---------------------------------------------------------------- */
 
 static const struct {
@@ -1024,7 +1234,8 @@ static const struct {
 	{ "chmod", sub_chmod },	  { "chown", sub_chown },
 	{ "touch", sub_touch },	  { "mknod", sub_mknod },
 	{ "truncate", sub_truncate }, { "fallocate", sub_fallocate },
-	{ "map", sub_map },
+	{ "map", sub_map },	  { "getfattr", sub_getfattr },
+	{ "setfattr", sub_setfattr },
 };
 
 static int fs_run(struct bs_cmd_env *env, int argc, char **argv)
@@ -1036,7 +1247,7 @@ static int fs_run(struct bs_cmd_env *env, int argc, char **argv)
 		return cmd_usage(env, "fs", "a subcommand is missing (mkfs, ls, "
 				 "stat, put, cat, rm, mkdir, mv, ln, readlink, "
 				 "chmod, chown, touch, mknod, truncate, "
-				 "fallocate, map)");
+				 "fallocate, map, getfattr, setfattr)");
 	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (strcmp(argv[1], subs[i].name))
 			continue;
@@ -1159,6 +1370,25 @@ static const struct bs_cmd fs_cmd = {
 	"  map DEV /PATH\n"
 	"      The file's extents: logical block, physical block, length in\n"
 	"      blocks, and written / unwritten (allocated, reads zeroes).\n"
+	"  getfattr [-e text|hex] DEV /PATH [NAME]\n"
+	"  getfattr --only-values DEV /PATH NAME\n"
+	"      Extended attributes, one line each as getfattr(1) prints them:\n"
+	"      NAME=\"VALUE\" (\", \\ and unprintable bytes as \\ooo) or,\n"
+	"      for a value that is not text, NAME=0xHEX; -e chooses. Without\n"
+	"      NAME: every attribute (user., trusted., security., and POSIX\n"
+	"      ACLs, system.posix_acl_*, in the xattr format). --only-values:\n"
+	"      the raw bytes of NAME's value, nothing else. A missing NAME is\n"
+	"      ENODATA (\"No data available\").\n"
+	"  setfattr DEV /PATH NAME VALUE, setfattr -x NAME DEV /PATH\n"
+	"      Set NAME to VALUE (its bytes as given, or 0xHEX), or remove it\n"
+	"      (-x; ENODATA when missing). NAME is whole, in user., trusted.\n"
+	"      or security. (other prefixes: EOPNOTSUPP); user. names only on\n"
+	"      regular files and directories (EPERM elsewhere), as the\n"
+	"      kernel. Stored as ext4 stores them: in the inode while they\n"
+	"      fit, then in one xattr block (shared blocks made by the kernel\n"
+	"      are copied before a change). A value must fit that block:\n"
+	"      4040 bytes for a short name on 4 KiB blocks; larger ones need\n"
+	"      the ea_inode feature, which is not supported: ENOSPC.\n"
 	"\n"
 	CMD_HELP_DEV
 	CMD_HELP_EXIT
@@ -1177,6 +1407,9 @@ static const struct bs_cmd fs_cmd = {
 	"  blkstack fs ln -s file:disk.img hosts /h  # readlink: hosts\n"
 	"  blkstack fs chmod file:disk.img 600 /hosts\n"
 	"  blkstack fs touch -d 1700000000.5 file:disk.img /hosts\n"
+	"  blkstack fs setfattr file:disk.img /hosts user.origin etc\n"
+	"  blkstack fs getfattr file:disk.img /hosts   # user.origin=\"etc\"\n"
+	"  blkstack fs setfattr -x user.origin file:disk.img /hosts\n"
 	"  e2fsck -fn disk.img                      # clean\n",
 };
 

@@ -885,12 +885,18 @@ static int drop_link(struct bs_fs *fs, uint32_t ino)
 	}
 	if (ext2fs_file_acl_block(fs->e2, &inode)) {
 		blk64_t blk = ext2fs_file_acl_block(fs->e2, &inode);
-		ret = ext2fs_adjust_ea_refcount3(fs->e2, blk, NULL, -1, NULL,
+		__u32 refs = 0;
+
+		/*
+		 * The xattr block may be shared (the kernel shares identical
+		 * ones): one reference less, freed only with the last. One
+		 * that cannot be read (damaged) stays in use, for e2fsck.
+		 */
+		ret = ext2fs_adjust_ea_refcount3(fs->e2, blk, NULL, -1, &refs,
 						 ino);
-		if (!ret) {
+		if (!ret && !refs)
 			ext2fs_block_alloc_stats2(fs->e2, blk, -1);
-			ext2fs_file_acl_block_set(fs->e2, &inode, 0);
-		}
+		ext2fs_file_acl_block_set(fs->e2, &inode, 0);
 	}
 	if ((err = fs_write_inode(fs, ino, &inode)))
 		return err;

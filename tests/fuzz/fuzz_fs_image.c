@@ -3,10 +3,10 @@
  * libFuzzer target: the ext4 layer (lib/fs/) on a hostile image. The
  * input is an image held in a mem device; it is opened read-only (info,
  * a bounded walk of the tree with stat, map and the first bytes of every
- * file, readlink of every symbolic link) and then read-write (put, mkdir,
- * rename, truncate, fallocate of every mode, symlink, link, mknod,
- * setattr, rm); either open may refuse. Nothing may crash, hang or
- * leak, whatever the image says.
+ * file, readlink of every symbolic link, the xattrs of every inode) and
+ * then read-write (put, mkdir, rename, truncate, fallocate of every mode,
+ * symlink, link, mknod, setattr, setxattr/removexattr, rm); either open
+ * may refuse. Nothing may crash, hang or leak, whatever the image says.
  *
  * Input layout:
  *   byte 0   configuration: bit 0 a 8 MiB device (else 2 MiB: 1 KiB
@@ -113,6 +113,22 @@ static int count_extent(void *arg, const struct bs_fs_extent *e)
 	return ++*n >= MAX_EXTENTS;
 }
 
+/* Every xattr name of @ino and (some of) their values, within bounds. */
+static void read_xattrs(struct bs_fs *fs, uint32_t ino)
+{
+	static char names[4096];
+	size_t len = 0, i, n, got = 0;
+
+	if (bs_fs_listxattr(fs, ino, names, sizeof(names), &len))
+		return;
+	if (len > sizeof(names) || (len && names[len - 1]))
+		abort();
+	for (i = 0, n = 0; i < len && n < 8; i += strlen(names + i) + 1, n++)
+		if (!bs_fs_getxattr(fs, ino, names + i, iobuf, READ_BYTES,
+				    &got) && got > READ_BYTES)
+			abort();
+}
+
 static void visit(struct walk *top, uint32_t ino, unsigned depth)
 {
 	struct walk w = { .fs = top->fs };
@@ -122,6 +138,7 @@ static void visit(struct walk *top, uint32_t ino, unsigned depth)
 
 	if (top->visits++ >= MAX_VISITS || bs_fs_stat(top->fs, ino, &st))
 		return;
+	read_xattrs(top->fs, ino);
 	if (S_ISREG(st.mode)) {
 		(void)bs_fs_map(top->fs, ino, count_extent, &n);
 		got = bs_fs_read(top->fs, ino, iobuf, READ_BYTES, 0);
@@ -247,14 +264,26 @@ static void pass_rw(struct bs_dev *dev, unsigned pick)
 		};
 		(void)bs_fs_setattr(fs, ino, &sa);
 	}
+	/* xattrs: in the inode, in a block, replaced, removed */
+	if (!bs_fs_lookup(fs, "/hl", &ino)) {
+		(void)bs_fs_setxattr(fs, ino, "user.s", "v", 1, 0);
+		(void)bs_fs_setxattr(fs, ino, "trusted.big", iobuf, 1500, 0);
+		(void)bs_fs_setxattr(fs, ino, "user.s", "vv", 2,
+				     BS_FS_XATTR_REPLACE);
+		(void)bs_fs_removexattr(fs, ino, "trusted.big");
+		(void)bs_fs_setxattr(fs, ino, "security.b", iobuf, 800, 0);
+	}
 	(void)bs_fs_unlink(fs, "/sl2");
 	(void)bs_fs_unlink(fs, "/nd/c");
 	/* the image's own entries, as found: write, move, remove */
 	for (i = 0; i < nm.n && i < 3; i++) {
 		const char *p = nm.name[(pick + i) % nm.n];
 
-		if (!bs_fs_lookup(fs, p, &ino))
+		if (!bs_fs_lookup(fs, p, &ino)) {
 			(void)bs_fs_write(fs, ino, iobuf, 10, 10);
+			(void)bs_fs_setxattr(fs, ino, "user.f", iobuf, 300, 0);
+			(void)bs_fs_removexattr(fs, ino, "user.x");
+		}
 		snprintf(path, sizeof(path), "/nd%s", p);
 		if ((pick >> i) & 1)
 			(void)bs_fs_rename(fs, p, path);
@@ -429,7 +458,11 @@ static int make_seed(const char *dir, const char *name, uint64_t bytes,
 	     bs_fs_symlink(fs, "/d/s", "f", NULL) ||
 	     bs_fs_symlink(fs, "/d/slow", "/0123456789/0123456789/0123456789/"
 			   "0123456789/0123456789/0123456789", NULL) ||
-	     bs_fs_link(fs, "/a", "/d/a2")))
+	     bs_fs_link(fs, "/a", "/d/a2") ||
+	     bs_fs_lookup(fs, "/d/f", &ino) ||
+	     bs_fs_setxattr(fs, ino, "user.x", "in the inode", 12, 0) ||
+	     bs_fs_setxattr(fs, ino, "user.big", iobuf, 1000, 0) ||
+	     bs_fs_setxattr(fs, BS_FS_ROOT_INO, "trusted.t", "t", 1, 0)))
 		goto close;
 	if (files >= 2) {
 		char p[32];

@@ -20,7 +20,7 @@ fsck_clean() {
 note "help and usage"
 run_bs 0 help fs
 for s in mkfs ls stat put cat rm mkdir ln readlink chmod chown touch mknod \
-	fallocate map EXIT; do
+	fallocate map getfattr setfattr ea_inode EXIT; do
 	grep -q "$s" <<<"$OUT" || fail "help fs lacks '$s'"
 done
 run_bs 0 fs --help
@@ -132,6 +132,43 @@ run_bs 0 fs fallocate -z -o 10 -l 20 "$DEV" /data
 cmp -s <("$BS" fs cat "$DEV" /data | head -c 10) <(head -c 10 "$T/data") || fail "zero range head"
 [[ $("$BS" fs cat "$DEV" /data | tail -c +11 | head -c 20 | tr -d '\0' | wc -c) == 0 ]] ||
 	fail "zero range did not zero"
+
+note "getfattr, setfattr"
+run_bs 0 fs setfattr "$DEV" /data user.text "hello world"
+run_bs 0 fs setfattr "$DEV" /data user.bin 0x00ff2241
+run_bs 0 fs setfattr "$DEV" /data trusted.t 'q"b\s'
+run_bs 0 fs getfattr "$DEV" /data
+[[ $OUT == *'user.text="hello world"'* && $OUT == *'user.bin=0x00ff2241'* &&
+   $OUT == *'trusted.t="q\042b\134s"'* ]] || fail "getfattr /data: $OUT"
+run_bs 0 fs getfattr "$DEV" /data user.text
+[[ $OUT == 'user.text="hello world"' ]] || fail "getfattr NAME: $OUT"
+run_bs 0 fs getfattr -e hex "$DEV" /data user.text
+[[ $OUT == 'user.text=0x68656c6c6f20776f726c64' ]] || fail "getfattr -e hex: $OUT"
+run_bs 0 fs getfattr -e text "$DEV" /data user.bin
+[[ $OUT == 'user.bin="\000\377\042A"' ]] || fail "getfattr -e text: $OUT"
+"$BS" fs getfattr --only-values "$DEV" /data user.bin | cmp - <(printf '\000\377"A') ||
+	fail "getfattr --only-values"
+head -c 4040 /dev/zero | tr '\0' v >"$T/v4040"
+run_bs 0 fs setfattr "$DEV" /data user.big "$(cat "$T/v4040")"
+run_bs 1 fs setfattr "$DEV" /data user.big "$(cat "$T/v4040")vvvv"
+expect_err "fs setfattr /data" "No space left" "ea_inode"
+run_bs 1 fs getfattr "$DEV" /data user.nope
+expect_err "fs getfattr /data" "No data available"
+run_bs 1 fs setfattr "$DEV" /data other.x v
+expect_err "fs setfattr /data" "Operation not supported" "user., trusted., security."
+run_bs 0 fs ln -s "$DEV" data /xl
+run_bs 1 fs setfattr "$DEV" /xl user.x v
+expect_err "fs setfattr /xl" "Operation not permitted"
+run_bs 0 fs setfattr "$DEV" /xl trusted.x v
+run_bs 0 fs rm "$DEV" /xl
+run_bs 0 fs setfattr -x user.big "$DEV" /data
+run_bs 1 fs setfattr -x user.big "$DEV" /data
+expect_err "fs setfattr /data" "No data available"
+run_bs 2 fs setfattr "$DEV" /data user.x
+run_bs 2 fs setfattr "$DEV" /data user.x 0x123
+run_bs 2 fs getfattr --only-values "$DEV" /data
+run_bs 2 fs getfattr -e base64 "$DEV" /data
+fsck_clean "setfattr"
 
 note "write zeroes refused with the knob off: nothing changes"
 before=$("$BS" fs map "$DEV" /data; "$BS" fs cat "$DEV" /data | sha256sum)

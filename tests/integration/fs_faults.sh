@@ -33,6 +33,8 @@ run_bs 0 fs put "file:$BASE" "$T/keep" /keep
 run_bs 0 fs put "file:$BASE" "$T/other" /other
 run_bs 0 fs put "file:$BASE" "$T/new" /victim
 run_bs 0 fs mkdir "file:$BASE" /d
+BIGX=$(head -c 2000 /dev/zero | tr '\0' x)
+run_bs 0 fs setfattr "file:$BASE" /victim user.big "$BIGX"
 e2fsck -fn "$BASE" >/dev/null 2>&1 || fail "the base image is not clean"
 
 config() {
@@ -144,6 +146,10 @@ psweep "ln" ln e /keep /d/k2
 psweep "chmod" chmod e 600 /keep
 psweep "touch -d" touch -d 1.5 e /keep
 psweep "mknod" mknod e /d/c c 1 3
+psweep "setfattr (in the inode)" setfattr e /keep user.s small
+psweep "setfattr (a new block)" setfattr e /keep user.big "$BIGX"
+psweep "setfattr (the block rewritten)" setfattr e /victim user.more more
+psweep "setfattr -x (the block freed)" setfattr -x user.big e /victim
 wait
 
 # every sweep's lines in order, then its verdict (a sweep that failed

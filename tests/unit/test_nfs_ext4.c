@@ -5,8 +5,9 @@
  * numlinks, CREATE of device nodes with rawdev, SETATTR of mode, owner
  * and client/server times with GETATTR reading them back to the
  * nanosecond, and EXCLUSIVE4 OPEN (the verifier kept in the times: the
- * same verifier opens again, another is EXIST). The image is e2fsck
- * -fn clean after each.
+ * same verifier opens again, another is EXIST), and RFC 8276 xattrs
+ * (ext4's user.* names; XATTR2BIG past one block; xattr_support). The
+ * image is e2fsck -fn clean after each.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -507,6 +508,164 @@ static void exclusive_open(void **state)
 	stop_fsck(f);
 }
 
+/* ---- RFC 8276 xattrs ------------------------------------------------------- */
+
+static uint32_t xset(struct fix *f, const char *path, uint32_t how,
+		     const char *k, const void *v, uint32_t len)
+{
+	static uint8_t b[8192];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(f, &e, b, sizeof(b), nops_of(path) + 1);
+	put_path(&e, path);
+	xdr_put_u32(&e, OP_SETXATTR);
+	xdr_put_u32(&e, how);
+	xdr_put_cstring(&e, k, 255);
+	xdr_put_opaque(&e, v, len, XDR_NOMAX);
+	return run(f, &e, &d);
+}
+
+static uint32_t xget(struct fix *f, const char *path, const char *k,
+		     void *v, uint32_t cap, uint32_t *len)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	const uint8_t *p;
+	uint32_t st;
+
+	head(f, &e, b, sizeof(b), nops_of(path) + 1);
+	put_path(&e, path);
+	xdr_put_u32(&e, OP_GETXATTR);
+	xdr_put_cstring(&e, k, 255);
+	st = run(f, &e, &d);
+	if (!st) {
+		p = xdr_get_opaque_ref(&d, len, cap);
+		assert_non_null(p);
+		memcpy(v, p, *len);
+	}
+	return st;
+}
+
+static uint32_t xremove(struct fix *f, const char *path, const char *k)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(f, &e, b, sizeof(b), nops_of(path) + 1);
+	put_path(&e, path);
+	xdr_put_u32(&e, OP_REMOVEXATTR);
+	xdr_put_cstring(&e, k, 255);
+	return run(f, &e, &d);
+}
+
+/* LISTXATTRS of @path from cookie 0: the names joined by ',' */
+static uint32_t xlist(struct fix *f, const char *path, char *names)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t st, n, l;
+
+	head(f, &e, b, sizeof(b), nops_of(path) + 1);
+	put_path(&e, path);
+	xdr_put_u32(&e, OP_LISTXATTRS);
+	xdr_put_u64(&e, 0);
+	xdr_put_u32(&e, 8192);
+	names[0] = 0;
+	st = run(f, &e, &d);
+	if (st)
+		return st;
+	xdr_get_u64(&d);
+	n = xdr_get_u32(&d);
+	while (n--) {
+		const uint8_t *p = xdr_get_opaque_ref(&d, &l, 255);
+
+		assert_non_null(p);
+		if (names[0])
+			strcat(names, ",");
+		strncat(names, (const char *)p, l);
+	}
+	assert_true(xdr_get_bool(&d));
+	assert_int_equal(xdr_dec_err(&d), 0);
+	return NFS4_OK;
+}
+
+static bool xattr_support(struct fix *f)
+{
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(f, &e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_GETATTR);
+	xdr_put_u32(&e, 3);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, 1u << (FATTR4_XATTR_SUPPORT - 64));
+	assert_int_equal(run(f, &e, &d), NFS4_OK);
+	assert_int_equal(xdr_get_u32(&d), 3);
+	xdr_get_u32(&d);
+	xdr_get_u32(&d);
+	assert_int_equal(xdr_get_u32(&d), 1u << (FATTR4_XATTR_SUPPORT - 64));
+	assert_int_equal(xdr_get_u32(&d), 4);
+	return xdr_get_bool(&d);
+}
+
+static void xattrs(void **state)
+{
+	struct fix *f = *state;
+	static char big[5000], v[5000];
+	char names[256];
+	struct bs_fs *fs;
+	uint32_t len, ino;
+	size_t n;
+
+	memset(big, 'x', sizeof(big));
+	assert_true(xattr_support(f));
+	assert_int_equal(xget(f, "f", "a", v, sizeof(v), &len),
+			 NFS4ERR_NOXATTR);
+	assert_int_equal(xset(f, "f", SETXATTR4_REPLACE, "a", "1", 1),
+			 NFS4ERR_NOXATTR);
+	assert_int_equal(xset(f, "f", SETXATTR4_CREATE, "a", "1", 1), NFS4_OK);
+	assert_int_equal(xset(f, "f", SETXATTR4_CREATE, "a", "2", 1),
+			 NFS4ERR_EXIST);
+	assert_int_equal(xset(f, "f", SETXATTR4_REPLACE, "a", "22", 2),
+			 NFS4_OK);
+	assert_int_equal(xget(f, "f", "a", v, sizeof(v), &len), NFS4_OK);
+	assert_int_equal(len, 2);
+	assert_memory_equal(v, "22", 2);
+	/* a directory; a value in the xattr block; one too big for it */
+	assert_int_equal(xset(f, "", SETXATTR4_EITHER, "d", "dv", 2), NFS4_OK);
+	assert_int_equal(xset(f, "f", SETXATTR4_EITHER, "big", big, 4000),
+			 NFS4_OK);
+	assert_int_equal(xget(f, "f", "big", v, sizeof(v), &len), NFS4_OK);
+	assert_int_equal(len, 4000);
+	assert_memory_equal(v, big, 4000);
+	assert_int_equal(xset(f, "f", SETXATTR4_EITHER, "big", big, 5000),
+			 NFS4ERR_XATTR2BIG);
+	assert_int_equal(xlist(f, "f", names), NFS4_OK);
+	assert_true(!strcmp(names, "a,big") || !strcmp(names, "big,a"));
+	assert_int_equal(xremove(f, "f", "big"), NFS4_OK);
+	assert_int_equal(xremove(f, "f", "big"), NFS4ERR_NOXATTR);
+	assert_int_equal(xlist(f, "f", names), NFS4_OK);
+	assert_string_equal(names, "a");
+	stop_fsck(f);
+	/* ext4's own names: user.* */
+	if (bs_fs_open(f->dev, BS_FS_RDONLY, &fs))
+		fail_msg("open: %s", bs_last_error());
+	assert_int_equal(bs_fs_lookup(fs, "/f", &ino), 0);
+	assert_int_equal(bs_fs_getxattr(fs, ino, "user.a", v, sizeof(v), &n),
+			 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(bs_fs_getxattr(fs, BS_FS_ROOT_INO, "user.d", v,
+					sizeof(v), &n), 0);
+	assert_int_equal(bs_fs_close(fs), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -515,6 +674,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attributes, setup, teardown),
 		cmocka_unit_test_setup_teardown(exclusive_open, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(xattrs, setup, teardown),
 	};
 
 	if (sh("command -v e2fsck >/dev/null"))

@@ -579,7 +579,7 @@ static int d_listxattr(struct nfs_backend *b, const struct nfs_fh *fh,
 {
 	char path[64];
 	int fd = xattr_path(b, fh, path, sizeof(path)), err = 0;
-	ssize_t n, i, o = 0;
+	ssize_t n;
 
 	if (fd < 0)
 		return fd;
@@ -589,16 +589,7 @@ static int d_listxattr(struct nfs_backend *b, const struct nfs_fh *fh,
 	close(fd);
 	if (err)
 		return err;
-	/* keep the user.* names, without their prefix */
-	for (i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
-		size_t l = strlen(buf + i);
-
-		if (l > 5 && !strncmp(buf + i, "user.", 5)) {
-			memmove(buf + o, buf + i + 5, l - 4);
-			o += (ssize_t)l - 4;
-		}
-	}
-	*len = (size_t)o;
+	*len = nfs_xattr_user_names(buf, (size_t)n);
 	return 0;
 }
 

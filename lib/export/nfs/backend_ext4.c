@@ -15,10 +15,12 @@
  * the fs layer's; times have nanoseconds (ext4's large inodes), `change`
  * is the ctime in nanoseconds. Device nodes, sockets and fifos are
  * made by bs_fs_mknod (a device number over 12:20 bits is INVAL).
+ * RFC 8276 xattrs are ext4's user.* ones (bs_fs_*xattr).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -442,6 +444,72 @@ static int x_seek(struct nfs_backend *b, const struct nfs_fh *fh,
 	return 0;
 }
 
+/*
+ * RFC 8276 xattrs: the protocol's names are the user namespace's
+ * ("k" is ext4's "user.k"), through the fs layer. A value larger than one
+ * xattr block holds is XATTR2BIG (E2BIG), not NOSPC: no ea_inode here.
+ */
+static int x_xname(const char *name, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "user.%s", name);
+
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+static int x_getxattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		      const char *name, void *buf, size_t cap, size_t *len)
+{
+	char xn[BS_FS_XATTR_NAME_MAX + 1];
+	struct bs_fs_stat st;
+	int err = x_xname(name, xn, sizeof(xn));
+
+	if (!err)
+		err = ino_of(b, fh, &st);
+	return err ? err : bs_fs_getxattr(FS(b), st.ino, xn, buf, cap, len);
+}
+
+static int x_setxattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		      const char *name, const void *val, size_t len,
+		      int flags)
+{
+	char xn[BS_FS_XATTR_NAME_MAX + 1];
+	struct bs_fs_stat st;
+	int err = x_xname(name, xn, sizeof(xn));
+
+	if (!err)
+		err = ino_of(b, fh, &st);
+	if (!err && len > bs_fs_xattr_value_max(FS(b), xn))
+		err = -E2BIG;
+	return err ? err : bs_fs_setxattr(FS(b), st.ino, xn, val, len,
+					  (unsigned)flags);
+}
+
+static int x_listxattr(struct nfs_backend *b, const struct nfs_fh *fh,
+		       char *buf, size_t cap, size_t *len)
+{
+	struct bs_fs_stat st;
+	size_t n = 0;
+	int err = ino_of(b, fh, &st);
+
+	if (!err)
+		err = bs_fs_listxattr(FS(b), st.ino, buf, cap, &n);
+	if (!err)
+		*len = nfs_xattr_user_names(buf, n);
+	return err;
+}
+
+static int x_removexattr(struct nfs_backend *b, const struct nfs_fh *fh,
+			 const char *name)
+{
+	char xn[BS_FS_XATTR_NAME_MAX + 1];
+	struct bs_fs_stat st;
+	int err = x_xname(name, xn, sizeof(xn));
+
+	if (!err)
+		err = ino_of(b, fh, &st);
+	return err ? err : bs_fs_removexattr(FS(b), st.ino, xn);
+}
+
 static int x_statfs(struct nfs_backend *b, struct nfs_statfs *out)
 {
 	struct e4 *e = b->priv;
@@ -491,6 +559,10 @@ static const struct nfs_backend_ops ext4_ops = {
 	.commit = x_commit,
 	.fallocate = x_fallocate,
 	.seek = x_seek,
+	.getxattr = x_getxattr,
+	.setxattr = x_setxattr,
+	.listxattr = x_listxattr,
+	.removexattr = x_removexattr,
 	.statfs = x_statfs,
 	.close = x_close,
 	.with_ws_sink = x_with_ws_sink,

@@ -455,6 +455,12 @@ void nfs_put_change_info(struct xdr_enc *r, uint64_t before,
 #define NFS_OPS_DATA(X)                                                     \
 	X(read) X(write) X(commit) X(allocate) X(deallocate) X(seek)        \
 	X(read_plus) X(write_same)
+/*
+ * ops_xattr.c, for backends: keep the user.* names of a NUL-separated
+ * list of @n bytes in @buf, without their prefix; returns the new length.
+ */
+size_t nfs_xattr_user_names(char *buf, size_t n);
+
 #define NFS_OPS_XATTR(X)                                                    \
 	X(getxattr) X(setxattr) X(listxattrs) X(removexattr)
 #define NFS_DECL(n) uint32_t nfs_op_##n(struct nfs_compound *,             \

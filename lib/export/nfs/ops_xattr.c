@@ -17,6 +17,21 @@
 #define XATTR_VAL_MAX 65536u
 #define XATTR_LIST_MAX 65536u
 
+size_t nfs_xattr_user_names(char *buf, size_t n)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i += strlen(buf + i) + 1) {
+		size_t l = strlen(buf + i);
+
+		if (l > 5 && !strncmp(buf + i, "user.", 5)) {
+			memmove(buf + o, buf + i + 5, l - 4);
+			o += l - 4;
+		}
+	}
+	return o;
+}
+
 static uint32_t xattr_errno(int err)
 {
 	switch (-err) {
