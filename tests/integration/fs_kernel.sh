@@ -7,26 +7,13 @@
 # written below before mkfs never shows, in blkstack or in the kernel;
 # e2fsck is clean.
 source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/fs-image.bash"
 has_type file || skip "no 'file' device type in this build"
 command -v e2fsck >/dev/null || skip "e2fsck not installed"
 make_tmp
 
-IMG="$T/fs.img"
-DEV="file:$IMG"
-MNT="$T/mnt"
+fs_image_setup
 GiB=$((1024 * 1024 * 1024))
-mounted=0
-cleanup() {
-	if ((mounted)); then umount "$MNT" 2>/dev/null || umount -l "$MNT" || true; fi
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fsck_clean() {
-	local out rc=0
-	out=$(e2fsck -fn "$IMG" 2>&1) || rc=$?
-	((rc == 0)) || { echo "$out" >&2; fail "e2fsck -fn after $1: exit $rc"; }
-}
 
 truncate -s 4G "$IMG"
 # Stale data below: the first 1.25 GiB (where /f and /g will land) hold a

@@ -14,25 +14,12 @@
 #   stat), removes the names (inode freed only with the last one) and
 #   e2fsck -fn is clean again.
 source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/fs-image.bash"
 has_type file || skip "no 'file' device type in this build"
 command -v e2fsck >/dev/null || skip "e2fsck not installed"
 make_tmp
 
-IMG="$T/fs.img"
-DEV="file:$IMG"
-MNT="$T/mnt"
-mounted=0
-cleanup() {
-	if ((mounted)); then umount "$MNT" 2>/dev/null || umount -l "$MNT" || true; fi
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fsck_clean() {
-	local out rc=0
-	out=$(e2fsck -fn "$IMG" 2>&1) || rc=$?
-	((rc == 0)) || { echo "$out" >&2; fail "e2fsck -fn after $1: exit $rc"; }
-}
+fs_image_setup
 
 # a 4095-byte target: a path of many components
 LONG=$(python3 -c 'print("".join("/" if i % 8 == 7 else chr(97 + i % 7) for i in range(4095)), end="")')

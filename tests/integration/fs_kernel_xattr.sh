@@ -12,26 +12,13 @@
 #   the other), changes the other's (a copy is made), removes a name;
 #   e2fsck -fn clean after each step, and the kernel reads the result.
 source "$(dirname "$0")/lib/cli-common.bash"
+source "$(dirname "$0")/lib/fs-image.bash"
 has_type file || skip "no 'file' device type in this build"
 command -v e2fsck >/dev/null || skip "e2fsck not installed"
 command -v debugfs >/dev/null || skip "debugfs not installed"
 make_tmp
 
-IMG="$T/fs.img"
-DEV="file:$IMG"
-MNT="$T/mnt"
-mounted=0
-cleanup() {
-	if ((mounted)); then umount "$MNT" 2>/dev/null || umount -l "$MNT" || true; fi
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fsck_clean() {
-	local out rc=0
-	out=$(e2fsck -fn "$IMG" 2>&1) || rc=$?
-	((rc == 0)) || { echo "$out" >&2; fail "e2fsck -fn after $1: exit $rc"; }
-}
+fs_image_setup
 
 # the "File ACL:" block of PATH (debugfs on the unmounted image)
 acl_block() {

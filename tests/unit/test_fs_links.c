@@ -21,98 +21,8 @@
 
 #include <blkstack/fs.h>
 
+#include "helpers/fsth.h"
 #include "helpers/th.h"
-
-struct fx {
-	struct bs_ctx *ctx;
-	struct bs_dev *dev;
-	struct bs_fs *fs;
-	char dir[64], path[128];
-};
-
-static int setup(void **state)
-{
-	struct fx *x = calloc(1, sizeof(*x));
-	char spec[200];
-
-	snprintf(x->dir, sizeof(x->dir), "/var/tmp/bs-fsl.XXXXXX");
-	assert_non_null(mkdtemp(x->dir));
-	snprintf(x->path, sizeof(x->path), "%s/fs.img", x->dir);
-	assert_int_equal(bs_ctx_new(&x->ctx), 0);
-	snprintf(spec, sizeof(spec), "file:%s,size=64M", x->path);
-	x->dev = th_dev(x->ctx, "f", spec);
-	if (bs_fs_mkfs(x->dev, NULL))
-		fail_msg("mkfs: %s", bs_last_error());
-	if (bs_fs_open(x->dev, 0, &x->fs))
-		fail_msg("open: %s", bs_last_error());
-	*state = x;
-	return 0;
-}
-
-static void close_fs(struct fx *x)
-{
-	if (x->fs && bs_fs_close(x->fs))
-		fail_msg("close: %s", bs_last_error());
-	x->fs = NULL;
-}
-
-static int teardown(void **state)
-{
-	struct fx *x = *state;
-
-	if (x->fs)
-		bs_fs_close(x->fs);
-	bs_dev_destroy(x->dev);
-	bs_ctx_free(x->ctx);
-	unlink(x->path);
-	rmdir(x->dir);
-	free(x);
-	return 0;
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-/* Close, e2fsck -fn (output shown on failure), reopen. */
-static void fsck_reopen(struct fx *x)
-{
-	int rc;
-
-	close_fs(x);
-	rc = sh("e2fsck -fn '%s' >'%s/fsck.log' 2>&1", x->path, x->dir);
-	if (rc)
-		sh("cat '%s/fsck.log' >&2", x->dir);
-	assert_int_equal(rc, 0);
-	if (bs_fs_open(x->dev, 0, &x->fs))
-		fail_msg("reopen: %s", bs_last_error());
-}
-
-/* debugfs -R CMD on the (closed) image, its output in @out */
-static void debugfs(struct fx *x, const char *cmd, char *out, size_t cap)
-{
-	char line[512];
-	size_t n = 0;
-	FILE *p;
-
-	snprintf(line, sizeof(line), "debugfs -R '%s' '%s' 2>/dev/null", cmd,
-		 x->path);
-	p = popen(line, "r");
-	assert_non_null(p);
-	n = fread(out, 1, cap - 1, p);
-	out[n] = '\0';
-	pclose(p);
-}
 
 static void expect_link(struct bs_fs *fs, const char *path, const char *want)
 {
@@ -148,7 +58,7 @@ static void fill_long(char *s)
 
 static void symlinks(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	struct bs_fs_info before, after;
 	struct bs_fs_stat st;
 	char lng[4097], out[8192], small[8];
@@ -214,17 +124,16 @@ static void symlinks(void **state)
 	memset(lng, 'b', 60);
 	lng[60] = '\0';
 	expect_link(x->fs, "/d/s60", lng);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	/* what the kernel reads: a fast link in the inode, a block one */
-	close_fs(x);
-	debugfs(x, "stat /s", out, sizeof(out));
+	fsth_close(x);
+	fsth_debugfs(x, "stat /s", out, sizeof(out));
 	assert_non_null(strstr(out, "Fast link dest: \"f\""));
-	debugfs(x, "stat /d/s60", out, sizeof(out));
+	fsth_debugfs(x, "stat /d/s60", out, sizeof(out));
 	assert_non_null(strstr(out, "Type: symlink"));
 	assert_null(strstr(out, "Fast link dest"));
 	assert_non_null(strstr(out, "EXTENTS"));
-	if (bs_fs_open(x->dev, 0, &x->fs))
-		fail_msg("reopen: %s", bs_last_error());
+	fsth_open(x, 0);
 	fill_long(lng);
 	expect_link(x->fs, "/slong", lng);
 	/* unlink: the block of a long one comes back */
@@ -236,7 +145,7 @@ static void symlinks(void **state)
 	assert_int_equal(bs_fs_unlink(x->fs, "/d"), 0);
 	assert_int_equal(bs_fs_unlink(x->fs, "/f"), 0);
 	assert_int_equal(bs_fs_lookup(x->fs, "/s", &ino), -ENOENT);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_info(x->fs, &after), 0);
 	assert_int_equal(after.free_blocks, before.free_blocks);
 	assert_int_equal(after.free_inodes, before.free_inodes);
@@ -244,7 +153,7 @@ static void symlinks(void **state)
 
 static void hard_links(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	struct bs_fs_info before, after;
 	struct bs_fs_stat st, dst;
 	uint32_t f, d, ino, dirino;
@@ -271,13 +180,13 @@ static void hard_links(void **state)
 	assert_int_equal(bs_fs_link(x->fs, "/nope", "/n"), -ENOENT);
 	assert_int_equal(bs_fs_link(x->fs, "/f", "/nodir/n"), -ENOENT);
 	assert_int_equal(nlink_of(x->fs, "/f"), 3);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	/* unlink one name: the inode and its data stay */
 	assert_int_equal(bs_fs_unlink(x->fs, "/f"), 0);
 	assert_int_equal(nlink_of(x->fs, "/h"), 2);
 	assert_int_equal(bs_fs_read(x->fs, f, buf, 12, 0), 12);
 	assert_memory_equal(buf, "hello, links", 12);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	/* rename over another name of the same inode: nothing happens */
 	assert_int_equal(bs_fs_rename(x->fs, "/h", "/d/g"), 0);
 	assert_int_equal(nlink_of(x->fs, "/h"), 2);
@@ -285,7 +194,7 @@ static void hard_links(void **state)
 	assert_int_equal(bs_fs_create(x->fs, "/other", 0644, NULL), 0);
 	assert_int_equal(bs_fs_rename(x->fs, "/h", "/other"), 0);
 	assert_int_equal(nlink_of(x->fs, "/other"), 2);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	/* links of a symlink count too */
 	assert_int_equal(bs_fs_symlink(x->fs, "/d/sl", "other", &ino), 0);
 	assert_int_equal(bs_fs_link(x->fs, "/d/sl", "/sl2"), 0);
@@ -300,7 +209,7 @@ static void hard_links(void **state)
 	assert_int_equal(bs_fs_stat(x->fs, f, &st), -ENOENT);
 	dirino = 0;
 	assert_int_equal(bs_fs_lookup(x->fs, "/d", &dirino), 0);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_info(x->fs, &after), 0);
 	assert_int_equal(after.free_blocks, before.free_blocks);
 	assert_int_equal(after.free_inodes, before.free_inodes);
@@ -308,7 +217,7 @@ static void hard_links(void **state)
 
 static void attributes(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	struct bs_fs_setattr sa;
 	struct bs_fs_stat st, st2;
 	struct timespec t0;
@@ -398,16 +307,16 @@ static void attributes(void **state)
 	assert_int_equal(bs_fs_stat(x->fs, f, &st2), 0);
 	assert_true(st2.ctime > st.ctime ||
 		    (st2.ctime == st.ctime && st2.ctime_ns > st.ctime_ns));
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_stat(x->fs, d, &st), 0);
 	assert_int_equal(st.mtime, 4000000000ll);
-	close_fs(x);
+	fsth_close(x);
 	/* the on-disk fields, as the kernel will read them */
-	debugfs(x, "stat /d", out, sizeof(out));
+	fsth_debugfs(x, "stat /d", out, sizeof(out));
 	assert_non_null(strstr(out, "Mode:  0700"));
 	/* 4000000000 s: base 0xee6b2800, epoch 1; 5 ns: 5 << 2 | 1 */
 	assert_non_null(strstr(out, "mtime: 0xee6b2800:00000015"));
-	debugfs(x, "stat /f", out, sizeof(out));
+	fsth_debugfs(x, "stat /f", out, sizeof(out));
 	assert_non_null(strstr(out, "User: 100000   Group: 70001"));
 	/* read-only: refused */
 	assert_int_equal(bs_fs_open(x->dev, BS_FS_RDONLY, &x->fs), 0);
@@ -420,7 +329,7 @@ static void attributes(void **state)
 
 static void nodes(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	struct bs_fs_stat st;
 	uint32_t ino;
 	char out[8192];
@@ -448,30 +357,29 @@ static void nodes(void **state)
 			 -EINVAL);
 	assert_int_equal(bs_fs_mknod(x->fs, "/p", S_IFIFO, 0, 0, NULL), -EEXIST);
 	assert_int_equal(bs_fs_link(x->fs, "/p", "/p2"), 0);
-	fsck_reopen(x);
-	close_fs(x);
-	debugfs(x, "stat /b", out, sizeof(out));
+	fsth_fsck_reopen(x);
+	fsth_close(x);
+	fsth_debugfs(x, "stat /b", out, sizeof(out));
 	assert_non_null(strstr(out, "Type: block special"));
 	assert_non_null(strstr(out, "Device major/minor number: 300:70000"));
-	debugfs(x, "stat /c", out, sizeof(out));
+	fsth_debugfs(x, "stat /c", out, sizeof(out));
 	assert_non_null(strstr(out, "Device major/minor number: 04:64"));
-	if (bs_fs_open(x->dev, 0, &x->fs))
-		fail_msg("reopen: %s", bs_last_error());
+	fsth_open(x, 0);
 	assert_int_equal(bs_fs_unlink(x->fs, "/c"), 0);
 	assert_int_equal(bs_fs_unlink(x->fs, "/b"), 0);
 	assert_int_equal(bs_fs_unlink(x->fs, "/p"), 0);
 	assert_int_equal(bs_fs_unlink(x->fs, "/p2"), 0);
 	assert_int_equal(bs_fs_unlink(x->fs, "/s"), 0);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(symlinks, setup, teardown),
-		cmocka_unit_test_setup_teardown(hard_links, setup, teardown),
-		cmocka_unit_test_setup_teardown(attributes, setup, teardown),
-		cmocka_unit_test_setup_teardown(nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(symlinks, fsth_setup, fsth_teardown),
+		cmocka_unit_test_setup_teardown(hard_links, fsth_setup, fsth_teardown),
+		cmocka_unit_test_setup_teardown(attributes, fsth_setup, fsth_teardown),
+		cmocka_unit_test_setup_teardown(nodes, fsth_setup, fsth_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,87 +23,8 @@
 
 #include <blkstack/fs.h>
 
+#include "helpers/fsth.h"
 #include "helpers/th.h"
-
-struct fx {
-	struct bs_ctx *ctx;
-	struct bs_dev *dev;
-	struct bs_fs *fs;
-	char dir[64], path[128];
-};
-
-static int setup(void **state)
-{
-	struct fx *x = calloc(1, sizeof(*x));
-	char spec[200];
-
-	snprintf(x->dir, sizeof(x->dir), "/var/tmp/bs-fsx.XXXXXX");
-	assert_non_null(mkdtemp(x->dir));
-	snprintf(x->path, sizeof(x->path), "%s/fs.img", x->dir);
-	assert_int_equal(bs_ctx_new(&x->ctx), 0);
-	snprintf(spec, sizeof(spec), "file:%s,size=64M", x->path);
-	x->dev = th_dev(x->ctx, "f", spec);
-	if (bs_fs_mkfs(x->dev, NULL))
-		fail_msg("mkfs: %s", bs_last_error());
-	if (bs_fs_open(x->dev, 0, &x->fs))
-		fail_msg("open: %s", bs_last_error());
-	*state = x;
-	return 0;
-}
-
-static void close_fs(struct fx *x)
-{
-	if (x->fs && bs_fs_close(x->fs))
-		fail_msg("close: %s", bs_last_error());
-	x->fs = NULL;
-}
-
-static void open_fs(struct fx *x, unsigned flags)
-{
-	if (bs_fs_open(x->dev, flags, &x->fs))
-		fail_msg("open: %s", bs_last_error());
-}
-
-static int teardown(void **state)
-{
-	struct fx *x = *state;
-
-	if (x->fs)
-		bs_fs_close(x->fs);
-	bs_dev_destroy(x->dev);
-	bs_ctx_free(x->ctx);
-	unlink(x->path);
-	rmdir(x->dir);
-	free(x);
-	return 0;
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-/* Close, e2fsck -fn (output shown on failure), reopen. */
-static void fsck_reopen(struct fx *x)
-{
-	int rc;
-
-	close_fs(x);
-	rc = sh("e2fsck -fn '%s' >'%s/fsck.log' 2>&1", x->path, x->dir);
-	if (rc)
-		sh("cat '%s/fsck.log' >&2", x->dir);
-	assert_int_equal(rc, 0);
-	open_fs(x, 0);
-}
 
 static void want_value(struct bs_fs *fs, uint32_t ino, const char *name,
 			 const void *want, size_t wlen)
@@ -146,7 +67,7 @@ static bool has_name(struct bs_fs *fs, uint32_t ino, const char *name)
 
 static void basics(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	struct bs_fs_stat st0, st1;
 	char buf[64], name[300];
 	uint32_t f, d;
@@ -219,7 +140,7 @@ static void basics(void **state)
 	name[256] = '\0';
 	assert_int_equal(bs_fs_setxattr(x->fs, f, name, "v", 1, 0), -ERANGE);
 	/* persisted, e2fsck clean */
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	want_value(x->fs, f, "user.a", "three", 5);
 	want_value(x->fs, f, "trusted.t", "tv", 2);
 	want_value(x->fs, f, "security.s", "sv", 2);
@@ -231,28 +152,28 @@ static void basics(void **state)
 					&len), -ENODATA);
 	assert_false(has_name(x->fs, f, "user.a"));
 	assert_true(has_name(x->fs, f, "user.b"));
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	/* read-only: reads, no changes */
-	close_fs(x);
-	open_fs(x, BS_FS_RDONLY);
+	fsth_close(x);
+	fsth_open(x, BS_FS_RDONLY);
 	want_value(x->fs, f, "trusted.t", "tv", 2);
 	assert_int_equal(bs_fs_setxattr(x->fs, f, "user.c", "v", 1, 0), -EROFS);
 	assert_int_equal(bs_fs_removexattr(x->fs, f, "user.b"), -EROFS);
-	close_fs(x);
-	open_fs(x, 0);
+	fsth_close(x);
+	fsth_open(x, 0);
 	/* a removed inode */
 	assert_int_equal(bs_fs_unlink(x->fs, "/f"), 0);
 	assert_int_equal(bs_fs_getxattr(x->fs, f, "user.b", buf, sizeof(buf),
 					&len), -ENOENT);
 	assert_int_equal(bs_fs_setxattr(x->fs, f, "user.b", "v", 1, 0),
 			 -ENOENT);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 }
 
 /* user. names are for regular files and directories (the kernel's rule) */
 static void symlink_user(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	uint32_t s;
 	char buf[8];
 	size_t len;
@@ -264,23 +185,16 @@ static void symlink_user(void **state)
 					&len), -ENODATA);
 	assert_int_equal(bs_fs_setxattr(x->fs, s, "trusted.x", "v", 1, 0), 0);
 	want_value(x->fs, s, "trusted.x", "v", 1);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 }
 
 /* debugfs "stat" of @path on the closed image: its "File ACL:" block */
-static unsigned long long acl_block(struct fx *x, const char *path)
+static unsigned long long acl_block(struct fsth *x, const char *path)
 {
-	char cmd[512], out[8192], *p;
-	size_t n;
-	FILE *f;
+	char cmd[256], out[8192], *p;
 
-	snprintf(cmd, sizeof(cmd), "debugfs -R 'stat %s' '%s' 2>/dev/null",
-		 path, x->path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	pclose(f);
+	snprintf(cmd, sizeof(cmd), "stat %s", path);
+	fsth_debugfs(x, cmd, out, sizeof(out));
 	p = strstr(out, "File ACL: ");
 	assert_non_null(p);
 	return strtoull(p + 10, NULL, 10);
@@ -288,7 +202,7 @@ static unsigned long long acl_block(struct fx *x, const char *path)
 
 static void inode_and_block(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	struct bs_fs_info before, after;
 	struct bs_fs_stat st;
 	char big[4096], small[40], n[32];
@@ -304,16 +218,16 @@ static void inode_and_block(void **state)
 	assert_int_equal(bs_fs_setxattr(x->fs, f, "user.s", small, 20, 0), 0);
 	assert_int_equal(bs_fs_stat(x->fs, f, &st), 0);
 	assert_int_equal(st.blocks, 0);
-	close_fs(x);
+	fsth_close(x);
 	assert_int_equal(acl_block(x, "/f"), 0);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	/* a larger one goes to the block */
 	assert_int_equal(bs_fs_setxattr(x->fs, f, "user.big", big, 1000, 0), 0);
 	assert_int_equal(bs_fs_stat(x->fs, f, &st), 0);
 	assert_int_equal(st.blocks, 8);
-	close_fs(x);
+	fsth_close(x);
 	assert_true(acl_block(x, "/f") != 0);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	want_value(x->fs, f, "user.big", big, 1000);
 	want_value(x->fs, f, "user.s", small, 20);
 	/* the largest value one block holds, and one word more */
@@ -329,12 +243,12 @@ static void inode_and_block(void **state)
 	assert_int_equal(bs_fs_setxattr(x->fs, f, "user.more", big, 200, 0),
 			 -ENOSPC);
 	assert_null(strstr(bs_last_error(), "ea_inode"));
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	/* removing the block's last one frees the block */
 	assert_int_equal(bs_fs_removexattr(x->fs, f, "user.big"), 0);
 	assert_int_equal(bs_fs_stat(x->fs, f, &st), 0);
 	assert_int_equal(st.blocks, 0);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_info(x->fs, &after), 0);
 	assert_int_equal(after.free_blocks, before.free_blocks);
 	/* many names: the inode fills, then the block, then -ENOSPC */
@@ -344,13 +258,13 @@ static void inode_and_block(void **state)
 	}
 	assert_int_equal(err, -ENOSPC);
 	assert_true(i > 20);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	want_value(x->fs, f, "user.n000", big, 64);
 	snprintf(n, sizeof(n), "user.n%03d", i - 2);
 	want_value(x->fs, f, n, big, 64);
 	/* the file goes, its block with it */
 	assert_int_equal(bs_fs_unlink(x->fs, "/f"), 0);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_info(x->fs, &after), 0);
 	assert_int_equal(after.free_blocks, before.free_blocks);
 }
@@ -360,7 +274,7 @@ static void inode_and_block(void **state)
  * ones: @b's i_file_acl = the block, its i_blocks one block more, the
  * block's refcount + 1. On the closed image, through libext2fs.
  */
-static void share_block(struct fx *x, uint32_t a, uint32_t b)
+static void share_block(struct fsth *x, uint32_t a, uint32_t b)
 {
 	ext2_filsys e2;
 	struct ext2_inode ia, ib;
@@ -384,7 +298,7 @@ static void share_block(struct fx *x, uint32_t a, uint32_t b)
 }
 
 /* The refcount of xattr block @blk on the closed image. */
-static unsigned refcount_of(struct fx *x, blk64_t blk, bool *in_use)
+static unsigned refcount_of(struct fsth *x, blk64_t blk, bool *in_use)
 {
 	struct ext2_ext_attr_header *h;
 	ext2_filsys e2;
@@ -406,7 +320,7 @@ static unsigned refcount_of(struct fx *x, blk64_t blk, bool *in_use)
 
 static void shared_block(void **state)
 {
-	struct fx *x = *state;
+	struct fsth *x = *state;
 	struct bs_fs_info before, after;
 	char big[1000];
 	uint32_t a, b, c;
@@ -420,32 +334,32 @@ static void shared_block(void **state)
 	assert_int_equal(bs_fs_create(x->fs, "/c", 0644, &c), 0);
 	assert_int_equal(bs_fs_setxattr(x->fs, a, "user.big", big, sizeof(big),
 					0), 0);
-	close_fs(x);
+	fsth_close(x);
 	blk = acl_block(x, "/a");
 	share_block(x, a, b);
 	/* the sharing is valid ext4 */
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	want_value(x->fs, b, "user.big", big, sizeof(big));
 	/* unlink of one name keeps the block for the other */
 	assert_int_equal(bs_fs_unlink(x->fs, "/a"), 0);
-	close_fs(x);
+	fsth_close(x);
 	assert_int_equal(refcount_of(x, blk, &used), 1);
 	assert_true(used);
 	assert_int_equal(acl_block(x, "/b"), blk);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	want_value(x->fs, b, "user.big", big, sizeof(big));
 	/* shared again: a change copies the block (b keeps its own) */
-	close_fs(x);
+	fsth_close(x);
 	share_block(x, b, c);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_setxattr(x->fs, c, "user.more", "m", 1, 0), 0);
-	close_fs(x);
+	fsth_close(x);
 	blk2 = acl_block(x, "/c");
 	assert_true(blk2 != 0 && blk2 != blk);
 	assert_int_equal(acl_block(x, "/b"), blk);
 	assert_int_equal(refcount_of(x, blk, &used), 1);
 	assert_int_equal(refcount_of(x, blk2, &used), 1);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	want_value(x->fs, b, "user.big", big, sizeof(big));
 	want_value(x->fs, c, "user.big", big, sizeof(big));
 	want_value(x->fs, c, "user.more", "m", 1);
@@ -454,24 +368,24 @@ static void shared_block(void **state)
 	/* shared a third time: removing the last name of one drops its ref */
 	assert_int_equal(bs_fs_removexattr(x->fs, c, "user.more"), 0);
 	assert_int_equal(bs_fs_removexattr(x->fs, c, "user.big"), 0);
-	close_fs(x);
+	fsth_close(x);
 	assert_int_equal(acl_block(x, "/c"), 0);
 	share_block(x, b, c);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_removexattr(x->fs, c, "user.big"), 0);
-	close_fs(x);
+	fsth_close(x);
 	assert_int_equal(acl_block(x, "/c"), 0);
 	assert_int_equal(refcount_of(x, blk, &used), 1);
 	assert_true(used);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	want_value(x->fs, b, "user.big", big, sizeof(big));
 	/* the last reference frees it */
 	assert_int_equal(bs_fs_unlink(x->fs, "/b"), 0);
 	assert_int_equal(bs_fs_unlink(x->fs, "/c"), 0);
-	close_fs(x);
+	fsth_close(x);
 	refcount_of(x, blk, &used);
 	assert_false(used);
-	fsck_reopen(x);
+	fsth_fsck_reopen(x);
 	assert_int_equal(bs_fs_info(x->fs, &after), 0);
 	assert_int_equal(after.free_blocks, before.free_blocks);
 	assert_int_equal(after.free_inodes, before.free_inodes);
@@ -480,11 +394,10 @@ static void shared_block(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(basics, setup, teardown),
-		cmocka_unit_test_setup_teardown(symlink_user, setup, teardown),
-		cmocka_unit_test_setup_teardown(inode_and_block, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(shared_block, setup, teardown),
+		cmocka_unit_test_setup_teardown(basics, fsth_setup, fsth_teardown),
+		cmocka_unit_test_setup_teardown(symlink_user, fsth_setup, fsth_teardown),
+		cmocka_unit_test_setup_teardown(inode_and_block, fsth_setup, fsth_teardown),
+		cmocka_unit_test_setup_teardown(shared_block, fsth_setup, fsth_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
