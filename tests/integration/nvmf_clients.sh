@@ -82,7 +82,8 @@ if [[ -d $PEERS/libnvmf ]]; then
 		timeout 60 "$FIO" --filename="$URL" $args --runtime=2 \
 			>"$T/fio.out" 2>&1 ||
 			{ cat "$T/fio.out" >&2; fail "nvmf-fio $args"; }
-		grep -q 'IOPS [0-9]' "$T/fio.out" || fail "nvmf-fio $args: no I/O"
+		grep -q 'IOPS [0-9]' "$T/fio.out" ||
+			{ cat "$T/fio.out" >&2; fail "nvmf-fio $args: no I/O"; }
 	done
 	grep 'close .* queue [1-9]' "$T/d.log" | grep -v ' 0 errors' &&
 		fail "commands failed under nvmf-fio"
