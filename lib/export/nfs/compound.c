@@ -65,7 +65,7 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_VERIFY, nfs_op_verify, 0, 0),
 	OP(OP_WRITE, nfs_op_write, 0, 0),
 	OP(OP_RELEASE_LOCKOWNER, nfs_op_release_lockowner, 0, F_V40),
-	OP(OP_BACKCHANNEL_CTL, NULL, 1, 0),
+	OP(OP_BACKCHANNEL_CTL, nfs_op_backchannel_ctl, 1, 0),
 	OP(OP_BIND_CONN_TO_SESSION, nfs_op_bind_conn, 1, F_SOLO),
 	OP(OP_EXCHANGE_ID, nfs_op_exchange_id, 1, F_SOLO),
 	OP(OP_CREATE_SESSION, nfs_op_create_session, 1, F_SOLO),

@@ -190,8 +190,45 @@ struct nfs_slot {
 	size_t reply_len;
 };
 
+/*
+ * The back channel (backchannel.c). A connection callbacks can go out on
+ * is an nfs_xprt (conn.c registers each one; unit tests register their
+ * own); a session's back channel names one by id, with the session's
+ * cb_program, callback credential and one back-channel slot (slot 0).
+ * Both, and the calls in flight, are under srv->cb_lock, which a thread
+ * may take with srv->lock held, never the other way round: the
+ * connection's loop matches replies without srv->lock.
+ */
+struct nfs_xprt {
+	uint64_t id;
+	/* queue record @rec (record mark included; taken); must not block */
+	int (*send)(struct nfs_xprt *x, uint8_t *rec, size_t len);
+	struct nfs_xprt *next;
+};
+
+struct nfs_cb_sec {
+	uint32_t flavor;		/* RPC_AUTH_NONE or RPC_AUTH_SYS */
+	uint32_t stamp, uid, gid;
+	char machine[RPC_AUTHSYS_NAME_MAX + 1];
+};
+
+struct nfs_cb_call;
+
+struct nfs_cb_chan {
+	unsigned refs;			/* the session's + one per call */
+	uint8_t sessid[NFS4_SESSIONID_SIZE];
+	uint32_t minor;
+	uint64_t conn_id;		/* 0: no connection bound */
+	uint32_t prog;
+	struct nfs_cb_sec sec;
+	uint32_t seqid;			/* slot 0's last sequence id */
+	struct nfs_cb_call *inflight;	/* on slot 0, or NULL */
+	bool fault;			/* a callback went unanswered */
+};
+
 struct nfs_session {
 	uint8_t id[NFS4_SESSIONID_SIZE];
+	struct nfs_cb_chan *cb;
 	struct nfs_client *clp;
 	uint32_t nslots;
 	uint32_t max_req, max_resp, max_resp_cached, max_ops;
@@ -268,6 +305,12 @@ struct nfs_server {
 	struct bs_net_listener *nl;
 	char listen[128];
 	bool shutdown;
+	/* the back channel (backchannel.c) */
+	pthread_mutex_t cb_lock;
+	pthread_cond_t cb_cond;
+	struct nfs_xprt *xprts;
+	struct nfs_cb_call *calls;	/* awaiting their reply */
+	uint32_t cb_xid;
 };
 
 /* the caller of a COMPOUND, from its RPC credential */
@@ -296,6 +339,53 @@ struct nfs_compound {
 };
 
 /* ---- entry points between the files ------------------------------------- */
+
+/* backchannel.c */
+void nfs_cb_init(struct nfs_server *srv);
+void nfs_cb_fini(struct nfs_server *srv);
+/* a connection appears / goes (its calls in flight fail with -EPIPE) */
+void nfs_xprt_add(struct nfs_server *srv, struct nfs_xprt *x);
+void nfs_xprt_del(struct nfs_server *srv, struct nfs_xprt *x);
+/* a session's back channel: made at CREATE_SESSION, dropped with it */
+struct nfs_cb_chan *nfs_cb_chan_new(struct nfs_server *srv,
+				    const uint8_t *sessid, uint32_t minor);
+void nfs_cb_chan_put(struct nfs_server *srv, struct nfs_cb_chan *ch);
+void nfs_cb_bind(struct nfs_server *srv, struct nfs_cb_chan *ch,
+		 uint64_t conn_id);
+void nfs_cb_set_sec(struct nfs_server *srv, struct nfs_cb_chan *ch,
+		    uint32_t prog, const struct nfs_cb_sec *sec);
+/* a connection is bound, alive, and no callback went unanswered */
+bool nfs_cb_up(struct nfs_server *srv, struct nfs_cb_chan *ch);
+/* whether a back channel was asked for (bound once) and is down now */
+bool nfs_cb_down(struct nfs_server *srv, struct nfs_cb_chan *ch);
+/*
+ * Send CB_COMPOUND { CB_SEQUENCE, @op } on @ch, @op's arguments put by
+ * @put(@arg); the reply is awaited at most @ms. -ENOTCONN without a
+ * path, -EBUSY while slot 0 holds another call.
+ */
+int nfs_cb_start(struct nfs_server *srv, struct nfs_cb_chan *ch,
+		 uint32_t op, void (*put)(struct xdr_enc *, const void *),
+		 const void *arg, unsigned ms, struct nfs_cb_call **out);
+/*
+ * -EINPROGRESS while awaited; 0 when answered (*@status the op's, or
+ * the first error of the reply); -ETIMEDOUT / -EPIPE / -EPROTO
+ */
+int nfs_cb_poll(struct nfs_server *srv, struct nfs_cb_call *call,
+		uint32_t *status);
+/* nfs_cb_poll() after waiting up to the call's deadline (no srv->lock) */
+int nfs_cb_wait(struct nfs_server *srv, struct nfs_cb_call *call,
+		uint32_t *status);
+/* the answered op's result body (after its status) */
+void nfs_cb_result(struct nfs_cb_call *call, struct xdr_dec *d);
+void nfs_cb_call_put(struct nfs_server *srv, struct nfs_cb_call *call);
+/* an RPC reply arrived on connection @conn_id */
+void nfs_cb_reply(struct nfs_server *srv, uint64_t conn_id,
+		  const uint8_t *rec, size_t len);
+uint64_t nfs_now_ms(void);
+/* the callback_sec_parms4<> of CREATE_SESSION / BACKCHANNEL_CTL */
+uint32_t nfs_get_cb_sec(struct xdr_dec *a, struct nfs_cb_sec *sec);
+uint32_t nfs_op_backchannel_ctl(struct nfs_compound *, struct xdr_dec *,
+				struct xdr_enc *);
 
 /*
  * rpc.c: record marking (RFC 5531 11). Bytes are fed in; a record is

@@ -54,6 +54,14 @@ enum rpc_auth_flavor {
 #define NFS4_PROGRAM 100003
 #define NFS4_VERSION 4
 #define NFS4_CB_PROGRAM 0x40000000
+/* the callback program's version and procedure (RFC 8881 16.2.2, 20) */
+#define NFS4_CB_VERSION 1
+enum nfs4_cb_proc { NFS4_CB_PROC_NULL = 0, NFS4_CB_PROC_COMPOUND = 1 };
+enum nfs_cb_opnum4 {
+	OP_CB_GETATTR = 3,
+	OP_CB_RECALL = 4,
+	OP_CB_SEQUENCE = 11,
+};
 enum nfs4_proc { NFS4_PROC_NULL = 0, NFS4_PROC_COMPOUND = 1 };
 #define NFS4_MINOR_MAX 2
 

@@ -104,6 +104,7 @@ void nfs_server_put(struct nfs_server *srv)
 		nfs_client_free(srv, clp);
 	if (srv->be.ops)
 		srv->be.ops->close(&srv->be);
+	nfs_cb_fini(srv);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }
@@ -156,6 +157,7 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 	if (!srv)
 		return -ENOMEM;
 	pthread_mutex_init(&srv->lock, NULL);
+	nfs_cb_init(srv);
 	srv->refs = 1;
 	srv->exp = exp;
 	srv->ctx = exp->ctx;
