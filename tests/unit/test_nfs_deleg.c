@@ -69,6 +69,7 @@ static int setup(void **state)
 		skip();
 		return 0;
 	}
+	f->srv->delegations = true;
 	*state = f;
 	return 0;
 }
@@ -410,6 +411,260 @@ static void waiter_wakes(void **state)
 	nfs_cb_call_put(f->srv, w.call);
 }
 
+/* ---- delegations --------------------------------------------------------- */
+
+struct deleg {
+	uint32_t type;			/* OPEN_DELEGATE_* */
+	uint32_t why;			/* OPEN_DELEGATE_NONE_EXT's */
+	struct nfs_stateid sid, open;
+};
+
+/* OPEN (UNCHECKED4 create) of @name in the root by @c; its delegation */
+static uint32_t open_file(struct fix *f, struct cl *c, const char *name,
+			  uint32_t access, struct deleg *dl)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t st, n;
+
+	memset(dl, 0, sizeof(*dl));
+	seq_head(c, &e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_OPEN);
+	xdr_put_u32(&e, 0);			/* seqid */
+	xdr_put_u32(&e, access);
+	xdr_put_u32(&e, OPEN4_SHARE_DENY_NONE);
+	xdr_put_u64(&e, c->clid);
+	xdr_put_cstring(&e, "owner", 64);
+	xdr_put_u32(&e, OPEN4_CREATE);
+	xdr_put_u32(&e, UNCHECKED4);
+	xdr_put_u32(&e, 0);			/* no attributes */
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, CLAIM_NULL);
+	xdr_put_cstring(&e, name, 255);
+	st = run(f, c, &e, &d);
+	if (st)
+		return st;
+	dl->open.seqid = xdr_get_u32(&d);
+	xdr_get_fixed(&d, dl->open.other, NFS4_OTHER_SIZE);
+	xdr_skip(&d, 20 + 4);			/* change_info, rflags */
+	n = xdr_get_u32(&d);
+	xdr_skip(&d, (size_t)n * 4);
+	dl->type = xdr_get_u32(&d);
+	if (dl->type == OPEN_DELEGATE_READ ||
+	    dl->type == OPEN_DELEGATE_WRITE) {
+		dl->sid.seqid = xdr_get_u32(&d);
+		xdr_get_fixed(&d, dl->sid.other, NFS4_OTHER_SIZE);
+	} else if (dl->type == OPEN_DELEGATE_NONE_EXT) {
+		dl->why = xdr_get_u32(&d);
+	}
+	assert_int_equal(xdr_dec_err(&d), 0);
+	return NFS4_OK;
+}
+
+static void put_sid(struct xdr_enc *e, const struct nfs_stateid *sid)
+{
+	xdr_put_u32(e, sid->seqid);
+	xdr_put_fixed(e, sid->other, NFS4_OTHER_SIZE);
+}
+
+/* PUTROOTFH, LOOKUP @name, then @op with stateid @sid (and its rest) */
+static uint32_t on_file(struct fix *f, struct cl *c, const char *name,
+			uint32_t op, const struct nfs_stateid *sid)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	seq_head(c, &e, b, sizeof(b), 3);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_LOOKUP);
+	xdr_put_cstring(&e, name, 255);
+	xdr_put_u32(&e, op);
+	if (op == OP_READ) {
+		put_sid(&e, sid);
+		xdr_put_u64(&e, 0);
+		xdr_put_u32(&e, 10);
+	} else if (op == OP_WRITE) {
+		put_sid(&e, sid);
+		xdr_put_u64(&e, 0);
+		xdr_put_u32(&e, FILE_SYNC4);
+		xdr_put_cstring(&e, "data", 64);
+	} else {
+		put_sid(&e, sid);
+	}
+	return run(f, c, &e, &d);
+}
+
+/* REMOVE of @name in the root by @c */
+static uint32_t remove_file(struct fix *f, struct cl *c, const char *name)
+{
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	seq_head(c, &e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_REMOVE);
+	xdr_put_cstring(&e, name, 255);
+	return run(f, c, &e, &d);
+}
+
+/* TEST_STATEID of @sid: its status */
+static uint32_t test_sid(struct fix *f, struct cl *c,
+			 const struct nfs_stateid *sid)
+{
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	seq_head(c, &e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_TEST_STATEID);
+	xdr_put_u32(&e, 1);
+	put_sid(&e, sid);
+	assert_int_equal(run(f, c, &e, &d), NFS4_OK);
+	assert_int_equal(xdr_get_u32(&d), 1);
+	return xdr_get_u32(&d);
+}
+
+/* @c's last callback is CB_RECALL of @sid */
+static void is_recall(struct cl *c, const struct nfs_stateid *sid)
+{
+	struct xdr_dec d;
+	uint32_t seqid, l;
+
+	open_call(c, &d, &seqid);
+	assert_int_equal(xdr_get_u32(&d), OP_CB_RECALL);
+	assert_int_equal(xdr_get_u32(&d), sid->seqid);
+	assert_memory_equal(xdr_get_fixed_ref(&d, NFS4_OTHER_SIZE),
+			    sid->other, NFS4_OTHER_SIZE);
+	assert_int_equal(xdr_get_u32(&d), 0);	/* truncate */
+	xdr_get_opaque_ref(&d, &l, NFS4_FHSIZE);
+	assert_true(l > 0);
+	assert_int_equal(xdr_dec_err(&d), 0);
+}
+
+static const uint32_t RD = OPEN4_SHARE_ACCESS_READ;
+static const uint32_t WR = OPEN4_SHARE_ACCESS_BOTH;
+
+static void grant_recall_return(void **state)
+{
+	struct fix *f = *state;
+	struct deleg a, b;
+	unsigned sent;
+
+	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	/* no preference: none; a read delegation when asked */
+	assert_int_equal(open_file(f, &f->a, "f", RD, &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_NONE);
+	assert_int_equal(open_file(f, &f->a, "f",
+				   RD | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_READ);
+	/* readers of another client do not conflict, nor reads */
+	assert_int_equal(open_file(f, &f->b, "f", RD, &b), NFS4_OK);
+	assert_int_equal(on_file(f, &f->b, "f", OP_READ, &b.open), NFS4_OK);
+	assert_int_equal(f->a.fx.sent, 0);
+	/* its own write open is no conflict either */
+	assert_int_equal(open_file(f, &f->a, "f", WR, &b), NFS4_OK);
+	assert_int_equal(f->a.fx.sent, 0);
+	assert_int_equal(on_file(f, &f->a, "f", OP_WRITE, &a.sid),
+			 NFS4ERR_OPENMODE);
+
+	/* a writer of another client: CB_RECALL, DELAY until returned */
+	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4ERR_DELAY);
+	assert_int_equal(f->a.fx.sent, 1);
+	is_recall(&f->a, &a.sid);
+	answer(f, &f->a, OP_CB_RECALL, NFS4_OK, NULL, 0);
+	sent = f->a.fx.sent;
+	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4ERR_DELAY);
+	assert_int_equal(remove_file(f, &f->b, "f"), NFS4ERR_DELAY);
+	assert_int_equal(f->a.fx.sent, sent);	/* answered: not again */
+	assert_int_equal(on_file(f, &f->a, "f", OP_DELEGRETURN, &a.sid),
+			 NFS4_OK);
+	assert_int_equal(test_sid(f, &f->a, &a.sid), NFS4ERR_BAD_STATEID);
+	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4_OK);
+
+	/* a write delegation: reads of another client recall it too */
+	assert_int_equal(open_file(f, &f->a, "g",
+				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_WRITE);
+	assert_int_equal(on_file(f, &f->a, "g", OP_WRITE, &a.sid), NFS4_OK);
+	assert_int_equal(open_file(f, &f->b, "g", RD, &b), NFS4ERR_DELAY);
+	is_recall(&f->a, &a.sid);
+	answer(f, &f->a, OP_CB_RECALL, NFS4_OK, NULL, 0);
+	assert_int_equal(on_file(f, &f->a, "g", OP_DELEGRETURN, &a.sid),
+			 NFS4_OK);
+	assert_int_equal(open_file(f, &f->b, "g", RD, &b), NFS4_OK);
+	/* while b has it open for reading: no write delegation to a */
+	assert_int_equal(open_file(f, &f->a, "g",
+				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	assert_int_equal(a.why, WND4_CONTENTION);
+}
+
+static void no_grant(void **state)
+{
+	struct fix *f = *state;
+	struct deleg a;
+
+	/* no back channel: none, for want of resources */
+	client(f, &f->a, "a", 11, 0);
+	assert_int_equal(open_file(f, &f->a, "f",
+				   RD | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	assert_int_equal(a.why, WND4_RESOURCE);
+	/* delegations = 0 */
+	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	f->srv->delegations = false;
+	assert_int_equal(open_file(f, &f->b, "f",
+				   RD | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	f->srv->delegations = true;
+	assert_int_equal(open_file(f, &f->b, "f",
+				   RD | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_READ);
+	assert_int_equal(open_file(f, &f->b, "f",
+				   RD | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	assert_int_equal(a.why, WND4_NOT_WANTED);
+}
+
+/* DESTROY_CLIENTID lets go of the client's delegations */
+static void released_with_client(void **state)
+{
+	struct fix *f = *state;
+	uint8_t buf[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	struct deleg a, b;
+
+	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	assert_int_equal(open_file(f, &f->a, "f",
+				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_WRITE);
+	head(&e, buf, sizeof(buf), 1);
+	xdr_put_u32(&e, OP_DESTROY_SESSION);
+	xdr_put_fixed(&e, f->a.sid, NFS4_SESSIONID_SIZE);
+	assert_int_equal(run(f, &f->a, &e, &d), NFS4_OK);
+	head(&e, buf, sizeof(buf), 1);
+	xdr_put_u32(&e, OP_DESTROY_CLIENTID);
+	xdr_put_u64(&e, f->a.clid);
+	assert_int_equal(run(f, &f->a, &e, &d), NFS4_OK);
+	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4_OK);
+	assert_int_equal(f->a.fx.sent, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +672,11 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(path_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(waiter_wakes, setup, teardown),
+		cmocka_unit_test_setup_teardown(grant_recall_return, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(no_grant, setup, teardown),
+		cmocka_unit_test_setup_teardown(released_with_client, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

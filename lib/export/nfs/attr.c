@@ -402,6 +402,9 @@ uint32_t nfs_op_setattr(struct nfs_compound *c, struct xdr_dec *a,
 			st = nfs_state_check_io(c, &sid,
 						OPEN4_SHARE_ACCESS_WRITE);
 	}
+	/* attributes a delegation holder caches change: recall it */
+	if (!st)
+		st = nfs_deleg_break_cur(c, true);
 	if (!st) {
 		err = c->srv->be.ops->setattr(&c->srv->be, &c->cfh, &sa);
 		st = err ? nfs_errno(err) : NFS4_OK;

@@ -33,7 +33,7 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_COMMIT, nfs_op_commit, 0, 0),
 	OP(OP_CREATE, nfs_op_create, 0, 0),
 	OP(OP_DELEGPURGE, NULL, 0, 0),
-	OP(OP_DELEGRETURN, NULL, 0, 0),
+	OP(OP_DELEGRETURN, nfs_op_delegreturn, 0, 0),
 	OP(OP_GETATTR, nfs_op_getattr, 0, 0),
 	OP(OP_GETFH, nfs_op_getfh, 0, 0),
 	OP(OP_LINK, nfs_op_link, 0, 0),

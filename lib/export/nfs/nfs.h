@@ -261,8 +261,8 @@ struct nfs_client {
 	struct nfs_client *next;
 };
 
-/* One open, lock or (future) delegation state. */
-enum nfs_state_type { NFS_ST_OPEN = 1, NFS_ST_LOCK = 2 };
+/* One open, lock or delegation state. */
+enum nfs_state_type { NFS_ST_OPEN = 1, NFS_ST_LOCK = 2, NFS_ST_DELEG = 3 };
 
 struct nfs_lock_range {
 	uint64_t off, len;	/* len UINT64_MAX: to the end */
@@ -282,6 +282,10 @@ struct nfs_state {
 	bool confirmed;			/* 4.0 OPEN_CONFIRM */
 	struct nfs_state *open;		/* lock: its open */
 	struct nfs_lock_range *locks;	/* lock */
+	/* delegation: OPEN_DELEGATE_READ / _WRITE in dtype */
+	uint32_t dtype;
+	struct nfs_cb_call *recall;	/* the CB_RECALL sent, or NULL */
+	uint64_t recall_ms;		/* when the first conflict came, or 0 */
 	struct nfs_state *next;
 };
 
@@ -305,6 +309,7 @@ struct nfs_server {
 	struct bs_net_listener *nl;
 	char listen[128];
 	bool shutdown;
+	bool delegations;		/* the export's `delegations` */
 	/* the back channel (backchannel.c) */
 	pthread_mutex_t cb_lock;
 	pthread_cond_t cb_cond;
@@ -336,7 +341,15 @@ struct nfs_compound {
 	size_t req_len;		/* the COMPOUND's argument bytes */
 	bool keep_body;		/* an error result with a body (LOCK denied) */
 	uint8_t *scratch;	/* NFS_MAX_IO bytes for READ / WRITE_SAME */
+	/*
+	 * an op that returned NFS_OP_WAIT: compound.c drops srv->lock,
+	 * waits for this callback's reply (bounded), takes the lock again
+	 * and runs the op once more from its arguments
+	 */
+	struct nfs_cb_call *wait;
+	bool waited;
 };
+#define NFS_OP_WAIT 0xfffffffeu
 
 /* ---- entry points between the files ------------------------------------- */
 
@@ -499,6 +512,25 @@ uint32_t nfs_op_free_stateid(struct nfs_compound *, struct xdr_dec *,
 			     struct xdr_enc *);
 uint32_t nfs_op_release_lockowner(struct nfs_compound *, struct xdr_dec *,
 				  struct xdr_enc *);
+
+/* deleg.c */
+/* OPEN's open_delegation4: a delegation when one may be had */
+void nfs_deleg_open(struct nfs_compound *c, struct nfs_client *clp,
+		    const struct nfs_fh *fh, uint32_t access, uint32_t want,
+		    struct xdr_enc *r);
+/*
+ * @clp (NULL: an unknown client) is about to use @fh (@write: change
+ * it): 0 when no delegation of another client conflicts, NFS4ERR_DELAY
+ * while they are being recalled.
+ */
+uint32_t nfs_deleg_break(struct nfs_compound *c, struct nfs_client *clp,
+			 const struct nfs_fh *fh, bool write);
+/* the same for @name in @dir, and for the current file, by the caller */
+uint32_t nfs_deleg_break_name(struct nfs_compound *c,
+			      const struct nfs_fh *dir, const char *name);
+uint32_t nfs_deleg_break_cur(struct nfs_compound *c, bool write);
+uint32_t nfs_op_delegreturn(struct nfs_compound *, struct xdr_dec *,
+			    struct xdr_enc *);
 
 /* fh.c: wire handles = export id + backend handle */
 void nfs_fh_wrap(struct nfs_server *srv, const struct nfs_fh *be,

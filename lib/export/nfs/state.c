@@ -71,6 +71,7 @@ void nfs_state_free(struct nfs_server *srv, struct nfs_state *st)
 			break;
 		}
 	locks_free(st);
+	nfs_cb_call_put(srv, st->recall);
 	free(st);
 }
 
@@ -166,13 +167,18 @@ uint32_t nfs_state_check_io(struct nfs_compound *c,
 			    nfs_fh_equal(&o->fh, &c->cfh) &&
 			    (o->deny & access))
 				return NFS4ERR_LOCKED;
-		return NFS4_OK;
+		return nfs_deleg_break_cur(c, access &
+					   OPEN4_SHARE_ACCESS_WRITE);
 	}
 	r = nfs_state_find(c, sid, &st);
 	if (r)
 		return r;
 	if (!nfs_fh_equal(&st->fh, &c->cfh))
 		return NFS4ERR_BAD_STATEID;
+	r = nfs_deleg_break(c, st->clp, &c->cfh,
+			    access & OPEN4_SHARE_ACCESS_WRITE);
+	if (r)
+		return r;
 	if (st->type == NFS_ST_LOCK)
 		st = st->open;
 	if (!st)
@@ -336,6 +342,10 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 		dir.change = dir_after.change = 0;
 		if (opentype == OPEN4_CREATE)
 			return NFS4ERR_INVAL;
+		st = nfs_deleg_break(c, clp, &fh,
+				     access & OPEN4_SHARE_ACCESS_WRITE);
+		if (st)
+			return st;
 	} else {
 		st = nfs_cur_attr(c, &dir);
 		if (st)
@@ -390,6 +400,11 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 			st = open_type_check(c, at.type);
 			if (st)
 				return st;
+			st = nfs_deleg_break(c, clp, &fh, (access &
+					     OPEN4_SHARE_ACCESS_WRITE) ||
+					     (sa.mask & NFS_SA_SIZE));
+			if (st)
+				return st;
 			if (opentype == OPEN4_CREATE && mode == UNCHECKED4 &&
 			    (sa.mask & NFS_SA_SIZE) && sa.size == 0) {
 				struct nfs_sattr t = { .mask = NFS_SA_SIZE };
@@ -437,20 +452,7 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 	put_cinfo(r, dir.change, dir_after.change);
 	xdr_put_u32(r, OPEN4_RESULT_LOCKTYPE_POSIX);
 	nfs_put_bitmap(r, set, NFS4_BITMAP_WORDS);
-	if (c->minor && want && want != OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE) {
-		/* no delegations: say why (RFC 8881 18.16.3) */
-		xdr_put_u32(r, OPEN_DELEGATE_NONE_EXT);
-		if (want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG) {
-			xdr_put_u32(r, WND4_NOT_WANTED);
-		} else if (want == OPEN4_SHARE_ACCESS_WANT_CANCEL) {
-			xdr_put_u32(r, WND4_CANCELLED);
-		} else {
-			xdr_put_u32(r, WND4_RESOURCE);
-			xdr_put_bool(r, false);
-		}
-	} else {
-		xdr_put_u32(r, OPEN_DELEGATE_NONE);
-	}
+	nfs_deleg_open(c, clp, &fh, access, want, r);
 	return NFS4_OK;
 }
 
@@ -887,7 +889,7 @@ uint32_t nfs_op_free_stateid(struct nfs_compound *c, struct xdr_dec *a,
 	st = nfs_state_find(c, &sid, &s);
 	if (st)
 		return st;
-	if (s->type == NFS_ST_OPEN || s->locks)
+	if (s->type == NFS_ST_OPEN || s->type == NFS_ST_DELEG || s->locks)
 		return NFS4ERR_LOCKS_HELD;
 	nfs_state_free(c->srv, s);
 	return NFS4_OK;
