@@ -528,6 +528,19 @@ static uint32_t test_sid(struct fix *f, struct cl *c,
 	return xdr_get_u32(&d);
 }
 
+static uint32_t free_sid(struct fix *f, struct cl *c,
+			 const struct nfs_stateid *sid)
+{
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	seq_head(c, &e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_FREE_STATEID);
+	put_sid(&e, sid);
+	return run(f, c, &e, &d);
+}
+
 /* @c's last callback is CB_RECALL of @sid */
 static void is_recall(struct cl *c, const struct nfs_stateid *sid)
 {
@@ -638,6 +651,46 @@ static void no_grant(void **state)
 	assert_int_equal(a.why, WND4_NOT_WANTED);
 }
 
+/* not returned within a lease of the conflict: revoked */
+static void revoke_after_lease(void **state)
+{
+	struct fix *f = *state;
+	struct deleg a, b;
+
+	f->srv->lease = 2;
+	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	assert_int_equal(open_file(f, &f->a, "f",
+				   RD | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_READ);
+	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4ERR_DELAY);
+	is_recall(&f->a, &a.sid);
+	answer(f, &f->a, OP_CB_RECALL, NFS4_OK, NULL, 0);
+	usleep(1000 * 1000);
+	/* both renew; the holder keeps its delegation */
+	assert_int_equal(seq_flags(f, &f->a), 0);
+	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4ERR_DELAY);
+	usleep(1100 * 1000);
+	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4_OK);
+	/* the holder learns it */
+	assert_int_equal(on_file(f, &f->a, "f", OP_READ, &a.sid),
+			 NFS4ERR_DELEG_REVOKED);
+	assert_int_equal(seq_flags(f, &f->a),
+			 SEQ4_STATUS_RECALLABLE_STATE_REVOKED);
+	assert_int_equal(test_sid(f, &f->a, &a.sid), NFS4ERR_DELEG_REVOKED);
+	assert_int_equal(on_file(f, &f->a, "f", OP_DELEGRETURN, &a.sid),
+			 NFS4ERR_DELEG_REVOKED);
+	assert_int_equal(free_sid(f, &f->a, &a.sid), NFS4_OK);
+	assert_int_equal(seq_flags(f, &f->a), 0);
+	assert_int_equal(test_sid(f, &f->a, &a.sid), NFS4ERR_BAD_STATEID);
+	/* a live delegation is not freed */
+	assert_int_equal(open_file(f, &f->a, "h",
+				   RD | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(free_sid(f, &f->a, &a.sid), NFS4ERR_LOCKS_HELD);
+}
+
 /* DESTROY_CLIENTID lets go of the client's delegations */
 static void released_with_client(void **state)
 {
@@ -675,6 +728,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(grant_recall_return, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(no_grant, setup, teardown),
+		cmocka_unit_test_setup_teardown(revoke_after_lease, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(released_with_client, setup,
 						teardown),
 	};

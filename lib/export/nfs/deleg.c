@@ -7,9 +7,12 @@
  * channel works, and no other client's open or delegation conflicts. A
  * conflicting OPEN, REMOVE, RENAME, SETATTR, READ/WRITE (a write
  * delegation) or WRITE (a read one) of another client sends CB_RECALL
- * and answers NFS4ERR_DELAY until the holder's DELEGRETURN. Delegations
- * are states of the client (state.c): lease expiry and DESTROY_CLIENTID
- * free them with the rest.
+ * and answers NFS4ERR_DELAY until the holder's DELEGRETURN; a holder that
+ * has not returned it a lease after the first conflict loses it: the
+ * delegation is revoked (its stateid is NFS4ERR_DELEG_REVOKED, SEQUENCE
+ * says SEQ4_STATUS_RECALLABLE_STATE_REVOKED until FREE_STATEID).
+ * Delegations are states of the client (state.c): lease expiry and
+ * DESTROY_CLIENTID free them with the rest.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,7 +32,8 @@ static struct nfs_client *caller(struct nfs_compound *c)
 
 static bool live_deleg(const struct nfs_state *s, const struct nfs_fh *fh)
 {
-	return s->type == NFS_ST_DELEG && nfs_fh_equal(&s->fh, fh);
+	return s->type == NFS_ST_DELEG && !s->revoked &&
+	       nfs_fh_equal(&s->fh, fh);
 }
 
 /* ---- OPEN ---------------------------------------------------------------- */
@@ -64,6 +68,8 @@ static uint32_t choose(struct nfs_compound *c, struct nfs_client *clp,
 		if (!nfs_fh_equal(&o->fh, fh))
 			continue;
 		if (o->type == NFS_ST_DELEG) {
+			if (o->revoked)
+				continue;
 			if (o->clp == clp) {
 				/* one delegation per client and file */
 				*why = WND4_NOT_SUPP_UPGRADE;
@@ -173,6 +179,13 @@ static void put_recall(struct xdr_enc *e, const void *arg)
 	xdr_put_opaque(e, ra->wire.data, ra->wire.len, NFS4_FHSIZE);
 }
 
+static void revoke(struct nfs_server *srv, struct nfs_state *d)
+{
+	d->revoked = true;
+	nfs_cb_call_put(srv, d->recall);
+	d->recall = NULL;
+}
+
 /* send CB_RECALL for @d unless one is out (the slot may be busy: later) */
 static void recall(struct nfs_server *srv, struct nfs_state *d)
 {
@@ -212,6 +225,11 @@ uint32_t nfs_deleg_break(struct nfs_compound *c, struct nfs_client *clp,
 			continue;
 		if (!d->recall_ms)
 			d->recall_ms = now ? now : 1;
+		if (now - d->recall_ms > (uint64_t)srv->lease * 1000) {
+			/* not returned within a lease (10.4.6) */
+			revoke(srv, d);
+			continue;
+		}
 		recall(srv, d);
 		wait = true;
 	}
@@ -234,6 +252,16 @@ uint32_t nfs_deleg_break_cur(struct nfs_compound *c, bool write)
 	if (!c->has_cfh || !c->srv->states)
 		return NFS4_OK;
 	return nfs_deleg_break(c, caller(c), &c->cfh, write);
+}
+
+uint32_t nfs_deleg_seq_flags(struct nfs_server *srv, struct nfs_client *clp)
+{
+	struct nfs_state *d;
+
+	for (d = srv->states; d; d = d->next)
+		if (d->clp == clp && d->type == NFS_ST_DELEG && d->revoked)
+			return SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
+	return 0;
 }
 
 /* ---- DELEGRETURN ---------------------------------------------------------- */

@@ -286,6 +286,7 @@ struct nfs_state {
 	uint32_t dtype;
 	struct nfs_cb_call *recall;	/* the CB_RECALL sent, or NULL */
 	uint64_t recall_ms;		/* when the first conflict came, or 0 */
+	bool revoked;			/* until FREE_STATEID */
 	struct nfs_state *next;
 };
 
@@ -341,15 +342,7 @@ struct nfs_compound {
 	size_t req_len;		/* the COMPOUND's argument bytes */
 	bool keep_body;		/* an error result with a body (LOCK denied) */
 	uint8_t *scratch;	/* NFS_MAX_IO bytes for READ / WRITE_SAME */
-	/*
-	 * an op that returned NFS_OP_WAIT: compound.c drops srv->lock,
-	 * waits for this callback's reply (bounded), takes the lock again
-	 * and runs the op once more from its arguments
-	 */
-	struct nfs_cb_call *wait;
-	bool waited;
 };
-#define NFS_OP_WAIT 0xfffffffeu
 
 /* ---- entry points between the files ------------------------------------- */
 
@@ -520,8 +513,8 @@ void nfs_deleg_open(struct nfs_compound *c, struct nfs_client *clp,
 		    struct xdr_enc *r);
 /*
  * @clp (NULL: an unknown client) is about to use @fh (@write: change
- * it): 0 when no delegation of another client conflicts, NFS4ERR_DELAY
- * while they are being recalled.
+ * it): 0 when no delegation of another client conflicts (or those that
+ * did are revoked now), NFS4ERR_DELAY while they are being recalled.
  */
 uint32_t nfs_deleg_break(struct nfs_compound *c, struct nfs_client *clp,
 			 const struct nfs_fh *fh, bool write);
@@ -529,6 +522,8 @@ uint32_t nfs_deleg_break(struct nfs_compound *c, struct nfs_client *clp,
 uint32_t nfs_deleg_break_name(struct nfs_compound *c,
 			      const struct nfs_fh *dir, const char *name);
 uint32_t nfs_deleg_break_cur(struct nfs_compound *c, bool write);
+/* SEQ4_STATUS_RECALLABLE_STATE_REVOKED while @clp has revoked ones */
+uint32_t nfs_deleg_seq_flags(struct nfs_server *srv, struct nfs_client *clp);
 uint32_t nfs_op_delegreturn(struct nfs_compound *, struct xdr_dec *,
 			    struct xdr_enc *);
 

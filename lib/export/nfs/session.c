@@ -564,7 +564,8 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_put_u32(r, slotid);
 	xdr_put_u32(r, s->nslots - 1);
 	xdr_put_u32(r, s->nslots - 1);
-	xdr_put_u32(r, cb_flags(c->srv, s));	/* status flags */
+	xdr_put_u32(r, cb_flags(c->srv, s) |
+		    nfs_deleg_seq_flags(c->srv, s->clp));
 	return NFS4_OK;
 }
 

@@ -149,6 +149,9 @@ uint32_t nfs_state_find(struct nfs_compound *c,
 		return NFS4ERR_BAD_STATEID;
 	st->clp->renewed = nfs_now();
 	*out = st;
+	/* kept for FREE_STATEID (RFC 8881 8.2.4, 10.2.1) */
+	if (st->type == NFS_ST_DELEG && st->revoked)
+		return NFS4ERR_DELEG_REVOKED;
 	return NFS4_OK;
 }
 
@@ -887,6 +890,11 @@ uint32_t nfs_op_free_stateid(struct nfs_compound *c, struct xdr_dec *a,
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
 	st = nfs_state_find(c, &sid, &s);
+	if (st == NFS4ERR_DELEG_REVOKED) {
+		/* the client saw the revocation: forget it */
+		nfs_state_free(c->srv, s);
+		return NFS4_OK;
+	}
 	if (st)
 		return st;
 	if (s->type == NFS_ST_OPEN || s->type == NFS_ST_DELEG || s->locks)
