@@ -9,7 +9,13 @@
  * (-EBUSY); the reply is matched by XID, also for a waiter on another
  * thread; an unanswered call or a closed connection is
  * SEQ4_STATUS_CB_PATH_DOWN(_SESSION) until BIND_CONN_TO_SESSION; a
- * session that never asked for one has no flag.
+ * session that never asked for one has no flag. Delegations: granted
+ * when asked for, with a back channel, without conflicts (else NONE_EXT
+ * and the reason); another client's conflicting OPEN / REMOVE gets DELAY
+ * and the holder CB_RECALL until DELEGRETURN; not returned a lease
+ * later, revoked (DELEG_REVOKED, RECALLABLE_STATE_REVOKED, TEST_STATEID,
+ * FREE_STATEID); dropped with DESTROY_CLIENTID; another client's GETATTR
+ * waits for CB_GETATTR on a thread of its own while the server goes on.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -160,15 +166,17 @@ static void client(struct fix *f, struct cl *c, const char *owner,
 	assert_int_equal(run(f, c, &e, &d), NFS4_OK);
 }
 
-/* SEQUENCE alone: its sr_status_flags */
+/* SEQUENCE alone: its sr_status_flags (its own reply buffer) */
 static uint32_t seq_flags(struct fix *f, struct cl *c)
 {
+	static uint8_t sout[1024];
 	uint8_t b[128];
 	struct xdr_enc e;
 	struct xdr_dec d;
 
 	seq_head(c, &e, b, sizeof(b), 0);
-	assert_int_equal(run(f, c, &e, &d), NFS4_OK);
+	assert_int_equal(nfs_th_run_on(f->srv, 1, c->fx.x.id, &e, &d, sout,
+				       sizeof(sout)), NFS4_OK);
 	xdr_skip(&d, 32);
 	return xdr_get_u32(&d);
 }
@@ -718,6 +726,108 @@ static void released_with_client(void **state)
 	assert_int_equal(f->a.fx.sent, 0);
 }
 
+struct getattr_job {
+	struct fix *f;
+	uint32_t st;
+	uint64_t change, size;
+};
+
+/* b's GETATTR of change and size of "g" */
+static void *getattr_thread(void *arg)
+{
+	struct getattr_job *j = arg;
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	seq_head(&j->f->b, &e, b, sizeof(b), 3);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_LOOKUP);
+	xdr_put_cstring(&e, "g", 255);
+	xdr_put_u32(&e, OP_GETATTR);
+	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
+	j->st = run(j->f, &j->f->b, &e, &d);
+	if (!j->st) {
+		xdr_skip(&d, 12);		/* bitmap, length */
+		j->change = xdr_get_u64(&d);
+		j->size = xdr_get_u64(&d);
+	}
+	return NULL;
+}
+
+/* wait (bounded) until @c's connection carried @n callbacks */
+static void await_sent(struct fix *f, struct cl *c, unsigned n)
+{
+	unsigned i, sent = 0;
+
+	for (i = 0; i < 5000; i++) {
+		pthread_mutex_lock(&f->srv->cb_lock);
+		sent = c->fx.sent;
+		pthread_mutex_unlock(&f->srv->cb_lock);
+		if (sent >= n)
+			return;
+		usleep(1000);
+	}
+	fail_msg("%u callbacks sent, not %u", sent, n);
+}
+
+/*
+ * another client's GETATTR of a write-delegated file: CB_GETATTR, its
+ * answer shown (without the server's lock held meanwhile: a's own
+ * COMPOUNDs go on); unanswered, the delegation is recalled
+ */
+static void cb_getattr(void **state)
+{
+	struct fix *f = *state;
+	struct getattr_job j = { .f = f };
+	struct nfs_attr at;
+	struct deleg a;
+	struct xdr_dec d;
+	uint8_t body[64];
+	struct xdr_enc e;
+	uint32_t seqid;
+	pthread_t th;
+
+	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	assert_int_equal(open_file(f, &f->a, "g",
+				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+				   &a), NFS4_OK);
+	assert_int_equal(a.type, OPEN_DELEGATE_WRITE);
+	pthread_mutex_lock(&f->srv->lock);
+	assert_int_equal(f->srv->be.ops->getattr(&f->srv->be,
+						 &f->srv->states->fh, &at), 0);
+	pthread_mutex_unlock(&f->srv->lock);
+
+	assert_int_equal(pthread_create(&th, NULL, getattr_thread, &j), 0);
+	await_sent(f, &f->a, 1);
+	open_call(&f->a, &d, &seqid);
+	assert_int_equal(xdr_get_u32(&d), OP_CB_GETATTR);
+	/* b waits for it without the server's lock: a is served */
+	assert_int_equal(seq_flags(f, &f->a), 0);
+	/* the holder has written 5 bytes */
+	xdr_enc_init(&e, body, sizeof(body));
+	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
+	xdr_put_u32(&e, 16);
+	xdr_put_u64(&e, at.change + 7);
+	xdr_put_u64(&e, 5);
+	answer(f, &f->a, OP_CB_GETATTR, NFS4_OK, body, xdr_enc_len(&e));
+	pthread_join(th, NULL);
+	assert_int_equal(j.st, NFS4_OK);
+	assert_int_equal(j.size, 5);
+	assert_int_equal(j.change, at.change + 1);
+
+	/* no answer within its time: DELAY, and the delegation recalled */
+	assert_int_equal(pthread_create(&th, NULL, getattr_thread, &j), 0);
+	await_sent(f, &f->a, 2);
+	pthread_join(th, NULL);
+	assert_int_equal(j.st, NFS4ERR_DELAY);
+	assert_int_equal(f->a.fx.sent, 3);
+	is_recall(&f->a, &a.sid);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -732,6 +842,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(released_with_client, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(cb_getattr, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

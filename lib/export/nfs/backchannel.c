@@ -291,7 +291,7 @@ int nfs_cb_start(struct nfs_server *srv, struct nfs_cb_chan *ch,
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&srv->cb_lock);
-	if (ch->inflight && nfs_now_ms() > ch->inflight->deadline)
+	if (ch->inflight && nfs_now_ms() >= ch->inflight->deadline)
 		finish(srv, ch->inflight, -ETIMEDOUT);
 	x = ch->conn_id ? xprt_find(srv, ch->conn_id) : NULL;
 	err = !x ? -ENOTCONN : ch->inflight ? -EBUSY : 0;
@@ -365,7 +365,7 @@ fail:
 static int poll_locked(struct nfs_server *srv, struct nfs_cb_call *call,
 		       uint32_t *status)
 {
-	if (call->state == -EINPROGRESS && nfs_now_ms() > call->deadline)
+	if (call->state == -EINPROGRESS && nfs_now_ms() >= call->deadline)
 		finish(srv, call, -ETIMEDOUT);
 	if (status)
 		*status = call->status;
@@ -392,7 +392,7 @@ int nfs_cb_wait(struct nfs_server *srv, struct nfs_cb_call *call,
 	ts.tv_sec = (time_t)(call->deadline / 1000);
 	ts.tv_nsec = (long)(call->deadline % 1000) * 1000000;
 	pthread_mutex_lock(&srv->cb_lock);
-	while (call->state == -EINPROGRESS && nfs_now_ms() <= call->deadline)
+	while (call->state == -EINPROGRESS && nfs_now_ms() < call->deadline)
 		if (pthread_cond_timedwait(&srv->cb_cond, &srv->cb_lock, &ts) ==
 		    ETIMEDOUT)
 			break;

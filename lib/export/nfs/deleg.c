@@ -10,8 +10,10 @@
  * and answers NFS4ERR_DELAY until the holder's DELEGRETURN; a holder that
  * has not returned it a lease after the first conflict loses it: the
  * delegation is revoked (its stateid is NFS4ERR_DELEG_REVOKED, SEQUENCE
- * says SEQ4_STATUS_RECALLABLE_STATE_REVOKED until FREE_STATEID).
- * Delegations are states of the client (state.c): lease expiry and
+ * says SEQ4_STATUS_RECALLABLE_STATE_REVOKED until FREE_STATEID). GETATTR
+ * of another client on a write-delegated file asks the holder with
+ * CB_GETATTR (compound.c waits for it without srv->lock). Delegations
+ * are states of the client (state.c): lease expiry and
  * DESTROY_CLIENTID free them with the rest.
  */
 #include <errno.h>
@@ -22,6 +24,8 @@
 
 /* how long a CB_RECALL / CB_GETATTR may take to be answered */
 #define CB_TIMEOUT_MS 5000
+/* GETATTR waits this long for CB_GETATTR before answering DELAY */
+#define CB_GETATTR_WAIT_MS 2000
 
 enum { NFS_LIMIT_SIZE = 1, ACE4_ACCESS_ALLOWED_ACE_TYPE = 0 };
 
@@ -262,6 +266,89 @@ uint32_t nfs_deleg_seq_flags(struct nfs_server *srv, struct nfs_client *clp)
 		if (d->clp == clp && d->type == NFS_ST_DELEG && d->revoked)
 			return SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
 	return 0;
+}
+
+/* ---- CB_GETATTR (10.4.3) ----------------------------------------------- */
+
+#define B(n) (1u << ((n) % 32))
+
+struct getattr_args {
+	struct nfs_fh wire;
+};
+
+static void put_getattr(struct xdr_enc *e, const void *arg)
+{
+	const struct getattr_args *ga = arg;
+
+	xdr_put_opaque(e, ga->wire.data, ga->wire.len, NFS4_FHSIZE);
+	xdr_put_u32(e, 1);
+	xdr_put_u32(e, B(FATTR4_CHANGE) | B(FATTR4_SIZE));
+}
+
+/* CB_GETATTR4resok: change and size, or false */
+static bool cb_attrs(struct nfs_cb_call *call, uint64_t *change,
+		     uint64_t *size)
+{
+	uint32_t bm[NFS4_BITMAP_WORDS], len;
+	struct xdr_dec d, v;
+	const uint8_t *p;
+
+	nfs_cb_result(call, &d);
+	nfs_get_bitmap(&d, bm, NFS4_BITMAP_WORDS);
+	p = xdr_get_opaque_ref(&d, &len, XDR_NOMAX);
+	/* both, and nothing before them in the list */
+	if (xdr_dec_err(&d) || (bm[0] & (B(FATTR4_CHANGE) - 1)) ||
+	    !(bm[0] & B(FATTR4_CHANGE)) || !(bm[0] & B(FATTR4_SIZE)))
+		return false;
+	xdr_dec_init(&v, p, len);
+	*change = xdr_get_u64(&v);
+	*size = xdr_get_u64(&v);
+	return !xdr_dec_err(&v);
+}
+
+uint32_t nfs_deleg_getattr(struct nfs_compound *c, const uint32_t *bm,
+			   struct nfs_attr *at)
+{
+	struct nfs_server *srv = c->srv;
+	struct nfs_client *clp = caller(c);
+	struct getattr_args ga;
+	struct nfs_session *s;
+	struct nfs_state *d;
+	uint64_t change, size;
+	uint32_t status;
+
+	if (!(bm[0] & (B(FATTR4_CHANGE) | B(FATTR4_SIZE))) || !srv->states)
+		return NFS4_OK;
+	for (d = srv->states; d; d = d->next)
+		if (live_deleg(d, &c->cfh) && d->clp != clp &&
+		    d->dtype == OPEN_DELEGATE_WRITE)
+			break;
+	if (!d)
+		return NFS4_OK;
+	if (c->waited) {
+		if (nfs_cb_poll(srv, c->wait, &status) == 0 &&
+		    status == NFS4_OK && cb_attrs(c->wait, &change, &size)) {
+			/*
+			 * the holder's view: modified when its change
+			 * differs, shown as a change of the server's value
+			 */
+			if (change != at->change || size != at->size) {
+				at->change++;
+				at->size = size;
+			}
+			return NFS4_OK;
+		}
+		/* no answer: take the delegation back instead */
+		return nfs_deleg_break(c, clp, &c->cfh, true);
+	}
+	if (d->recall_ms)
+		return nfs_deleg_break(c, clp, &c->cfh, true);
+	s = session_of(srv, d->clp);
+	nfs_fh_wrap(srv, &d->fh, &ga.wire);
+	if (!s || nfs_cb_start(srv, s->cb, OP_CB_GETATTR, put_getattr, &ga,
+			       CB_GETATTR_WAIT_MS, &c->wait))
+		return nfs_deleg_break(c, clp, &c->cfh, true);
+	return NFS_OP_WAIT;
 }
 
 /* ---- DELEGRETURN ---------------------------------------------------------- */

@@ -342,7 +342,15 @@ struct nfs_compound {
 	size_t req_len;		/* the COMPOUND's argument bytes */
 	bool keep_body;		/* an error result with a body (LOCK denied) */
 	uint8_t *scratch;	/* NFS_MAX_IO bytes for READ / WRITE_SAME */
+	/*
+	 * an op that returned NFS_OP_WAIT: compound.c drops srv->lock,
+	 * waits for this callback's reply (bounded), takes the lock again
+	 * and runs the op once more from its arguments, with @waited set
+	 */
+	struct nfs_cb_call *wait;
+	bool waited;
 };
+#define NFS_OP_WAIT 0xfffffffeu
 
 /* ---- entry points between the files ------------------------------------- */
 
@@ -461,6 +469,8 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 void nfs_slot_store(struct nfs_compound *c, const uint8_t *reply,
 		    size_t len);
 struct nfs_client *nfs_client_find(struct nfs_server *srv, uint64_t id);
+struct nfs_session *nfs_session_find(struct nfs_server *srv,
+				     const uint8_t *id);
 void nfs_client_free(struct nfs_server *srv, struct nfs_client *clp);
 /* drop clients whose lease ran out */
 void nfs_expire_clients(struct nfs_server *srv);
@@ -526,6 +536,13 @@ uint32_t nfs_deleg_break_cur(struct nfs_compound *c, bool write);
 uint32_t nfs_deleg_seq_flags(struct nfs_server *srv, struct nfs_client *clp);
 uint32_t nfs_op_delegreturn(struct nfs_compound *, struct xdr_dec *,
 			    struct xdr_enc *);
+/*
+ * GETATTR of @bm on the current file, the backend's answer in @at: a
+ * write delegation of another client is asked with CB_GETATTR
+ * (NFS_OP_WAIT), and its answer put into @at when GETATTR runs again
+ */
+uint32_t nfs_deleg_getattr(struct nfs_compound *c, const uint32_t *bm,
+			   struct nfs_attr *at);
 
 /* fh.c: wire handles = export id + backend handle */
 void nfs_fh_wrap(struct nfs_server *srv, const struct nfs_fh *be,

@@ -382,8 +382,8 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	return NFS4_OK;
 }
 
-static struct nfs_session *session_find(struct nfs_server *srv,
-					const uint8_t *id)
+struct nfs_session *nfs_session_find(struct nfs_server *srv,
+				     const uint8_t *id)
 {
 	struct nfs_session *s;
 
@@ -402,7 +402,7 @@ uint32_t nfs_op_destroy_session(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_get_fixed(a, id, sizeof(id));
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	s = session_find(c->srv, id);
+	s = nfs_session_find(c->srv, id);
 	if (!s)
 		return NFS4ERR_BADSESSION;
 	if (s == c->sess) {
@@ -460,7 +460,7 @@ uint32_t nfs_op_bind_conn(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_get_bool(a);			/* use_conn_in_rdma_mode */
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	s = session_find(c->srv, id);
+	s = nfs_session_find(c->srv, id);
 	if (!s)
 		return NFS4ERR_BADSESSION;
 	if (dir != CDFC4_FORE && dir != CDFC4_BACK &&
@@ -533,7 +533,7 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 	c->cache_reply = xdr_get_bool(a);
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	s = session_find(c->srv, id);
+	s = nfs_session_find(c->srv, id);
 	if (!s)
 		return NFS4ERR_BADSESSION;
 	if (slotid >= s->nslots)
