@@ -56,8 +56,13 @@ void nfs_cb_init(struct nfs_server *srv)
 	pthread_condattr_destroy(&ca);
 }
 
+static void unlist(struct nfs_server *srv, struct nfs_cb_call *call);
+
+/* after the clients: calls still awaited are forgotten */
 void nfs_cb_fini(struct nfs_server *srv)
 {
+	while (srv->calls)
+		unlist(srv, srv->calls);
 	pthread_cond_destroy(&srv->cb_cond);
 	pthread_mutex_destroy(&srv->cb_lock);
 }
@@ -81,8 +86,6 @@ void nfs_xprt_add(struct nfs_server *srv, struct nfs_xprt *x)
 	srv->xprts = x;
 	pthread_mutex_unlock(&srv->cb_lock);
 }
-
-static void unlist(struct nfs_server *srv, struct nfs_cb_call *call);
 
 /* end @call with @state (cb_lock held) */
 static void finish(struct nfs_server *srv, struct nfs_cb_call *call,
