@@ -471,6 +471,14 @@ static uint32_t open_file(struct fix *f, struct cl *c, const char *name,
 	return NFS4_OK;
 }
 
+/* open_file() that must succeed: the delegation type it got */
+static uint32_t granted(struct fix *f, struct cl *c, const char *name,
+			uint32_t access, struct deleg *dl)
+{
+	assert_int_equal(open_file(f, c, name, access, dl), NFS4_OK);
+	return dl->type;
+}
+
 static void put_sid(struct xdr_enc *e, const struct nfs_stateid *sid)
 {
 	xdr_put_u32(e, sid->seqid);
@@ -519,34 +527,25 @@ static uint32_t remove_file(struct fix *f, struct cl *c, const char *name)
 	return run(f, c, &e, &d);
 }
 
-/* TEST_STATEID of @sid: its status */
-static uint32_t test_sid(struct fix *f, struct cl *c,
-			 const struct nfs_stateid *sid)
+/* TEST_STATEID (the stateid's status) or FREE_STATEID of @sid */
+static uint32_t sid_op(struct fix *f, struct cl *c, uint32_t op,
+		       const struct nfs_stateid *sid)
 {
 	uint8_t b[256];
 	struct xdr_enc e;
 	struct xdr_dec d;
+	uint32_t st;
 
 	seq_head(c, &e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_TEST_STATEID);
-	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, op);
+	if (op == OP_TEST_STATEID)
+		xdr_put_u32(&e, 1);
 	put_sid(&e, sid);
-	assert_int_equal(run(f, c, &e, &d), NFS4_OK);
+	st = run(f, c, &e, &d);
+	if (st || op != OP_TEST_STATEID)
+		return st;
 	assert_int_equal(xdr_get_u32(&d), 1);
 	return xdr_get_u32(&d);
-}
-
-static uint32_t free_sid(struct fix *f, struct cl *c,
-			 const struct nfs_stateid *sid)
-{
-	uint8_t b[256];
-	struct xdr_enc e;
-	struct xdr_dec d;
-
-	seq_head(c, &e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_FREE_STATEID);
-	put_sid(&e, sid);
-	return run(f, c, &e, &d);
 }
 
 /* @c's last callback is CB_RECALL of @sid */
@@ -568,6 +567,10 @@ static void is_recall(struct cl *c, const struct nfs_stateid *sid)
 
 static const uint32_t RD = OPEN4_SHARE_ACCESS_READ;
 static const uint32_t WR = OPEN4_SHARE_ACCESS_BOTH;
+static const uint32_t W_RD = OPEN4_SHARE_ACCESS_WANT_READ_DELEG;
+static const uint32_t W_WR = OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG;
+static const uint32_t W_ANY = OPEN4_SHARE_ACCESS_WANT_ANY_DELEG;
+static const uint32_t W_NO = OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
 
 static void grant_recall_return(void **state)
 {
@@ -578,12 +581,10 @@ static void grant_recall_return(void **state)
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	/* no preference: none; a read delegation when asked */
-	assert_int_equal(open_file(f, &f->a, "f", RD, &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_NONE);
-	assert_int_equal(open_file(f, &f->a, "f",
-				   RD | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_READ);
+	assert_int_equal(granted(f, &f->a, "f", RD, &a),
+			 OPEN_DELEGATE_NONE);
+	assert_int_equal(granted(f, &f->a, "f", RD | W_RD, &a),
+			 OPEN_DELEGATE_READ);
 	/* readers of another client do not conflict, nor reads */
 	assert_int_equal(open_file(f, &f->b, "f", RD, &b), NFS4_OK);
 	assert_int_equal(on_file(f, &f->b, "f", OP_READ, &b.open), NFS4_OK);
@@ -605,14 +606,13 @@ static void grant_recall_return(void **state)
 	assert_int_equal(f->a.fx.sent, sent);	/* answered: not again */
 	assert_int_equal(on_file(f, &f->a, "f", OP_DELEGRETURN, &a.sid),
 			 NFS4_OK);
-	assert_int_equal(test_sid(f, &f->a, &a.sid), NFS4ERR_BAD_STATEID);
+	assert_int_equal(sid_op(f, &f->a, OP_TEST_STATEID, &a.sid),
+			 NFS4ERR_BAD_STATEID);
 	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4_OK);
 
 	/* a write delegation: reads of another client recall it too */
-	assert_int_equal(open_file(f, &f->a, "g",
-				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_WRITE);
+	assert_int_equal(granted(f, &f->a, "g", WR | W_WR, &a),
+			 OPEN_DELEGATE_WRITE);
 	assert_int_equal(on_file(f, &f->a, "g", OP_WRITE, &a.sid), NFS4_OK);
 	assert_int_equal(open_file(f, &f->b, "g", RD, &b), NFS4ERR_DELAY);
 	is_recall(&f->a, &a.sid);
@@ -621,10 +621,8 @@ static void grant_recall_return(void **state)
 			 NFS4_OK);
 	assert_int_equal(open_file(f, &f->b, "g", RD, &b), NFS4_OK);
 	/* while b has it open for reading: no write delegation to a */
-	assert_int_equal(open_file(f, &f->a, "g",
-				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	assert_int_equal(granted(f, &f->a, "g", WR | W_WR, &a),
+			 OPEN_DELEGATE_NONE_EXT);
 	assert_int_equal(a.why, WND4_CONTENTION);
 }
 
@@ -635,27 +633,19 @@ static void no_grant(void **state)
 
 	/* no back channel: none, for want of resources */
 	client(f, &f->a, "a", 11, 0);
-	assert_int_equal(open_file(f, &f->a, "f",
-				   RD | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	assert_int_equal(granted(f, &f->a, "f", RD | W_ANY, &a),
+			 OPEN_DELEGATE_NONE_EXT);
 	assert_int_equal(a.why, WND4_RESOURCE);
 	/* delegations = 0 */
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	f->srv->delegations = false;
-	assert_int_equal(open_file(f, &f->b, "f",
-				   RD | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	assert_int_equal(granted(f, &f->b, "f", RD | W_ANY, &a),
+			 OPEN_DELEGATE_NONE_EXT);
 	f->srv->delegations = true;
-	assert_int_equal(open_file(f, &f->b, "f",
-				   RD | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_READ);
-	assert_int_equal(open_file(f, &f->b, "f",
-				   RD | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_NONE_EXT);
+	assert_int_equal(granted(f, &f->b, "f", RD | W_ANY, &a),
+			 OPEN_DELEGATE_READ);
+	assert_int_equal(granted(f, &f->b, "f", RD | W_NO, &a),
+			 OPEN_DELEGATE_NONE_EXT);
 	assert_int_equal(a.why, WND4_NOT_WANTED);
 }
 
@@ -668,10 +658,8 @@ static void revoke_after_lease(void **state)
 	f->srv->lease = 2;
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
-	assert_int_equal(open_file(f, &f->a, "f",
-				   RD | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_READ);
+	assert_int_equal(granted(f, &f->a, "f", RD | W_RD, &a),
+			 OPEN_DELEGATE_READ);
 	assert_int_equal(open_file(f, &f->b, "f", WR, &b), NFS4ERR_DELAY);
 	is_recall(&f->a, &a.sid);
 	answer(f, &f->a, OP_CB_RECALL, NFS4_OK, NULL, 0);
@@ -686,17 +674,20 @@ static void revoke_after_lease(void **state)
 			 NFS4ERR_DELEG_REVOKED);
 	assert_int_equal(seq_flags(f, &f->a),
 			 SEQ4_STATUS_RECALLABLE_STATE_REVOKED);
-	assert_int_equal(test_sid(f, &f->a, &a.sid), NFS4ERR_DELEG_REVOKED);
+	assert_int_equal(sid_op(f, &f->a, OP_TEST_STATEID, &a.sid),
+			 NFS4ERR_DELEG_REVOKED);
 	assert_int_equal(on_file(f, &f->a, "f", OP_DELEGRETURN, &a.sid),
 			 NFS4ERR_DELEG_REVOKED);
-	assert_int_equal(free_sid(f, &f->a, &a.sid), NFS4_OK);
+	assert_int_equal(sid_op(f, &f->a, OP_FREE_STATEID, &a.sid), NFS4_OK);
 	assert_int_equal(seq_flags(f, &f->a), 0);
-	assert_int_equal(test_sid(f, &f->a, &a.sid), NFS4ERR_BAD_STATEID);
+	assert_int_equal(sid_op(f, &f->a, OP_TEST_STATEID, &a.sid),
+			 NFS4ERR_BAD_STATEID);
 	/* a live delegation is not freed */
 	assert_int_equal(open_file(f, &f->a, "h",
-				   RD | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+				   RD | W_RD,
 				   &a), NFS4_OK);
-	assert_int_equal(free_sid(f, &f->a, &a.sid), NFS4ERR_LOCKS_HELD);
+	assert_int_equal(sid_op(f, &f->a, OP_FREE_STATEID, &a.sid),
+			 NFS4ERR_LOCKS_HELD);
 }
 
 /* DESTROY_CLIENTID lets go of the client's delegations */
@@ -710,10 +701,8 @@ static void released_with_client(void **state)
 
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
-	assert_int_equal(open_file(f, &f->a, "f",
-				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_WRITE);
+	assert_int_equal(granted(f, &f->a, "f", WR | W_WR, &a),
+			 OPEN_DELEGATE_WRITE);
 	head(&e, buf, sizeof(buf), 1);
 	xdr_put_u32(&e, OP_DESTROY_SESSION);
 	xdr_put_fixed(&e, f->a.sid, NFS4_SESSIONID_SIZE);
@@ -791,10 +780,8 @@ static void cb_getattr(void **state)
 
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
-	assert_int_equal(open_file(f, &f->a, "g",
-				   WR | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
-				   &a), NFS4_OK);
-	assert_int_equal(a.type, OPEN_DELEGATE_WRITE);
+	assert_int_equal(granted(f, &f->a, "g", WR | W_WR, &a),
+			 OPEN_DELEGATE_WRITE);
 	pthread_mutex_lock(&f->srv->lock);
 	assert_int_equal(f->srv->be.ops->getattr(&f->srv->be,
 						 &f->srv->states->fh, &at), 0);

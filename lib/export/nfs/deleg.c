@@ -363,13 +363,9 @@ uint32_t nfs_op_delegreturn(struct nfs_compound *c, struct xdr_dec *a,
 	nfs_get_stateid(c, a, &sid);
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	st = nfs_need_fh(c);
-	if (!st)
-		st = nfs_state_find(c, &sid, &d);
+	st = nfs_state_find_cur(c, &sid, NFS_ST_DELEG, &d);
 	if (st)
 		return st;
-	if (d->type != NFS_ST_DELEG || !nfs_fh_equal(&d->fh, &c->cfh))
-		return NFS4ERR_BAD_STATEID;
 	nfs_state_free(c->srv, d);
 	return NFS4_OK;
 }

@@ -489,6 +489,10 @@ void nfs_states_of_client_free(struct nfs_server *srv,
 uint32_t nfs_state_find(struct nfs_compound *c,
 			const struct nfs_stateid *sid,
 			struct nfs_state **out);
+/* ... and of @type, on the current file */
+uint32_t nfs_state_find_cur(struct nfs_compound *c,
+			    const struct nfs_stateid *sid,
+			    enum nfs_state_type type, struct nfs_state **s);
 /* the stateid an I/O op names allows @access on the current file */
 uint32_t nfs_state_check_io(struct nfs_compound *c,
 			    const struct nfs_stateid *sid, uint32_t access);

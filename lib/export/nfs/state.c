@@ -485,8 +485,9 @@ uint32_t nfs_op_open_confirm(struct nfs_compound *c, struct xdr_dec *a,
 	return NFS4_OK;
 }
 
-static uint32_t find_open(struct nfs_compound *c, const struct nfs_stateid *sid,
-			  struct nfs_state **s)
+uint32_t nfs_state_find_cur(struct nfs_compound *c,
+			    const struct nfs_stateid *sid,
+			    enum nfs_state_type type, struct nfs_state **s)
 {
 	uint32_t st = nfs_need_fh(c);
 
@@ -494,11 +495,17 @@ static uint32_t find_open(struct nfs_compound *c, const struct nfs_stateid *sid,
 		st = nfs_state_find(c, sid, s);
 	if (st)
 		return st;
-	if ((*s)->type != NFS_ST_OPEN)
+	if ((*s)->type != type)
 		return NFS4ERR_BAD_STATEID;
 	if (!nfs_fh_equal(&(*s)->fh, &c->cfh))
 		return NFS4ERR_BAD_STATEID;
 	return NFS4_OK;
+}
+
+static uint32_t find_open(struct nfs_compound *c, const struct nfs_stateid *sid,
+			  struct nfs_state **s)
+{
+	return nfs_state_find_cur(c, sid, NFS_ST_OPEN, s);
 }
 
 uint32_t nfs_op_open_downgrade(struct nfs_compound *c, struct xdr_dec *a,
