@@ -32,7 +32,8 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 	st->type = t;
 	st->clp = clp;
 	st->fh = *fh;
-	memcpy(st->owner, owner, owner_len);
+	if (owner_len)			/* a delegation has no owner */
+		memcpy(st->owner, owner, owner_len);
 	st->owner_len = owner_len;
 	st->sid.seqid = 1;
 	xdr_set_be32(st->sid.other, srv->boot_tag);
