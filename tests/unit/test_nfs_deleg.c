@@ -12,7 +12,7 @@
  * session that never asked for one has no flag. Delegations: granted
  * when asked for, with a back channel, without conflicts (else NONE_EXT
  * and the reason); another client's conflicting OPEN / REMOVE gets DELAY
- * and the holder CB_RECALL until DELEGRETURN; not returned a lease
+ * and the holder CB_RECALL until DELEGRETURN; not returned half a lease
  * later, revoked (DELEG_REVOKED, RECALLABLE_STATE_REVOKED, TEST_STATEID,
  * FREE_STATEID); dropped with DESTROY_CLIENTID; another client's GETATTR
  * waits for CB_GETATTR on a thread of its own while the server goes on.
@@ -649,13 +649,13 @@ static void no_grant(void **state)
 	assert_int_equal(a.why, WND4_NOT_WANTED);
 }
 
-/* not returned within a lease of the conflict: revoked */
+/* not returned within half a lease of the conflict: revoked */
 static void revoke_after_lease(void **state)
 {
 	struct fix *f = *state;
 	struct deleg a, b;
 
-	f->srv->lease = 2;
+	f->srv->lease = 4;
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	assert_int_equal(granted(f, &f->a, "f", RD | W_RD, &a),

@@ -8,7 +8,7 @@
  * conflicting OPEN, REMOVE, RENAME, SETATTR, READ/WRITE (a write
  * delegation) or WRITE (a read one) of another client sends CB_RECALL
  * and answers NFS4ERR_DELAY until the holder's DELEGRETURN; a holder that
- * has not returned it a lease after the first conflict loses it: the
+ * has not returned it half a lease after the first conflict loses it: the
  * delegation is revoked (its stateid is NFS4ERR_DELEG_REVOKED, SEQUENCE
  * says SEQ4_STATUS_RECALLABLE_STATE_REVOKED until FREE_STATEID). GETATTR
  * of another client on a write-delegated file asks the holder with
@@ -183,6 +183,19 @@ static void put_recall(struct xdr_enc *e, const void *arg)
 	xdr_put_opaque(e, ra->wire.data, ra->wire.len, NFS4_FHSIZE);
 }
 
+/*
+ * How long a recalled delegation may stay (10.4.6 leaves it to the
+ * server): half a lease, at least a second. Not a whole lease: a holder
+ * that stopped renewing would then lose its delegation and its lease in
+ * the same second, and never learn of the revocation (pynfs DELEG8 runs
+ * into that: its conflicting OPEN retries DELAY for up to 10 s while the
+ * holder does not renew).
+ */
+static uint64_t revoke_ms(struct nfs_server *srv)
+{
+	return srv->lease > 2 ? (uint64_t)srv->lease * 500 : 1000;
+}
+
 static void revoke(struct nfs_server *srv, struct nfs_state *d)
 {
 	d->revoked = true;
@@ -229,8 +242,7 @@ uint32_t nfs_deleg_break(struct nfs_compound *c, struct nfs_client *clp,
 			continue;
 		if (!d->recall_ms)
 			d->recall_ms = now ? now : 1;
-		if (now - d->recall_ms > (uint64_t)srv->lease * 1000) {
-			/* not returned within a lease (10.4.6) */
+		if (now - d->recall_ms > revoke_ms(srv)) {
 			revoke(srv, d);
 			continue;
 		}
