@@ -5,9 +5,10 @@
  * per-COMPOUND state the op handlers share, and the backend ops table.
  *
  * Threads: a COMPOUND runs on a worker (bs_ctx_workers) with srv->lock
- * held from its first op to its reply, so one filesystem's calls and all
- * protocol state are serialised; connections, record marking and replies
- * stay on the connection's I/O loop (conn.c).
+ * held from its first op to its reply (but for an op waiting for a
+ * callback, NFS_OP_WAIT), so one filesystem's calls and all protocol
+ * state are serialised; connections, record marking and replies stay on
+ * the connection's I/O loop (conn.c).
  */
 #ifndef BLKSTACK_NFS_H
 #define BLKSTACK_NFS_H
