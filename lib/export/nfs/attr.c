@@ -35,7 +35,8 @@ const uint32_t nfs_supported_attrs[NFS4_BITMAP_WORDS] = {
 	B(FATTR4_TIME_DELTA) | B(FATTR4_TIME_METADATA) |
 	B(FATTR4_TIME_MODIFY) | B(FATTR4_TIME_MODIFY_SET) |
 	B(FATTR4_MOUNTED_ON_FILEID),
-	B(FATTR4_SUPPATTR_EXCLCREAT) | B(FATTR4_XATTR_SUPPORT),
+	B(FATTR4_SUPPATTR_EXCLCREAT) | B(FATTR4_XATTR_SUPPORT) |
+	B(FATTR4_OPEN_ARGUMENTS),
 };
 
 /* attributes a client may set */
@@ -96,6 +97,22 @@ static void put_id(struct xdr_enc *r, uint32_t id)
 
 	snprintf(s, sizeof(s), "%u", id);
 	xdr_put_cstring(r, s, NFS4_OPAQUE_LIMIT);
+}
+
+/*
+ * RFC 9754's open_arguments4: what OPEN takes here, each a bitmap of
+ * values: share access 1-3, deny 0-3, the wants ANY_DELEG (3), NO_DELEG
+ * (4), CANCEL (5), claims NULL (0) and FH (4), all four create modes
+ */
+static void put_open_arguments(struct xdr_enc *r)
+{
+	static const uint32_t v[] = { 0xe, 0xf, 0x38, 0x11, 0xf };
+	unsigned i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		xdr_put_u32(r, 1);
+		xdr_put_u32(r, v[i]);
+	}
 }
 
 uint32_t nfs_encode_fattr(struct nfs_compound *c, struct xdr_enc *r,
@@ -255,6 +272,9 @@ uint32_t nfs_encode_fattr(struct nfs_compound *c, struct xdr_enc *r,
 		case FATTR4_XATTR_SUPPORT:
 			xdr_put_bool(r, srv->be.ops->getxattr != NULL);
 			break;
+		case FATTR4_OPEN_ARGUMENTS:
+			put_open_arguments(r);
+			break;
 		}
 	}
 	xdr_patch_u32(r, len_at, (uint32_t)(xdr_enc_len(r) - start));
@@ -374,6 +394,8 @@ uint32_t nfs_op_getattr(struct nfs_compound *c, struct xdr_dec *a,
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
 	st = nfs_cur_attr(c, &at);
+	if (!st)
+		st = nfs_deleg_getattr(c, bm, &at);
 	if (st)
 		return st;
 	return nfs_encode_fattr(c, r, bm, &c->cfh, &at);
@@ -402,6 +424,9 @@ uint32_t nfs_op_setattr(struct nfs_compound *c, struct xdr_dec *a,
 			st = nfs_state_check_io(c, &sid,
 						OPEN4_SHARE_ACCESS_WRITE);
 	}
+	/* attributes a delegation holder caches change: recall it */
+	if (!st)
+		st = nfs_deleg_break_cur(c, true);
 	if (!st) {
 		err = c->srv->be.ops->setattr(&c->srv->be, &c->cfh, &sa);
 		st = err ? nfs_errno(err) : NFS4_OK;

@@ -33,7 +33,7 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_COMMIT, nfs_op_commit, 0, 0),
 	OP(OP_CREATE, nfs_op_create, 0, 0),
 	OP(OP_DELEGPURGE, NULL, 0, 0),
-	OP(OP_DELEGRETURN, NULL, 0, 0),
+	OP(OP_DELEGRETURN, nfs_op_delegreturn, 0, 0),
 	OP(OP_GETATTR, nfs_op_getattr, 0, 0),
 	OP(OP_GETFH, nfs_op_getfh, 0, 0),
 	OP(OP_LINK, nfs_op_link, 0, 0),
@@ -65,7 +65,7 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_VERIFY, nfs_op_verify, 0, 0),
 	OP(OP_WRITE, nfs_op_write, 0, 0),
 	OP(OP_RELEASE_LOCKOWNER, nfs_op_release_lockowner, 0, F_V40),
-	OP(OP_BACKCHANNEL_CTL, NULL, 1, 0),
+	OP(OP_BACKCHANNEL_CTL, nfs_op_backchannel_ctl, 1, 0),
 	OP(OP_BIND_CONN_TO_SESSION, nfs_op_bind_conn, 1, F_SOLO),
 	OP(OP_EXCHANGE_ID, nfs_op_exchange_id, 1, F_SOLO),
 	OP(OP_CREATE_SESSION, nfs_op_create_session, 1, F_SOLO),
@@ -102,6 +102,31 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_LISTXATTRS, nfs_op_listxattrs, 2, 0),
 	OP(OP_REMOVEXATTR, nfs_op_removexattr, 2, 0),
 };
+
+/*
+ * An op waits for a callback (NFS_OP_WAIT): without the server's lock,
+ * so the callback's holder can go on meanwhile; then the session must
+ * still be there (the slot's reply is stored in it).
+ */
+static uint32_t wait_callback(struct nfs_compound *c)
+{
+	struct nfs_server *srv = c->srv;
+	uint8_t id[NFS4_SESSIONID_SIZE];
+	struct nfs_session *s = c->sess;
+
+	if (s)
+		memcpy(id, s->id, sizeof(id));
+	pthread_mutex_unlock(&srv->lock);
+	nfs_cb_wait(srv, c->wait, NULL);
+	pthread_mutex_lock(&srv->lock);
+	if (s && nfs_session_find(srv, id) != s) {
+		c->sess = NULL;
+		c->slot = NULL;
+		return NFS4ERR_BADSESSION;
+	}
+	c->waited = true;
+	return NFS4_OK;
+}
 
 /* The op @num of minor version @minor, or NULL when it is not one. */
 static const struct op_desc *op_find(uint32_t num, uint32_t minor)
@@ -186,10 +211,23 @@ int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
 			 num != OP_DESTROY_SESSION)
 			status = NFS4ERR_NOT_ONLY_OP;
 		else {
-			size_t body = xdr_enc_len(r) + 4;
+			size_t body = xdr_enc_len(r) + 4, arg_at = a->pos;
 
 			xdr_put_u32(r, 0);	/* status, patched */
 			status = d->fn(&c, a, r);
+			if (status == NFS_OP_WAIT) {
+				status = wait_callback(&c);
+				if (status == NFS4_OK) {
+					a->pos = arg_at;
+					xdr_enc_truncate(r, body);
+					status = d->fn(&c, a, r);
+				}
+				if (status == NFS_OP_WAIT)
+					status = NFS4ERR_DELAY;
+				c.waited = false;
+				nfs_cb_call_put(srv, c.wait);
+				c.wait = NULL;
+			}
 			if (status == NFS_SEQ_REPLAY) {
 				/* the slot's cached reply, as it was */
 				xdr_enc_truncate(r, start);

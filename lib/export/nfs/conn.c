@@ -7,11 +7,19 @@
  * done() runs back on the connection's loop and queues the reply.
  * Replies go out in completion order (RPC matches them by XID). A
  * connection closed with jobs in flight is freed by the last done().
+ *
+ * Each connection is also a way back to the client (an nfs_xprt): the
+ * back channel (backchannel.c) hands callbacks to conn_send() from any
+ * thread, which posts them to the connection's loop; RPC REPLY records
+ * coming in are the answers to them and go to nfs_cb_reply(). Posted
+ * callbacks hold a reference, so the connection outlives them.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/loop.h>
 #include <blkstack/workers.h>
 
 #include "export/nfs/nfs.h"
@@ -27,6 +35,9 @@ struct nfs_out {
 struct nfs_conn {
 	struct bs_net_conn *nc;
 	struct nfs_server *srv;
+	struct nfs_xprt xprt;
+	struct bs_loop *loop;
+	unsigned refs;		/* the connection's + one per posted callback */
 	struct nfs_rm rm;
 	unsigned inflight;
 	bool closed, eof, stopping;
@@ -48,6 +59,8 @@ static void conn_free(struct nfs_conn *c)
 {
 	struct nfs_out *o, *n;
 
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
+		return;
 	for (o = c->head; o; o = n) {
 		n = o->next;
 		free(o->buf);
@@ -56,6 +69,73 @@ static void conn_free(struct nfs_conn *c)
 	nfs_rm_free(&c->rm);
 	nfs_server_put(c->srv);
 	free(c);
+}
+
+static void queue_out(struct nfs_conn *c, uint8_t *buf, size_t len)
+{
+	struct nfs_out *o = malloc(sizeof(*o));
+
+	if (!o) {
+		free(buf);
+		return;
+	}
+	o->buf = buf;
+	o->len = len;
+	o->off = 0;
+	o->next = NULL;
+	if (c->tail)
+		c->tail->next = o;
+	else
+		c->head = o;
+	c->tail = o;
+	c->out_bytes += len;
+}
+
+struct cb_send {
+	struct nfs_conn *c;
+	uint8_t *rec;
+	size_t len;
+};
+
+/* on the connection's loop: a callback goes out */
+static void cb_send_run(void *arg)
+{
+	struct cb_send *cs = arg;
+	struct nfs_conn *c = cs->c;
+
+	if (!c->closed) {
+		queue_out(c, cs->rec, cs->len);
+		bs_net_conn_kick(c->nc);
+	} else {
+		free(cs->rec);
+	}
+	free(cs);
+	conn_free(c);
+}
+
+/* any thread, srv->cb_lock held: the connection is registered (alive) */
+static int conn_send(struct nfs_xprt *x, uint8_t *rec, size_t len)
+{
+	struct nfs_conn *c = (struct nfs_conn *)((char *)x -
+		offsetof(struct nfs_conn, xprt));
+	struct cb_send *cs = malloc(sizeof(*cs));
+
+	if (!cs) {
+		free(rec);
+		return -ENOMEM;
+	}
+	cs->c = c;
+	cs->rec = rec;
+	cs->len = len;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+	if (bs_loop_post(c->loop, cb_send_run, cs)) {
+		/* the connection's own reference remains: never the last */
+		__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+		free(rec);
+		free(cs);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static int c_start(void *owner, struct bs_net_conn *nc, void **sess)
@@ -67,7 +147,13 @@ static int c_start(void *owner, struct bs_net_conn *nc, void **sess)
 		return -ENOMEM;
 	c->nc = nc;
 	c->srv = srv;
+	c->refs = 1;
+	c->loop = bs_loop_current();
 	nfs_server_get(srv);
+	c->xprt.id = bs_net_conn_id(nc);
+	c->xprt.send = conn_send;
+	if (c->loop)
+		nfs_xprt_add(srv, &c->xprt);
 	nfs_rm_init(&c->rm, NFS_MAX_RECORD);
 	/* no handshake in NFS: the first byte may be a COMPOUND */
 	bs_net_conn_handshake_done(nc);
@@ -103,21 +189,8 @@ static void job_done(struct bs_job *j)
 		if (!c->inflight)
 			conn_free(c);
 	} else if (job->job.result == 0) {
-		struct nfs_out *o = malloc(sizeof(*o));
-
-		if (o) {
-			o->buf = job->reply;
-			job->reply = NULL;
-			o->len = job->reply_len;
-			o->off = 0;
-			o->next = NULL;
-			if (c->tail)
-				c->tail->next = o;
-			else
-				c->head = o;
-			c->tail = o;
-			c->out_bytes += o->len;
-		}
+		queue_out(c, job->reply, job->reply_len);
+		job->reply = NULL;
 		bs_net_conn_kick(c->nc);
 	} else {
 		/* not a call, or no memory: nothing to answer */
@@ -174,6 +247,13 @@ static size_t c_input(void *sess, const uint8_t *buf, size_t len)
 			return len;
 		}
 		used += (size_t)k;
+		if (c->rm.ready && c->rm.len >= 8 &&
+		    xdr_be32(c->rm.buf + 4) == RPC_REPLY) {
+			/* the answer to a callback */
+			nfs_cb_reply(c->srv, c->xprt.id, c->rm.buf, c->rm.len);
+			nfs_rm_next(&c->rm);
+			continue;
+		}
 		if (c->rm.ready && submit(c)) {
 			bs_net_conn_close(c->nc, "out of memory");
 			return len;
@@ -250,6 +330,8 @@ static void c_close(void *sess, const char *why)
 
 	if (why)
 		bs_net_conn_log(c->nc, "closed: %s", why);
+	if (c->loop)
+		nfs_xprt_del(c->srv, &c->xprt);
 	c->closed = true;
 	if (!c->inflight)
 		conn_free(c);

@@ -5,9 +5,10 @@
  * per-COMPOUND state the op handlers share, and the backend ops table.
  *
  * Threads: a COMPOUND runs on a worker (bs_ctx_workers) with srv->lock
- * held from its first op to its reply, so one filesystem's calls and all
- * protocol state are serialised; connections, record marking and replies
- * stay on the connection's I/O loop (conn.c).
+ * held from its first op to its reply (but for an op waiting for a
+ * callback, NFS_OP_WAIT), so one filesystem's calls and all protocol
+ * state are serialised; connections, record marking and replies stay on
+ * the connection's I/O loop (conn.c).
  */
 #ifndef BLKSTACK_NFS_H
 #define BLKSTACK_NFS_H
@@ -190,8 +191,45 @@ struct nfs_slot {
 	size_t reply_len;
 };
 
+/*
+ * The back channel (backchannel.c). A connection callbacks can go out on
+ * is an nfs_xprt (conn.c registers each one; unit tests register their
+ * own); a session's back channel names one by id, with the session's
+ * cb_program, callback credential and one back-channel slot (slot 0).
+ * Both, and the calls in flight, are under srv->cb_lock, which a thread
+ * may take with srv->lock held, never the other way round: the
+ * connection's loop matches replies without srv->lock.
+ */
+struct nfs_xprt {
+	uint64_t id;
+	/* queue record @rec (record mark included; taken); must not block */
+	int (*send)(struct nfs_xprt *x, uint8_t *rec, size_t len);
+	struct nfs_xprt *next;
+};
+
+struct nfs_cb_sec {
+	uint32_t flavor;		/* RPC_AUTH_NONE or RPC_AUTH_SYS */
+	uint32_t stamp, uid, gid;
+	char machine[RPC_AUTHSYS_NAME_MAX + 1];
+};
+
+struct nfs_cb_call;
+
+struct nfs_cb_chan {
+	unsigned refs;			/* the session's + one per call */
+	uint8_t sessid[NFS4_SESSIONID_SIZE];
+	uint32_t minor;
+	uint64_t conn_id;		/* 0: no connection bound */
+	uint32_t prog;
+	struct nfs_cb_sec sec;
+	uint32_t seqid;			/* slot 0's last sequence id */
+	struct nfs_cb_call *inflight;	/* on slot 0, or NULL */
+	bool fault;			/* a callback went unanswered */
+};
+
 struct nfs_session {
 	uint8_t id[NFS4_SESSIONID_SIZE];
+	struct nfs_cb_chan *cb;
 	struct nfs_client *clp;
 	uint32_t nslots;
 	uint32_t max_req, max_resp, max_resp_cached, max_ops;
@@ -224,8 +262,8 @@ struct nfs_client {
 	struct nfs_client *next;
 };
 
-/* One open, lock or (future) delegation state. */
-enum nfs_state_type { NFS_ST_OPEN = 1, NFS_ST_LOCK = 2 };
+/* One open, lock or delegation state. */
+enum nfs_state_type { NFS_ST_OPEN = 1, NFS_ST_LOCK = 2, NFS_ST_DELEG = 3 };
 
 struct nfs_lock_range {
 	uint64_t off, len;	/* len UINT64_MAX: to the end */
@@ -245,6 +283,11 @@ struct nfs_state {
 	bool confirmed;			/* 4.0 OPEN_CONFIRM */
 	struct nfs_state *open;		/* lock: its open */
 	struct nfs_lock_range *locks;	/* lock */
+	/* delegation: OPEN_DELEGATE_READ / _WRITE in dtype */
+	uint32_t dtype;
+	struct nfs_cb_call *recall;	/* the CB_RECALL sent, or NULL */
+	uint64_t recall_ms;		/* when the first conflict came, or 0 */
+	bool revoked;			/* until FREE_STATEID */
 	struct nfs_state *next;
 };
 
@@ -268,6 +311,13 @@ struct nfs_server {
 	struct bs_net_listener *nl;
 	char listen[128];
 	bool shutdown;
+	bool delegations;		/* the export's `delegations` */
+	/* the back channel (backchannel.c) */
+	pthread_mutex_t cb_lock;
+	pthread_cond_t cb_cond;
+	struct nfs_xprt *xprts;
+	struct nfs_cb_call *calls;	/* awaiting their reply */
+	uint32_t cb_xid;
 };
 
 /* the caller of a COMPOUND, from its RPC credential */
@@ -293,9 +343,64 @@ struct nfs_compound {
 	size_t req_len;		/* the COMPOUND's argument bytes */
 	bool keep_body;		/* an error result with a body (LOCK denied) */
 	uint8_t *scratch;	/* NFS_MAX_IO bytes for READ / WRITE_SAME */
+	/*
+	 * an op that returned NFS_OP_WAIT: compound.c drops srv->lock,
+	 * waits for this callback's reply (bounded), takes the lock again
+	 * and runs the op once more from its arguments, with @waited set
+	 */
+	struct nfs_cb_call *wait;
+	bool waited;
 };
+#define NFS_OP_WAIT 0xfffffffeu
 
 /* ---- entry points between the files ------------------------------------- */
+
+/* backchannel.c */
+void nfs_cb_init(struct nfs_server *srv);
+void nfs_cb_fini(struct nfs_server *srv);
+/* a connection appears / goes (its calls in flight fail with -EPIPE) */
+void nfs_xprt_add(struct nfs_server *srv, struct nfs_xprt *x);
+void nfs_xprt_del(struct nfs_server *srv, struct nfs_xprt *x);
+/* a session's back channel: made at CREATE_SESSION, dropped with it */
+struct nfs_cb_chan *nfs_cb_chan_new(struct nfs_server *srv,
+				    const uint8_t *sessid, uint32_t minor);
+void nfs_cb_chan_put(struct nfs_server *srv, struct nfs_cb_chan *ch);
+void nfs_cb_bind(struct nfs_server *srv, struct nfs_cb_chan *ch,
+		 uint64_t conn_id);
+void nfs_cb_set_sec(struct nfs_server *srv, struct nfs_cb_chan *ch,
+		    uint32_t prog, const struct nfs_cb_sec *sec);
+/* a connection is bound, alive, and no callback went unanswered */
+bool nfs_cb_up(struct nfs_server *srv, struct nfs_cb_chan *ch);
+/* whether a back channel was asked for (bound once) and is down now */
+bool nfs_cb_down(struct nfs_server *srv, struct nfs_cb_chan *ch);
+/*
+ * Send CB_COMPOUND { CB_SEQUENCE, @op } on @ch, @op's arguments put by
+ * @put(@arg); the reply is awaited at most @ms. -ENOTCONN without a
+ * path, -EBUSY while slot 0 holds another call.
+ */
+int nfs_cb_start(struct nfs_server *srv, struct nfs_cb_chan *ch,
+		 uint32_t op, void (*put)(struct xdr_enc *, const void *),
+		 const void *arg, unsigned ms, struct nfs_cb_call **out);
+/*
+ * -EINPROGRESS while awaited; 0 when answered (*@status the op's, or
+ * the first error of the reply); -ETIMEDOUT / -EPIPE / -EPROTO
+ */
+int nfs_cb_poll(struct nfs_server *srv, struct nfs_cb_call *call,
+		uint32_t *status);
+/* nfs_cb_poll() after waiting up to the call's deadline (no srv->lock) */
+int nfs_cb_wait(struct nfs_server *srv, struct nfs_cb_call *call,
+		uint32_t *status);
+/* the answered op's result body (after its status) */
+void nfs_cb_result(struct nfs_cb_call *call, struct xdr_dec *d);
+void nfs_cb_call_put(struct nfs_server *srv, struct nfs_cb_call *call);
+/* an RPC reply arrived on connection @conn_id */
+void nfs_cb_reply(struct nfs_server *srv, uint64_t conn_id,
+		  const uint8_t *rec, size_t len);
+uint64_t nfs_now_ms(void);
+/* the callback_sec_parms4<> of CREATE_SESSION / BACKCHANNEL_CTL */
+uint32_t nfs_get_cb_sec(struct xdr_dec *a, struct nfs_cb_sec *sec);
+uint32_t nfs_op_backchannel_ctl(struct nfs_compound *, struct xdr_dec *,
+				struct xdr_enc *);
 
 /*
  * rpc.c: record marking (RFC 5531 11). Bytes are fed in; a record is
@@ -365,6 +470,8 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 void nfs_slot_store(struct nfs_compound *c, const uint8_t *reply,
 		    size_t len);
 struct nfs_client *nfs_client_find(struct nfs_server *srv, uint64_t id);
+struct nfs_session *nfs_session_find(struct nfs_server *srv,
+				     const uint8_t *id);
 void nfs_client_free(struct nfs_server *srv, struct nfs_client *clp);
 /* drop clients whose lease ran out */
 void nfs_expire_clients(struct nfs_server *srv);
@@ -383,6 +490,10 @@ void nfs_states_of_client_free(struct nfs_server *srv,
 uint32_t nfs_state_find(struct nfs_compound *c,
 			const struct nfs_stateid *sid,
 			struct nfs_state **out);
+/* ... and of @type, on the current file */
+uint32_t nfs_state_find_cur(struct nfs_compound *c,
+			    const struct nfs_stateid *sid,
+			    enum nfs_state_type type, struct nfs_state **s);
 /* the stateid an I/O op names allows @access on the current file */
 uint32_t nfs_state_check_io(struct nfs_compound *c,
 			    const struct nfs_stateid *sid, uint32_t access);
@@ -409,6 +520,34 @@ uint32_t nfs_op_free_stateid(struct nfs_compound *, struct xdr_dec *,
 			     struct xdr_enc *);
 uint32_t nfs_op_release_lockowner(struct nfs_compound *, struct xdr_dec *,
 				  struct xdr_enc *);
+
+/* deleg.c */
+/* OPEN's open_delegation4: a delegation when one may be had */
+void nfs_deleg_open(struct nfs_compound *c, struct nfs_client *clp,
+		    const struct nfs_fh *fh, uint32_t access, uint32_t want,
+		    struct xdr_enc *r);
+/*
+ * @clp (NULL: an unknown client) is about to use @fh (@write: change
+ * it): 0 when no delegation of another client conflicts (or those that
+ * did are revoked now), NFS4ERR_DELAY while they are being recalled.
+ */
+uint32_t nfs_deleg_break(struct nfs_compound *c, struct nfs_client *clp,
+			 const struct nfs_fh *fh, bool write);
+/* the same for @name in @dir, and for the current file, by the caller */
+uint32_t nfs_deleg_break_name(struct nfs_compound *c,
+			      const struct nfs_fh *dir, const char *name);
+uint32_t nfs_deleg_break_cur(struct nfs_compound *c, bool write);
+/* SEQ4_STATUS_RECALLABLE_STATE_REVOKED while @clp has revoked ones */
+uint32_t nfs_deleg_seq_flags(struct nfs_server *srv, struct nfs_client *clp);
+uint32_t nfs_op_delegreturn(struct nfs_compound *, struct xdr_dec *,
+			    struct xdr_enc *);
+/*
+ * GETATTR of @bm on the current file, the backend's answer in @at: a
+ * write delegation of another client is asked with CB_GETATTR
+ * (NFS_OP_WAIT), and its answer put into @at when GETATTR runs again
+ */
+uint32_t nfs_deleg_getattr(struct nfs_compound *c, const uint32_t *bm,
+			   struct nfs_attr *at);
 
 /* fh.c: wire handles = export id + backend handle */
 void nfs_fh_wrap(struct nfs_server *srv, const struct nfs_fh *be,

@@ -487,6 +487,9 @@ uint32_t nfs_op_remove(struct nfs_compound *c, struct xdr_dec *a,
 		return st;
 	if (nfs_in_grace(c->srv))
 		return NFS4ERR_GRACE;
+	st = nfs_deleg_break_name(c, &c->cfh, name);
+	if (st)
+		return st;
 	err = c->srv->be.ops->remove(&c->srv->be, &c->cfh, name);
 	if (err)
 		return nfs_errno(err);
@@ -522,6 +525,11 @@ uint32_t nfs_op_rename(struct nfs_compound *c, struct xdr_dec *a,
 		return st2;
 	if (nfs_in_grace(c->srv))
 		return NFS4ERR_GRACE;
+	st = nfs_deleg_break_name(c, &c->sfh, on);
+	if (!st)
+		st = nfs_deleg_break_name(c, &c->cfh, nn);
+	if (st)
+		return st;
 	err = be->ops->rename(be, &c->sfh, on, &c->cfh, nn);
 	if (err)
 		return nfs_errno(err);

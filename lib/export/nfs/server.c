@@ -11,6 +11,7 @@
  *   lease = 90                 seconds a client's state lives unrenewed
  *   grace = 90                 seconds after start when only reclaims
  *                              are served (default: the lease)
+ *   delegations = 1            hand out read/write delegations (0: never)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ extern const struct bs_export_type nfs_export_type;
 
 struct nfs_opts {
 	const char *path, *listen;
-	uint32_t lease, grace;
+	uint32_t lease, grace, delegations;
 	bool grace_set;
 };
 
@@ -64,6 +65,14 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	if (o->grace > 3600)
 		return bs_error(-EINVAL, "%s%sexport %s: grace: give 0 to "
 				"3600 seconds", w, sep(w), name);
+	o->delegations = 1;
+	err = bs_opts_get_u32(opts, "delegations", &o->delegations);
+	if (err < 0)
+		return err;
+	w = bs_opts_where(opts, "delegations");
+	if (o->delegations > 1)
+		return bs_error(-EINVAL, "%s%sexport %s: delegations: give 0 "
+				"or 1", w, sep(w), name);
 	w = bs_opts_where(opts, "listen");
 	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
 		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
@@ -104,6 +113,7 @@ void nfs_server_put(struct nfs_server *srv)
 		nfs_client_free(srv, clp);
 	if (srv->be.ops)
 		srv->be.ops->close(&srv->be);
+	nfs_cb_fini(srv);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }
@@ -156,11 +166,13 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 	if (!srv)
 		return -ENOMEM;
 	pthread_mutex_init(&srv->lock, NULL);
+	nfs_cb_init(srv);
 	srv->refs = 1;
 	srv->exp = exp;
 	srv->ctx = exp->ctx;
 	srv->lease = o.lease;
 	srv->grace = o.grace;
+	srv->delegations = o.delegations;
 	srv->boot = nfs_now();
 	srv->export_id = name_hash(exp->name);
 	if (getrandom(srv->boot_verf, sizeof(srv->boot_verf), 0) !=
@@ -238,6 +250,7 @@ static void nfs_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 	kv(arg, "backend", "%s", srv->be.ops->name);
 	kv(arg, "lease", "%u", srv->lease);
 	kv(arg, "grace", "%u", srv->grace);
+	kv(arg, "delegations", "%u", srv->delegations ? 1 : 0);
 	kv(arg, "clients", "%u", nfs_clients(exp));
 }
 
@@ -250,7 +263,8 @@ const struct bs_export_type nfs_export_type = {
 		"listen=HOST:PORT     TCP address (default 127.0.0.1:2049)\n"
 		"lease=SECONDS        client lease (default 90)\n"
 		"grace=SECONDS        grace period after start (default: the "
-		"lease)\n",
+		"lease)\n"
+		"delegations=0|1      hand out file delegations (default 1)\n",
 	.device_optional = true,
 	.check = nfs_check,
 	.open = nfs_open,

@@ -50,6 +50,7 @@ static void session_free(struct nfs_server *srv, struct nfs_session *s)
 		}
 	for (i = 0; i < NFS_MAX_SLOTS; i++)
 		free(s->slots[i].reply);
+	nfs_cb_chan_put(srv, s->cb);
 	s->clp->nsessions--;
 	free(s);
 }
@@ -275,36 +276,17 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	struct nfs_client *clp, *o, *next;
 	struct nfs_session *s;
 	struct chan fore, back;
+	struct nfs_cb_sec sec;
 	uint64_t id = xdr_get_u64(a);
-	uint32_t seq = xdr_get_u32(a), flags = xdr_get_u32(a), n, i;
+	uint32_t seq = xdr_get_u32(a), flags = xdr_get_u32(a), prog, st;
 	size_t body = xdr_enc_len(r);
 
 	get_chan(a, &fore);
 	get_chan(a, &back);
-	xdr_get_u32(a);				/* cb_program */
-	n = xdr_get_u32(a);
-	for (i = 0; i < n && !xdr_dec_err(a); i++) {
-		uint32_t fl = xdr_get_u32(a), l;
-
-		if (fl == RPC_AUTH_SYS) {
-			xdr_get_u32(a);
-			xdr_get_opaque_ref(a, &l, RPC_AUTHSYS_NAME_MAX);
-			xdr_get_u32(a);
-			xdr_get_u32(a);
-			l = xdr_get_u32(a);
-			if (l > RPC_AUTHSYS_GIDS_MAX)
-				return NFS4ERR_BADXDR;
-			xdr_skip(a, (size_t)l * 4);
-		} else if (fl == RPC_RPCSEC_GSS) {
-			xdr_get_u32(a);
-			xdr_get_opaque_ref(a, &l, XDR_NOMAX);
-			xdr_get_opaque_ref(a, &l, XDR_NOMAX);
-		} else if (fl != RPC_AUTH_NONE) {
-			return NFS4ERR_BADXDR;
-		}
-	}
-	if (xdr_dec_err(a))
-		return NFS4ERR_BADXDR;
+	prog = xdr_get_u32(a);
+	st = nfs_get_cb_sec(a, &sec);
+	if (st)
+		return st;
 	clp = nfs_client_find(srv, id);
 	if (!clp || !clp->minor)
 		return NFS4ERR_STALE_CLIENTID;
@@ -339,6 +321,20 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NFS4ERR_SERVERFAULT;
+	xdr_set_be32(s->id, srv->boot_tag);
+	xdr_set_be32(s->id + 4, (uint32_t)clp->clientid);
+	xdr_set_be32(s->id + 8, srv->next_session + 1);
+	xdr_set_be32(s->id + 12, srv->export_id);
+	s->cb = nfs_cb_chan_new(srv, s->id, c->minor);
+	if (!s->cb) {
+		free(s);
+		return NFS4ERR_SERVERFAULT;
+	}
+	srv->next_session++;
+	nfs_cb_set_sec(srv, s->cb, prog, &sec);
+	/* the connection it came on carries callbacks (18.36.3) */
+	if (flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN)
+		nfs_cb_bind(srv, s->cb, c->conn_id);
 	clp->cs_seq = seq;
 	if (!clp->confirmed) {
 		/* confirm: an older confirmed record of the owner goes */
@@ -354,10 +350,6 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	clp->renewed = nfs_now();
 	s->clp = clp;
 	clp->nsessions++;
-	xdr_set_be32(s->id, srv->boot_tag);
-	xdr_set_be32(s->id + 4, (uint32_t)clp->clientid);
-	xdr_set_be32(s->id + 8, ++srv->next_session);
-	xdr_set_be32(s->id + 12, srv->export_id);
 	fore.maxreq = min32(fore.maxreq, NFS_MAX_RECORD);
 	fore.maxresp = min32(fore.maxresp, NFS_MAX_REPLY);
 	fore.maxcached = min32(fore.maxcached, NFS_MAX_REPLY);
@@ -390,8 +382,8 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	return NFS4_OK;
 }
 
-static struct nfs_session *session_find(struct nfs_server *srv,
-					const uint8_t *id)
+struct nfs_session *nfs_session_find(struct nfs_server *srv,
+				     const uint8_t *id)
 {
 	struct nfs_session *s;
 
@@ -410,7 +402,7 @@ uint32_t nfs_op_destroy_session(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_get_fixed(a, id, sizeof(id));
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	s = session_find(c->srv, id);
+	s = nfs_session_find(c->srv, id);
 	if (!s)
 		return NFS4ERR_BADSESSION;
 	if (s == c->sess) {
@@ -468,16 +460,60 @@ uint32_t nfs_op_bind_conn(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_get_bool(a);			/* use_conn_in_rdma_mode */
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	s = session_find(c->srv, id);
+	s = nfs_session_find(c->srv, id);
 	if (!s)
 		return NFS4ERR_BADSESSION;
 	if (dir != CDFC4_FORE && dir != CDFC4_BACK &&
 	    dir != CDFC4_FORE_OR_BOTH && dir != CDFC4_BACK_OR_BOTH)
 		return NFS4ERR_INVAL;
+	/*
+	 * 18.34.3: BACK and the *_OR_BOTH directions make this connection
+	 * the session's way back (this server keeps one: the latest);
+	 * "or both" is granted as both
+	 */
+	if (dir != CDFC4_FORE)
+		nfs_cb_bind(c->srv, s->cb, c->conn_id);
 	xdr_put_fixed(r, id, sizeof(id));
-	xdr_put_u32(r, dir == CDFC4_BACK ? CDFS4_BACK : CDFS4_FORE);
+	xdr_put_u32(r, dir == CDFC4_BACK ? CDFS4_BACK :
+		    dir == CDFC4_FORE ? CDFS4_FORE : CDFS4_BOTH);
 	xdr_put_bool(r, false);
 	return NFS4_OK;
+}
+
+uint32_t nfs_op_backchannel_ctl(struct nfs_compound *c, struct xdr_dec *a,
+				struct xdr_enc *r)
+{
+	struct nfs_cb_sec sec;
+	uint32_t prog = xdr_get_u32(a), st;
+
+	st = nfs_get_cb_sec(a, &sec);
+	if (st)
+		return st;
+	nfs_cb_set_sec(c->srv, c->sess->cb, prog, &sec);
+	return NFS4_OK;
+}
+
+/*
+ * SEQ4_STATUS_CB_PATH_DOWN_SESSION: this session asked for a back channel
+ * (bound a connection) and has none working; _CB_PATH_DOWN: no session of
+ * the client has one while one asked (18.46.3).
+ */
+static uint32_t cb_flags(struct nfs_server *srv, struct nfs_session *s)
+{
+	struct nfs_session *o;
+	bool asked = false;
+	uint32_t f = 0;
+
+	if (nfs_cb_down(srv, s->cb))
+		f |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
+	for (o = srv->sessions; o; o = o->next) {
+		if (o->clp != s->clp)
+			continue;
+		if (nfs_cb_up(srv, o->cb))
+			return f;
+		asked |= nfs_cb_down(srv, o->cb);
+	}
+	return asked ? f | SEQ4_STATUS_CB_PATH_DOWN : f;
 }
 
 /* ---- SEQUENCE ------------------------------------------------------------ */
@@ -497,7 +533,7 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 	c->cache_reply = xdr_get_bool(a);
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	s = session_find(c->srv, id);
+	s = nfs_session_find(c->srv, id);
 	if (!s)
 		return NFS4ERR_BADSESSION;
 	if (slotid >= s->nslots)
@@ -528,7 +564,8 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_put_u32(r, slotid);
 	xdr_put_u32(r, s->nslots - 1);
 	xdr_put_u32(r, s->nslots - 1);
-	xdr_put_u32(r, 0);			/* status flags */
+	xdr_put_u32(r, cb_flags(c->srv, s) |
+		    nfs_deleg_seq_flags(c->srv, s->clp));
 	return NFS4_OK;
 }
 

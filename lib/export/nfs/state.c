@@ -32,7 +32,8 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 	st->type = t;
 	st->clp = clp;
 	st->fh = *fh;
-	memcpy(st->owner, owner, owner_len);
+	if (owner_len)			/* a delegation has no owner */
+		memcpy(st->owner, owner, owner_len);
 	st->owner_len = owner_len;
 	st->sid.seqid = 1;
 	xdr_set_be32(st->sid.other, srv->boot_tag);
@@ -71,6 +72,7 @@ void nfs_state_free(struct nfs_server *srv, struct nfs_state *st)
 			break;
 		}
 	locks_free(st);
+	nfs_cb_call_put(srv, st->recall);
 	free(st);
 }
 
@@ -148,6 +150,9 @@ uint32_t nfs_state_find(struct nfs_compound *c,
 		return NFS4ERR_BAD_STATEID;
 	st->clp->renewed = nfs_now();
 	*out = st;
+	/* kept for FREE_STATEID (RFC 8881 8.2.4, 10.2.1) */
+	if (st->type == NFS_ST_DELEG && st->revoked)
+		return NFS4ERR_DELEG_REVOKED;
 	return NFS4_OK;
 }
 
@@ -166,13 +171,18 @@ uint32_t nfs_state_check_io(struct nfs_compound *c,
 			    nfs_fh_equal(&o->fh, &c->cfh) &&
 			    (o->deny & access))
 				return NFS4ERR_LOCKED;
-		return NFS4_OK;
+		return nfs_deleg_break_cur(c, access &
+					   OPEN4_SHARE_ACCESS_WRITE);
 	}
 	r = nfs_state_find(c, sid, &st);
 	if (r)
 		return r;
 	if (!nfs_fh_equal(&st->fh, &c->cfh))
 		return NFS4ERR_BAD_STATEID;
+	r = nfs_deleg_break(c, st->clp, &c->cfh,
+			    access & OPEN4_SHARE_ACCESS_WRITE);
+	if (r)
+		return r;
 	if (st->type == NFS_ST_LOCK)
 		st = st->open;
 	if (!st)
@@ -302,7 +312,10 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 	    (access & ~(OPEN4_SHARE_ACCESS_BOTH |
 			OPEN4_SHARE_ACCESS_WANT_DELEG_MASK |
 			OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL |
-			OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED)) ||
+			OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED |
+			/* RFC 9754's, not offered (open_arguments): ignored */
+			OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS |
+			OPEN4_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION)) ||
 	    deny > OPEN4_SHARE_DENY_BOTH)
 		return NFS4ERR_INVAL;
 	if (!c->minor && (access & ~OPEN4_SHARE_ACCESS_BOTH))
@@ -336,6 +349,10 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 		dir.change = dir_after.change = 0;
 		if (opentype == OPEN4_CREATE)
 			return NFS4ERR_INVAL;
+		st = nfs_deleg_break(c, clp, &fh,
+				     access & OPEN4_SHARE_ACCESS_WRITE);
+		if (st)
+			return st;
 	} else {
 		st = nfs_cur_attr(c, &dir);
 		if (st)
@@ -390,6 +407,11 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 			st = open_type_check(c, at.type);
 			if (st)
 				return st;
+			st = nfs_deleg_break(c, clp, &fh, (access &
+					     OPEN4_SHARE_ACCESS_WRITE) ||
+					     (sa.mask & NFS_SA_SIZE));
+			if (st)
+				return st;
 			if (opentype == OPEN4_CREATE && mode == UNCHECKED4 &&
 			    (sa.mask & NFS_SA_SIZE) && sa.size == 0) {
 				struct nfs_sattr t = { .mask = NFS_SA_SIZE };
@@ -437,20 +459,7 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 	put_cinfo(r, dir.change, dir_after.change);
 	xdr_put_u32(r, OPEN4_RESULT_LOCKTYPE_POSIX);
 	nfs_put_bitmap(r, set, NFS4_BITMAP_WORDS);
-	if (c->minor && want && want != OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE) {
-		/* no delegations: say why (RFC 8881 18.16.3) */
-		xdr_put_u32(r, OPEN_DELEGATE_NONE_EXT);
-		if (want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG) {
-			xdr_put_u32(r, WND4_NOT_WANTED);
-		} else if (want == OPEN4_SHARE_ACCESS_WANT_CANCEL) {
-			xdr_put_u32(r, WND4_CANCELLED);
-		} else {
-			xdr_put_u32(r, WND4_RESOURCE);
-			xdr_put_bool(r, false);
-		}
-	} else {
-		xdr_put_u32(r, OPEN_DELEGATE_NONE);
-	}
+	nfs_deleg_open(c, clp, &fh, access, want, r);
 	return NFS4_OK;
 }
 
@@ -477,8 +486,9 @@ uint32_t nfs_op_open_confirm(struct nfs_compound *c, struct xdr_dec *a,
 	return NFS4_OK;
 }
 
-static uint32_t find_open(struct nfs_compound *c, const struct nfs_stateid *sid,
-			  struct nfs_state **s)
+uint32_t nfs_state_find_cur(struct nfs_compound *c,
+			    const struct nfs_stateid *sid,
+			    enum nfs_state_type type, struct nfs_state **s)
 {
 	uint32_t st = nfs_need_fh(c);
 
@@ -486,11 +496,17 @@ static uint32_t find_open(struct nfs_compound *c, const struct nfs_stateid *sid,
 		st = nfs_state_find(c, sid, s);
 	if (st)
 		return st;
-	if ((*s)->type != NFS_ST_OPEN)
+	if ((*s)->type != type)
 		return NFS4ERR_BAD_STATEID;
 	if (!nfs_fh_equal(&(*s)->fh, &c->cfh))
 		return NFS4ERR_BAD_STATEID;
 	return NFS4_OK;
+}
+
+static uint32_t find_open(struct nfs_compound *c, const struct nfs_stateid *sid,
+			  struct nfs_state **s)
+{
+	return nfs_state_find_cur(c, sid, NFS_ST_OPEN, s);
 }
 
 uint32_t nfs_op_open_downgrade(struct nfs_compound *c, struct xdr_dec *a,
@@ -885,9 +901,14 @@ uint32_t nfs_op_free_stateid(struct nfs_compound *c, struct xdr_dec *a,
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
 	st = nfs_state_find(c, &sid, &s);
+	if (st == NFS4ERR_DELEG_REVOKED) {
+		/* the client saw the revocation: forget it */
+		nfs_state_free(c->srv, s);
+		return NFS4_OK;
+	}
 	if (st)
 		return st;
-	if (s->type == NFS_ST_OPEN || s->locks)
+	if (s->type == NFS_ST_OPEN || s->type == NFS_ST_DELEG || s->locks)
 		return NFS4ERR_LOCKS_HELD;
 	nfs_state_free(c->srv, s);
 	return NFS4_OK;

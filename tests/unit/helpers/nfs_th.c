@@ -20,6 +20,7 @@ static struct nfs_server *new_server(void)
 	if (!srv)
 		return NULL;
 	pthread_mutex_init(&srv->lock, NULL);
+	nfs_cb_init(srv);
 	srv->refs = 1;
 	srv->lease = 60;
 	srv->grace = 0;
@@ -31,6 +32,7 @@ static struct nfs_server *new_server(void)
 
 static void drop(struct nfs_server *srv)
 {
+	nfs_cb_fini(srv);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }
@@ -85,24 +87,52 @@ static void put_chan(struct xdr_enc *e, const struct nfs_th_chan *c)
 	xdr_put_u32(e, 0);			/* no RDMA ird */
 }
 
+void nfs_th_put_create_session_cb(struct xdr_enc *e, uint64_t clid,
+				  uint32_t seq,
+				  const struct nfs_th_chan *fore,
+				  const struct nfs_th_chan *back,
+				  uint32_t cb_prog, uint32_t flags,
+				  uint32_t sys_uid)
+{
+	xdr_put_u32(e, OP_CREATE_SESSION);
+	xdr_put_u64(e, clid);
+	xdr_put_u32(e, seq);
+	xdr_put_u32(e, flags);
+	put_chan(e, fore);
+	put_chan(e, back);
+	xdr_put_u32(e, cb_prog);
+	if (sys_uid == UINT32_MAX) {
+		xdr_put_u32(e, 0);		/* no callback security */
+		return;
+	}
+	xdr_put_u32(e, 1);
+	xdr_put_u32(e, RPC_AUTH_SYS);
+	xdr_put_u32(e, 13);			/* stamp */
+	xdr_put_cstring(e, "cb", 255);
+	xdr_put_u32(e, sys_uid);
+	xdr_put_u32(e, sys_uid + 1);		/* gid */
+	xdr_put_u32(e, 0);
+}
+
 void nfs_th_put_create_session(struct xdr_enc *e, uint64_t clid,
 			       uint32_t seq, const struct nfs_th_chan *fore,
 			       const struct nfs_th_chan *back,
 			       uint32_t cb_prog)
 {
-	xdr_put_u32(e, OP_CREATE_SESSION);
-	xdr_put_u64(e, clid);
-	xdr_put_u32(e, seq);
-	xdr_put_u32(e, 0);			/* flags */
-	put_chan(e, fore);
-	put_chan(e, back);
-	xdr_put_u32(e, cb_prog);
-	xdr_put_u32(e, 0);			/* no callback security */
+	nfs_th_put_create_session_cb(e, clid, seq, fore, back, cb_prog, 0,
+				     UINT32_MAX);
 }
 
 uint32_t nfs_th_run(struct nfs_server *srv, uint32_t minor,
 		    struct xdr_enc *e, struct xdr_dec *d, uint8_t *out,
 		    size_t cap)
+{
+	return nfs_th_run_on(srv, minor, minor, e, d, out, cap);
+}
+
+uint32_t nfs_th_run_on(struct nfs_server *srv, uint32_t minor,
+		       uint64_t conn_id, struct xdr_enc *e, struct xdr_dec *d,
+		       uint8_t *out, size_t cap)
 {
 	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS };
 	struct xdr_dec a;
@@ -112,7 +142,7 @@ uint32_t nfs_th_run(struct nfs_server *srv, uint32_t minor,
 	assert_int_equal(xdr_enc_err(e), 0);
 	xdr_dec_init(&a, e->buf, xdr_enc_len(e));
 	xdr_enc_init(&r, out, cap);
-	assert_int_equal(nfs_compound(srv, &cred, minor, &a, &r), 0);
+	assert_int_equal(nfs_compound(srv, &cred, conn_id, &a, &r), 0);
 	xdr_dec_init(d, out, xdr_enc_len(&r));
 	xdr_get_u32(d);				/* status */
 	xdr_get_opaque_ref(d, &l, 64);		/* tag */

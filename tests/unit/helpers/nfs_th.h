@@ -31,6 +31,10 @@ struct nfs_server *nfs_th_ext4_server(struct bs_dev *dev);
 uint32_t nfs_th_run(struct nfs_server *srv, uint32_t minor,
 		    struct xdr_enc *e, struct xdr_dec *d, uint8_t *out,
 		    size_t cap);
+/* the same, as if it came on connection @conn_id (nfs_th_run: @minor) */
+uint32_t nfs_th_run_on(struct nfs_server *srv, uint32_t minor,
+		       uint64_t conn_id, struct xdr_enc *e, struct xdr_dec *d,
+		       uint8_t *out, size_t cap);
 
 /*
  * Ops for a COMPOUND the caller has begun, each with its op number:
@@ -49,5 +53,16 @@ void nfs_th_put_create_session(struct xdr_enc *e, uint64_t clid,
 			       uint32_t seq, const struct nfs_th_chan *fore,
 			       const struct nfs_th_chan *back,
 			       uint32_t cb_prog);
+/*
+ * The same with CREATE_SESSION flags @flags and, unless @sys_uid is
+ * UINT32_MAX, AUTH_SYS callback security (machine "cb", stamp 13, uid
+ * @sys_uid, gid @sys_uid + 1).
+ */
+void nfs_th_put_create_session_cb(struct xdr_enc *e, uint64_t clid,
+				  uint32_t seq,
+				  const struct nfs_th_chan *fore,
+				  const struct nfs_th_chan *back,
+				  uint32_t cb_prog, uint32_t flags,
+				  uint32_t sys_uid);
 
 #endif
