@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ctrl->cc = BS_NVME_CC_EN;
 	ctrl->aen_cfg = BS_NVME_AEN_CFG_NS_ATTR;
 
-	if (nvmf_net_proto.start(&t.ss, NULL, &sess))
+	if (nvmf_net_proto.start(&t.ss.ports[0], NULL, &sess))
 		goto free_fixture;
 	q = sess;
 	if (!(cfg & 8)) {
