@@ -565,6 +565,66 @@ static void nvmf_caps_changed(struct bs_export *exp, struct bs_export_unit *u,
 	pthread_mutex_unlock(&ss->lock);
 }
 
+/*
+ * `blkstack ana-state EXPORT [PORT STATE]`: PORT is the port's number
+ * (1 = `listen`, N = `listen.N`) or its address as configured or bound.
+ */
+static int nvmf_set_port_state(struct bs_export *exp, const char *port,
+			       const char *state, bs_kv_fn kv, void *arg)
+{
+	struct nvmf_subsys *ss = exp->priv;
+	struct nvmf_port *pt = NULL;
+	uint8_t st[NVMF_MAX_PORTS], old;
+	unsigned i;
+	char key[32];
+
+	if (!ss)
+		return bs_error(-ENODEV, "export %s: not open", exp->name);
+	if (!ss->ana)
+		return bs_error(-EOPNOTSUPP, "export %s: ANA is not reported "
+				"(one listener and no ana_state.N, or ana = "
+				"0)", exp->name);
+	if (port) {
+		uint8_t v = nvmf_ana_parse(state);
+
+		for (i = 0; i < ss->nports && !pt; i++) {
+			snprintf(key, sizeof(key), "%u", i + 1);
+			if (!strcmp(port, key) ||
+			    !strcmp(port, ss->ports[i].listen) ||
+			    !strcmp(port, bs_net_listener_addr(ss->ports[i].nl)))
+				pt = &ss->ports[i];
+		}
+		if (!pt)
+			return bs_error(-EINVAL, "export %s: no port '%s' (1..%u "
+					"or an address)", exp->name, port,
+					ss->nports);
+		if (!v)
+			return bs_error(-EINVAL, "export %s: '%s': not an ANA "
+					"state (optimized, non-optimized, "
+					"inaccessible, persistent-loss, "
+					"change)", exp->name, state);
+		pthread_mutex_lock(&ss->lock);
+		old = pt->ana_state;
+		nvmf_ana_set(pt, v);
+		pthread_mutex_unlock(&ss->lock);
+		if (old != v)
+			bs_exports_log(exp->set, "export %s: port %u (%s): ANA "
+				       "%s -> %s", exp->name, pt->index,
+				       bs_net_listener_addr(pt->nl),
+				       nvmf_ana_name(old), nvmf_ana_name(v));
+	}
+	pthread_mutex_lock(&ss->lock);
+	for (i = 0; i < ss->nports; i++)
+		st[i] = ss->ports[i].ana_state;
+	pthread_mutex_unlock(&ss->lock);
+	for (i = 0; i < ss->nports; i++) {
+		snprintf(key, sizeof(key), "port.%u", i + 1);
+		kv(arg, key, "%s %s", bs_net_listener_addr(ss->ports[i].nl),
+		   nvmf_ana_name(st[i]));
+	}
+	return 0;
+}
+
 const struct bs_export_type nvmf_export_type = {
 	.name = "nvmf",
 	.summary = "NVMe over TCP target: a subsystem, units are namespaces",
@@ -595,5 +655,6 @@ const struct bs_export_type nvmf_export_type = {
 	.close = nvmf_close,
 	.describe = nvmf_describe,
 	.caps_changed = nvmf_caps_changed,
+	.set_port_state = nvmf_set_port_state,
 };
 BS_EXPORT_TYPE(nvmf_export_type);
