@@ -61,14 +61,8 @@ nqn = $NQN
 listen = 127.0.0.1:$P1
 listen.2 = 127.0.0.1:$P2
 EOC
-"$BSD" -f -c "$T/t.ini" >>"$T/t.log" 2>&1 &
-TPID=$!
-for ((i = 0; i < 200; i++)); do
-	kill -0 "$TPID" 2>/dev/null || { cat "$T/t.log" >&2; fail "target exited"; }
-	grep -q 'ready:' "$T/t.log" && break
-	sleep 0.05
-done
-grep -q 'ready:' "$T/t.log" || fail "target not ready"
+start_other_daemon "$T/t.ini" "$T/t.log"
+TPID=$XPID
 
 # tctl ARGS: blkstack -s $TCTL ARGS, output in $OUT
 tctl() {
@@ -222,12 +216,6 @@ ctl 0 info mp
 [[ $OUT == *"errors"*" 0"* ]] || fail "device errors: $OUT"
 
 stop_daemon
-kill -TERM "$TPID"
-for ((i = 0; i < 200; i++)); do
-	kill -0 "$TPID" 2>/dev/null || break
-	sleep 0.05
-done
-wait "$TPID" || fail "target exited $?"
+stop_other_daemon "$TPID" "$T/t.log"
 TPID=
-grep -q -e 'Sanitizer' -e 'runtime error:' "$T/t.log" && { cat "$T/t.log" >&2; fail "sanitizer report from the target"; }
 echo PASS

@@ -535,34 +535,33 @@ invalid:
 
 /* ---- asynchronous events --------------------------------------------------- */
 
+/* Answer a held AER with a notice of @info (log page @lid) when one is
+ * pending, not masked and enabled (@cfg); masked until the log is read. */
+static void aen_notice(struct nvmf_ctrl *ctrl, bool *pending, bool *masked,
+		       uint32_t cfg, unsigned info, unsigned lid)
+{
+	uint16_t cid;
+
+	if (!ctrl->naer || !*pending || *masked || !(ctrl->aen_cfg & cfg))
+		return;
+	cid = ctrl->aer_cid[--ctrl->naer];
+	*pending = false;
+	*masked = true;
+	nvmf_queue_respond(ctrl->admin, cid, 0,
+			   bs_nvme_aen_result(BS_NVME_AER_TYPE_NOTICE, info,
+					      lid));
+}
+
 void nvmf_aen_kick(struct nvmf_ctrl *ctrl)
 {
-	if (!ctrl->admin || ctrl->admin->ended || !ctrl->naer)
+	if (!ctrl->admin || ctrl->admin->ended)
 		return;
-	if (ctrl->aen_ns_pending && !ctrl->aen_ns_masked &&
-	    (ctrl->aen_cfg & BS_NVME_AEN_CFG_NS_ATTR)) {
-		uint16_t cid = ctrl->aer_cid[--ctrl->naer];
-
-		ctrl->aen_ns_pending = false;
-		ctrl->aen_ns_masked = true;
-		nvmf_queue_respond(ctrl->admin, cid, 0,
-				   bs_nvme_aen_result(
-					   BS_NVME_AER_TYPE_NOTICE,
-					   BS_NVME_AER_NOTICE_NS_CHANGED,
-					   BS_NVME_LOG_CHANGED_NS));
-	}
-	if (ctrl->naer && ctrl->aen_ana_pending && !ctrl->aen_ana_masked &&
-	    (ctrl->aen_cfg & BS_NVME_AEN_CFG_ANA_CHANGE)) {
-		uint16_t cid = ctrl->aer_cid[--ctrl->naer];
-
-		ctrl->aen_ana_pending = false;
-		ctrl->aen_ana_masked = true;
-		nvmf_queue_respond(ctrl->admin, cid, 0,
-				   bs_nvme_aen_result(
-					   BS_NVME_AER_TYPE_NOTICE,
-					   BS_NVME_AER_NOTICE_ANA,
-					   BS_NVME_LOG_ANA));
-	}
+	aen_notice(ctrl, &ctrl->aen_ns_pending, &ctrl->aen_ns_masked,
+		   BS_NVME_AEN_CFG_NS_ATTR, BS_NVME_AER_NOTICE_NS_CHANGED,
+		   BS_NVME_LOG_CHANGED_NS);
+	aen_notice(ctrl, &ctrl->aen_ana_pending, &ctrl->aen_ana_masked,
+		   BS_NVME_AEN_CFG_ANA_CHANGE, BS_NVME_AER_NOTICE_ANA,
+		   BS_NVME_LOG_ANA);
 }
 
 void nvmf_aen_ns_changed(struct nvmf_subsys *ss, uint32_t nsid)

@@ -31,6 +31,42 @@ start_daemon() {
 	fail "blkstackd not ready after 10 s"
 }
 
+# start_other_daemon CONF LOG: one more blkstackd (a target for the
+# daemon under test), ready within 10 s; its PID in $XPID. The caller
+# stops it (stop_other_daemon) and kills it on early exit.
+start_other_daemon() {
+	local i
+	"$BSD" -f -c "$1" >>"$2" 2>&1 &
+	XPID=$!
+	for ((i = 0; i < 200; i++)); do
+		if ! kill -0 "$XPID" 2>/dev/null; then
+			XPID=
+			cat "$2" >&2
+			fail "blkstackd ($1) exited while starting"
+		fi
+		grep -q 'ready:' "$2" && return 0
+		sleep 0.05
+	done
+	fail "blkstackd ($1) not ready after 10 s"
+}
+
+# stop_other_daemon PID LOG: SIGTERM, a clean exit within 10 s, no
+# sanitizer report in LOG.
+stop_other_daemon() {
+	local i rc=0
+	kill -TERM "$1" 2>/dev/null || true
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.05
+	done
+	wait "$1" || rc=$?
+	if grep -q -e 'Sanitizer' -e 'runtime error:' "$2"; then
+		cat "$2" >&2
+		fail "sanitizer report from blkstackd ($2)"
+	fi
+	((rc == 0)) || { tail -20 "$2" >&2; fail "blkstackd ($2) exited $rc"; }
+}
+
 # stop_daemon: SIGTERM, wait (bounded), expect a clean exit 0.
 stop_daemon() {
 	local i rc=0
