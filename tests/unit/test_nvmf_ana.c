@@ -8,14 +8,18 @@
  * one, whose NSATTR is byte 8: this target once wrote it into byte 6),
  * the path status of each state on an I/O command, and the ANA change
  * notice: sent once to the controllers of the port whose host enabled
- * it, masked until the log is read without RAE.
+ * it, masked until the log is read without RAE. The config keys of the
+ * ports (listen.N, ana, ana_state.N) and their refusals.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/export.h>
 #include <blkstack/loop.h>
+#include <blkstack/opts.h>
 
 #include "export/nvmf/nvmf.h"
 #include "helpers/th.h"
@@ -414,6 +418,52 @@ static void change_notice(void **state)
 	assert_int_equal((dw0 >> 8) & 0xff, BS_NVME_AER_NOTICE_ANA);
 }
 
+/* The nvmf type's check of "k=v" pairs: 0, or -errno with the reason
+ * containing @why. */
+static void check(const char *const *kv, int want, const char *why)
+{
+	const struct bs_export_type *t = bs_export_type_find("nvmf");
+	struct bs_opts *o;
+	unsigned i;
+
+	assert_non_null(t);
+	assert_int_equal(bs_opts_new(&o), 0);
+	for (i = 0; kv[i]; i += 2)
+		assert_int_equal(bs_opts_set(o, kv[i], kv[i + 1], "t.ini:1"),
+				 0);
+	assert_int_equal(t->check("s0", o), want);
+	if (why)
+		assert_non_null(strstr(bs_last_error(), why));
+	bs_opts_free(o);
+}
+
+static void port_keys(void **state)
+{
+	(void)state;
+	check((const char *const[]){ "listen", "127.0.0.1:4420", "listen.2",
+				     "127.0.0.1:4421", "ana_state.2",
+				     "non-optimized", NULL },
+	      0, NULL);
+	/* a state with one listener turns ANA on */
+	check((const char *const[]){ "ana_state.1", "inaccessible", NULL }, 0,
+	      NULL);
+	check((const char *const[]){ "listen.3", "127.0.0.1:4422", NULL },
+	      -EINVAL, "listen.3 without listen.2");
+	check((const char *const[]){ "listen.2", "127.0.0.1:4420", NULL },
+	      -EINVAL, "port 1 has it");
+	check((const char *const[]){ "listen.2", "127.0.0.1:4421",
+				     "ana_state.3", "optimized", NULL },
+	      -EINVAL, "no port 3 (2 listeners)");
+	check((const char *const[]){ "ana_state.1", "fast", NULL }, -EINVAL,
+	      "give optimized, non-optimized");
+	check((const char *const[]){ "listen.2", "127.0.0.1:4421", "ana", "0",
+				     "ana_state.2", "change", NULL },
+	      -EINVAL, "with ana = 0");
+	check((const char *const[]){ "listen.2", "127.0.0.1:4421", "ana", "0",
+				     NULL },
+	      0, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +475,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(change_notice, setup,
 						teardown),
+		cmocka_unit_test(port_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
