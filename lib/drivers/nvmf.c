@@ -310,9 +310,11 @@ static void io_done(void *arg, const uint8_t *cqe, int err)
 		nvmf_kick(m);
 		return;
 	}
-	if (c && nvmf_ana_state_of_status(st)) {
+	if (c && c->ana && nvmf_ana_state_of_status(st)) {
 		/* the path has no access now: another path, or wait for
-		 * one until the deadline; not a retry */
+		 * one until the deadline; not a retry (from a controller
+		 * without ANA reporting it is a plain path error below, as
+		 * its state could never be read back) */
 		m->ana_redirects++;
 		nvc_ana_status(c, nvmf_ana_state_of_status(st));
 		issue(r);
