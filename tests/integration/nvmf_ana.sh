@@ -31,16 +31,6 @@ daemon_threads 2
 P1=$(free_port) P2=$(free_port)
 NQN=nqn.2026-12.org.blkstack:ana-$$
 TCTL=$T/tctl.sock
-TPID=
-
-cleanup() {
-	if [[ -n $TPID ]]; then
-		kill -KILL "$TPID" 2>/dev/null || true
-		wait "$TPID" 2>/dev/null || true
-	fi
-	daemon_cleanup
-}
-trap cleanup EXIT
 
 # the target: its own blkstackd, one file, ports 1 and 2
 truncate -s 64M "$T/ns.img"
@@ -62,7 +52,6 @@ listen = 127.0.0.1:$P1
 listen.2 = 127.0.0.1:$P2
 EOC
 start_other_daemon "$T/t.ini" "$T/t.log"
-TPID=$XPID
 
 # tctl ARGS: blkstack -s $TCTL ARGS, output in $OUT
 tctl() {
@@ -216,6 +205,5 @@ ctl 0 info mp
 [[ $OUT == *"errors"*" 0"* ]] || fail "device errors: $OUT"
 
 stop_daemon
-stop_other_daemon "$TPID" "$T/t.log"
-TPID=
+stop_other_daemon "$T/t.log"
 echo PASS

@@ -32,8 +32,8 @@ start_daemon() {
 }
 
 # start_other_daemon CONF LOG: one more blkstackd (a target for the
-# daemon under test), ready within 10 s; its PID in $XPID. The caller
-# stops it (stop_other_daemon) and kills it on early exit.
+# daemon under test), ready within 10 s; its PID in $XPID, which
+# daemon_cleanup kills if the test dies early. stop_other_daemon stops it.
 start_other_daemon() {
 	local i
 	"$BSD" -f -c "$1" >>"$2" 2>&1 &
@@ -50,21 +50,22 @@ start_other_daemon() {
 	fail "blkstackd ($1) not ready after 10 s"
 }
 
-# stop_other_daemon PID LOG: SIGTERM, a clean exit within 10 s, no
+# stop_other_daemon LOG: SIGTERM to $XPID, a clean exit within 10 s, no
 # sanitizer report in LOG.
 stop_other_daemon() {
 	local i rc=0
-	kill -TERM "$1" 2>/dev/null || true
+	kill -TERM "$XPID" 2>/dev/null || true
 	for ((i = 0; i < 200; i++)); do
-		kill -0 "$1" 2>/dev/null || break
+		kill -0 "$XPID" 2>/dev/null || break
 		sleep 0.05
 	done
-	wait "$1" || rc=$?
-	if grep -q -e 'Sanitizer' -e 'runtime error:' "$2"; then
-		cat "$2" >&2
-		fail "sanitizer report from blkstackd ($2)"
+	wait "$XPID" || rc=$?
+	XPID=
+	if grep -q -e 'Sanitizer' -e 'runtime error:' "$1"; then
+		cat "$1" >&2
+		fail "sanitizer report from blkstackd ($1)"
 	fi
-	((rc == 0)) || { tail -20 "$2" >&2; fail "blkstackd ($2) exited $rc"; }
+	((rc == 0)) || { tail -20 "$1" >&2; fail "blkstackd ($1) exited $rc"; }
 }
 
 # stop_daemon: SIGTERM, wait (bounded), expect a clean exit 0.
@@ -96,6 +97,10 @@ check_daemon_log() {
 
 # Kill what we started if the test dies early.
 daemon_cleanup() {
+	if [[ -n ${XPID:-} ]]; then
+		kill -KILL "$XPID" 2>/dev/null || true
+		wait "$XPID" 2>/dev/null || true
+	fi
 	if [[ -n $DPID ]]; then
 		kill -KILL "$DPID" 2>/dev/null || true
 		wait "$DPID" 2>/dev/null || true
