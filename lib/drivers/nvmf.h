@@ -5,8 +5,8 @@
  * nvmf_queue.c (one NVMe/TCP queue: a socket, PDUs, commands in flight),
  * nvmf_ctrl.c (a controller = one path: admin queue bring-up,
  * identify, keep alive, events, I/O queues, reconnects) and nvmf_ana.c
- * (Asymmetric Namespace Access: a path's state, which paths carry I/O). Everything runs
- * on the context's main loop.
+ * (Asymmetric Namespace Access: a path's state, which paths carry I/O).
+ * Everything runs on the context's main loop.
  */
 #ifndef BLKSTACK_DRIVERS_NVMF_H
 #define BLKSTACK_DRIVERS_NVMF_H

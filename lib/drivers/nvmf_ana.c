@@ -132,7 +132,7 @@ void nvmf_ana_log_sqe(uint8_t *sqe, uint32_t len)
 	put32(sqe + 40, BS_NVME_LOG_ANA | (len / 4 - 1) << 16);
 }
 
-/* ---- a path's state ------------------------------------------------------- */
+/* ---- a path's state ----------------------------------------------------- */
 
 static void set_state(struct nvc *c, uint8_t st)
 {

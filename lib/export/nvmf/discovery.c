@@ -107,6 +107,7 @@ void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 	struct bs_nvme_disc_log_hdr *h;
 	struct nvmf_subsys *s;
 	uint8_t *page = NULL;
+	const size_t esz = sizeof(struct bs_nvme_disc_log_entry);
 	uint64_t n = 0, i = 0;
 	unsigned p;
 	size_t size;
@@ -126,8 +127,7 @@ void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 		for (s = reg_head; s; s = s->disc_next)
 			for (p = 0; p < s->nports; p++, i++)
 				entry(s, &s->ports[p],
-				      (void *)(page + sizeof(*h) +
-					       i * sizeof(struct bs_nvme_disc_log_entry)));
+				      (void *)(page + sizeof(*h) + i * esz));
 	}
 	pthread_mutex_unlock(&reg_lock);
 	if (page)

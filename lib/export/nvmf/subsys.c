@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The `nvmf` export type: an export is one NVM subsystem served over
- * NVMe/TCP, its units the namespaces (NSID 1.. in config order). The
- * listener serves the discovery subsystem too.
+ * NVMe/TCP, its units the namespaces (NSID 1.. in config order). Its
+ * listeners are the subsystem's ports (each with an ANA state, ana.c,
+ * set at run time by `blkstack ana-state` through set_port_state); each
+ * serves the discovery subsystem too.
  *
  *   [export s0]
  *   type = nvmf
@@ -588,10 +590,13 @@ static int nvmf_set_port_state(struct bs_export *exp, const char *port,
 		uint8_t v = nvmf_ana_parse(state);
 
 		for (i = 0; i < ss->nports && !pt; i++) {
+			const char *bound = bs_net_listener_addr(
+				ss->ports[i].nl);
+
 			snprintf(key, sizeof(key), "%u", i + 1);
 			if (!strcmp(port, key) ||
 			    !strcmp(port, ss->ports[i].listen) ||
-			    !strcmp(port, bs_net_listener_addr(ss->ports[i].nl)))
+			    !strcmp(port, bound))
 				pt = &ss->ports[i];
 		}
 		if (!pt)
