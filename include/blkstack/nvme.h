@@ -651,6 +651,18 @@ enum {
 	BS_NVME_CMIC_SRIOV = 1u << 2,
 	BS_NVME_CMIC_ANA = 1u << 3,
 };
+/* ANACAP: bits 4:0 the ANA states a controller reports, bit 6 ANAGRPID
+ * fixed while the namespace is attached, bit 7 non-zero ANAGRPID in
+ * Namespace Management. */
+enum {
+	BS_NVME_ANACAP_OPTIMIZED = 1u << 0,
+	BS_NVME_ANACAP_NONOPTIMIZED = 1u << 1,
+	BS_NVME_ANACAP_INACCESSIBLE = 1u << 2,
+	BS_NVME_ANACAP_PERSISTENT_LOSS = 1u << 3,
+	BS_NVME_ANACAP_CHANGE = 1u << 4,
+	BS_NVME_ANACAP_GRPID_FIXED = 1u << 6,
+	BS_NVME_ANACAP_GRPID_MGMT = 1u << 7,
+};
 enum {
 	BS_NVME_CTRL_TYPE_IO = 1,
 	BS_NVME_CTRL_TYPE_DISCOVERY = 2,
@@ -750,6 +762,21 @@ struct bs_nvme_id_ns {
 	uint8_t vs[1024];
 } __attribute__((packed));
 
+/* I/O Command Set Independent Identify Namespace (CNS 0x08). */
+struct bs_nvme_id_ns_cs_indep {
+	uint8_t nsfeat;
+	uint8_t nmic;
+	uint8_t rescap;
+	uint8_t fpi;
+	uint32_t anagrpid;
+	uint8_t nsattr;		/* bit 0 write protected */
+	uint8_t rsvd9;
+	uint16_t nvmsetid;
+	uint16_t endgid;
+	uint8_t nstat;		/* bit 0 namespace ready */
+	uint8_t rsvd15[4081];
+} __attribute__((packed));
+
 enum {
 	BS_NVME_NSFEAT_THIN = 1u << 0,
 	BS_NVME_NSFEAT_NS_ATOMIC = 1u << 1,
@@ -779,6 +806,10 @@ enum {
  * NUMD = NUMDU:NUMDL, 0's based dwords.
  */
 #define BS_NVME_LOG_RAE		(1u << 15)
+#define BS_NVME_LOG_LSP_SHIFT	8
+#define BS_NVME_LOG_LSP_MASK	0x7f
+/* ANA log, LSP bit 0: Return Groups Only (no NSID lists) */
+#define BS_NVME_ANA_LSP_RGO	0x01
 enum bs_nvme_log_id {
 	BS_NVME_LOG_ERROR = 0x01,
 	BS_NVME_LOG_SMART = 0x02,
@@ -1192,6 +1223,15 @@ BS_NVME_CHECK_OFF(bs_nvme_id_ns, eui64, 120);
 BS_NVME_CHECK_OFF(bs_nvme_id_ns, lbaf, 128);
 BS_NVME_CHECK_OFF(bs_nvme_id_ns, vs, 3072);
 
+BS_NVME_CHECK_SIZE(bs_nvme_id_ns_cs_indep, BS_NVME_IDENTIFY_SIZE);
+BS_NVME_CHECK_OFF(bs_nvme_id_ns_cs_indep, anagrpid, 4);
+BS_NVME_CHECK_OFF(bs_nvme_id_ns_cs_indep, nsattr, 8);
+BS_NVME_CHECK_OFF(bs_nvme_id_ns_cs_indep, nvmsetid, 10);
+BS_NVME_CHECK_OFF(bs_nvme_id_ns_cs_indep, nstat, 14);
+BS_NVME_CHECK_OFF(bs_nvme_id_ctrl, anacap, 343);
+BS_NVME_CHECK_OFF(bs_nvme_id_ctrl, nanagrpid, 348);
+BS_NVME_CHECK_OFF(bs_nvme_ana_group_desc, chgcnt, 8);
+BS_NVME_CHECK_OFF(bs_nvme_ana_group_desc, state, 16);
 BS_NVME_CHECK_SIZE(bs_nvme_error_log, 64);
 BS_NVME_CHECK_OFF(bs_nvme_error_log, nsid, 24);
 BS_NVME_CHECK_SIZE(bs_nvme_smart_log, 512);

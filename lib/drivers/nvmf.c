@@ -20,7 +20,10 @@
  * path comes, goes or changes, and every device above restacks.
  *
  * Requests go to a live path (round robin over paths, or the first live
- * one for failover), and within a path round robin over its I/O queues.
+ * one for failover) among those of the best ANA state (nvmf_ana.c:
+ * optimized, else non-optimized, never one without access), and within a
+ * path round robin over its I/O queues. An ANA path status sends the
+ * request to another path without counting a retry.
  * A request whose path is lost is sent again on another live path, or
  * waits for one; it fails (-EIO) only at its deadline (`timeout`).
  */
@@ -89,14 +92,22 @@ static void apply_limits(struct nvmf *m)
 				  first->facts.dlfeat, first->facts.oncs,
 				  first->cfg.why);
 	else {
-		char st[96] = "";
+		char st[160] = "";
 		size_t o = 0;
 
-		/* every path and its state, for explain */
-		for (i = 0; i < m->npaths && o < sizeof(st); i++)
-			o += (size_t)snprintf(st + o, sizeof(st) - o, "%s%u %s",
-					      i ? ", " : "", i + 1,
-					      nvc_state_name(m->paths[i].state));
+		/* every path and its state (and ANA state), for explain */
+		for (i = 0; i < m->npaths && o < sizeof(st); i++) {
+			const struct nvc *p = &m->paths[i];
+			bool ana = p->ana && p->state == NVC_LIVE;
+
+			o += (size_t)snprintf(st + o, sizeof(st) - o,
+					      "%s%u %s%s%s", i ? ", " : "",
+					      i + 1, nvc_state_name(p->state),
+					      ana ? "/" : "",
+					      ana ? nvmf_ana_state_name(
+							    p->ana_state)
+						  : "");
+		}
 		bs_dev_set_reason(dev, "%s [paths %s; first live: DLFEAT=0x%02x "
 				  "ONCS=0x%04x]", m->mp_why, st,
 				  first->facts.dlfeat, first->facts.oncs);
@@ -181,6 +192,16 @@ void nvmf_path_changed(struct nvmf *m, struct nvc *c)
 	}
 	apply_limits(m);
 	bs_dev_limits_changed(m->dev);
+}
+
+void nvmf_path_ana(struct nvmf *m, struct nvc *c, bool was, bool now)
+{
+	(void)c;
+	if (m->opening || m->closing)
+		return;
+	apply_limits(m);	/* explain names the state */
+	if (now && !was)
+		nvmf_kick(m);	/* requests that waited for a path */
 }
 
 void nvmf_path_down(struct nvmf *m, struct nvc *c)
@@ -289,6 +310,16 @@ static void io_done(void *arg, const uint8_t *cqe, int err)
 		nvmf_kick(m);
 		return;
 	}
+	if (c && c->ana && nvmf_ana_state_of_status(st)) {
+		/* the path has no access now: another path, or wait for
+		 * one until the deadline; not a retry (from a controller
+		 * without ANA reporting it is a plain path error below, as
+		 * its state could never be read back) */
+		m->ana_redirects++;
+		nvc_ana_status(c, nvmf_ana_state_of_status(st));
+		issue(r);
+		return;
+	}
 	if (sct == 0 && (sc == 0x01 || sc == 0x02)) {
 		if (r->req->op == BS_OP_WRITE_ZEROES) {
 			disable_wz(m, c);
@@ -324,14 +355,25 @@ static void io_done(void *arg, const uint8_t *cqe, int err)
 
 static struct nvq *pick(struct nvmf *m, struct nvc **out)
 {
+	uint8_t states[NVMF_MAX_PATHS];
+	bool live[NVMF_MAX_PATHS];
 	unsigned i;
+	int best;
 
+	for (i = 0; i < m->npaths; i++) {
+		live[i] = m->paths[i].state == NVC_LIVE;
+		states[i] = m->paths[i].ana_state;
+	}
+	/* only paths of the best ANA state present take requests */
+	best = nvmf_ana_best_rank(states, live, m->npaths);
+	if (best < 0)
+		return NULL;
 	for (i = 0; i < m->npaths; i++) {
 		unsigned k = m->policy == NVMF_RR ? (m->rr + i) % m->npaths : i;
 		struct nvc *c = &m->paths[k];
 		struct nvq *q;
 
-		if (c->state != NVC_LIVE)
+		if (!live[k] || nvmf_ana_rank(c->ana_state) != best)
 			continue;
 		q = nvc_queue(c);
 		if (m->policy == NVMF_FAILOVER && !q)
@@ -442,6 +484,8 @@ static void issue(struct nvmf_req *r)
 	put32(sqe + 48, cdw12);
 	r->path = c;
 	err = nvq_submit(q, sqe, out, outcnt, in, incnt, len, io_done, r);
+	if (!err)
+		c->commands++;
 	if (err) {
 		r->path = NULL;
 		if (err == -ENOMEM) {
@@ -772,9 +816,10 @@ static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 
 		snprintf(key, sizeof(key), "path.%u", i + 1);
 		kv(arg, key, "%s: %s (controller %u, connects %u, lost %llu, "
-		   "events %llu)%s%s", c->url, nvc_state_name(c->state),
-		   c->cntlid, c->connects, (unsigned long long)c->lost,
-		   (unsigned long long)c->events,
+		   "events %llu, commands %llu)%s%s", c->url,
+		   nvc_state_name(c->state), c->cntlid, c->connects,
+		   (unsigned long long)c->lost, (unsigned long long)c->events,
+		   (unsigned long long)c->commands,
 		   c->last_error[0] ? ", last error: " : "", c->last_error);
 		if (!c->connects)
 			continue;
@@ -787,6 +832,17 @@ static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 		snprintf(key, sizeof(key), "path.%u.decision", i + 1);
 		kv(arg, key, "%s%s", c->cfg.why, c->cfg.deac ? " (DEAC used)"
 							     : "");
+		snprintf(key, sizeof(key), "path.%u.ana", i + 1);
+		if (c->ana)
+			kv(arg, key, "%s (group %u, change count %llu, ANACAP "
+			   "0x%02x, states seen %llu, path statuses %llu)",
+			   nvmf_ana_state_name(c->ana_state), c->anagrpid,
+			   (unsigned long long)c->ana_chgcnt, c->anacap,
+			   (unsigned long long)c->ana_changes,
+			   (unsigned long long)c->ana_errors);
+		else
+			kv(arg, key, "not reported (CMIC bit 3 clear): as "
+			   "optimized");
 		if (c->state == NVC_LIVE) {
 			snprintf(key, sizeof(key), "path.%u.transport", i + 1);
 			kv(arg, key, "digests agreed: header %s data %s, "
@@ -802,9 +858,11 @@ static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   m->ids.subnqn[0] ? m->ids.subnqn : "?", m->ids.has_nguid ? a : "-",
 	   m->ids.has_eui64 ? b : "-");
 	kv(arg, "multipath", "%s", m->mp_why);
-	kv(arg, "retries", "%llu (failovers %llu, failed at the deadline "
-	   "%llu)", (unsigned long long)m->retries,
-	   (unsigned long long)m->failovers, (unsigned long long)m->expired);
+	kv(arg, "retries", "%llu (failovers %llu, ANA redirects %llu, failed "
+	   "at the deadline %llu)", (unsigned long long)m->retries,
+	   (unsigned long long)m->failovers,
+	   (unsigned long long)m->ana_redirects,
+	   (unsigned long long)m->expired);
 }
 
 static const struct bs_dev_type nvmf_type = {

@@ -2,10 +2,11 @@
 /*
  * The nvmf driver's own declarations, shared by its files (not a public
  * API): nvmf.c (the device type, paths, requests, multipath),
- * nvmf_queue.c (one NVMe/TCP queue: a socket, PDUs, commands in flight)
- * and nvmf_ctrl.c (a controller = one path: admin queue bring-up,
- * identify, keep alive, events, I/O queues, reconnects). Everything runs
- * on the context's main loop.
+ * nvmf_queue.c (one NVMe/TCP queue: a socket, PDUs, commands in flight),
+ * nvmf_ctrl.c (a controller = one path: admin queue bring-up,
+ * identify, keep alive, events, I/O queues, reconnects) and nvmf_ana.c
+ * (Asymmetric Namespace Access: a path's state, which paths carry I/O).
+ * Everything runs on the context's main loop.
  */
 #ifndef BLKSTACK_DRIVERS_NVMF_H
 #define BLKSTACK_DRIVERS_NVMF_H
@@ -121,9 +122,19 @@ struct nvc {
 	uint32_t ioccsz;
 	uint32_t anagrpid;
 
+	/* ANA (nvmf_ana.c) */
+	bool ana;			/* CMIC bit 3: the controller reports it */
+	uint8_t anacap;
+	uint8_t ana_state;		/* BS_NVME_ANA_*; 0 = not reported */
+	uint64_t ana_chgcnt;		/* of our group, as last read */
+	uint64_t ana_read_ns;		/* the log was last read */
+	bool reana;			/* read the ANA log once idle */
+	uint64_t ana_changes, ana_errors;	/* states seen, path statuses */
+
 	/* counters and news */
 	unsigned connects, failed_connects;
 	uint64_t events, lost, keepalives;
+	uint64_t commands;		/* I/O commands sent on the path */
 	char last_error[256];
 };
 
@@ -135,6 +146,32 @@ void nvc_lost(struct nvc *c, const char *why);
 /* Pick an I/O queue with a free slot (round robin), or NULL. */
 struct nvq *nvc_queue(struct nvc *c);
 void nvc_tick(struct nvc *c);
+/* Read the path's ANA log now, or once the admin queue is idle. */
+void nvc_ana_refresh(struct nvc *c);
+
+/* ---- ANA (nvmf_ana.c) ---------------------------------------------------- */
+
+/* "optimized", ... "none" (0: not reported) */
+const char *nvmf_ana_state_name(uint8_t st);
+/* 0: optimized or not reported, 1: non-optimized, -1: no I/O there */
+int nvmf_ana_rank(uint8_t st);
+/* The ANA state an ANA path status (SCT 3h SC 01h..03h) says, else 0. */
+uint8_t nvmf_ana_state_of_status(uint16_t sf);
+/* The best rank among the @live of @n paths in @states, -1 if none. */
+int nvmf_ana_best_rank(const uint8_t *states, const bool *live, unsigned n);
+/* In the ANA log @log (@len bytes read): the state and change count of
+ * group @grpid, or (@grpid 0) of the group listing @nsid. 0, -ENOENT or
+ * -EPROTO. */
+int nvmf_ana_find(const uint8_t *log, size_t len, uint32_t grpid,
+		  uint32_t nsid, uint8_t *state, uint64_t *chgcnt);
+/* Get Log Page 0Ch of @len bytes, RAE clear. */
+void nvmf_ana_log_sqe(uint8_t *sqe, uint32_t len);
+/* The log is in c->idbuf (@status 0) or was refused: take our state. */
+void nvc_ana_log_read(struct nvc *c, int status);
+/* A command came back with the path status of state @st. */
+void nvc_ana_status(struct nvc *c, uint8_t st);
+/* Unusable for more than a second: read the log again. */
+bool nvc_ana_stale(const struct nvc *c, uint64_t now);
 
 /* ---- the device ---------------------------------------------------------- */
 
@@ -188,6 +225,7 @@ struct nvmf {
 	struct bs_work open_work;
 
 	uint64_t retries, expired, failovers;
+	uint64_t ana_redirects;		/* sent again after an ANA status */
 };
 
 /*
@@ -199,6 +237,8 @@ int nvmf_path_up(struct nvmf *m, struct nvc *c);
 void nvmf_path_live(struct nvmf *m, struct nvc *c);
 void nvmf_path_changed(struct nvmf *m, struct nvc *c);
 void nvmf_path_down(struct nvmf *m, struct nvc *c);
+/* A path's ANA state changed; @was / @now: it could carry I/O. */
+void nvmf_path_ana(struct nvmf *m, struct nvc *c, bool was, bool now);
 /* A path has room: send what waits. */
 void nvmf_kick(struct nvmf *m);
 

@@ -10,14 +10,17 @@
  *      identification descriptors (optional) -> NVM command set
  *      Identify Controller for WZSL (optional)
  *   -> Set Features Number of Queues -> Set Features Async Event
- *      Configuration (namespace attribute notices; optional)
+ *      Configuration (namespace attribute notices, ANA change notices
+ *      when OAES has them; optional)
+ *   -> with ANA (CMIC bit 3): Get Log Page ANA (0Ch), the path's state
  *   -> each I/O queue: TCP + ICReq + Connect (qid n, that controller ID)
  *   -> live: an Asynchronous Event Request kept posted, Keep Alive every
  *      KATO/2.
  *
  * A Namespace Attribute Changed event: Get Log Page (changed namespace
  * list, which re-arms the event), Identify Namespace again, then the
- * device decides again and restacks (nvmf_path_changed). Anything that
+ * device decides again and restacks (nvmf_path_changed). An ANA change
+ * notice: Get Log Page ANA again (nvmf_ana.c). Anything that
  * fails loses the path: every queue closes, its commands go back to the
  * device (which retries them on another path or waits), and the path
  * connects again after reconnect_ms, for as long as the device lives.
@@ -32,9 +35,11 @@
 
 enum {
 	S_CONNECT, S_CAP, S_CC, S_CSTS, S_ID_CTRL, S_ID_NS, S_ID_DESC,
-	S_ID_NVM, S_NQUEUES, S_AEC, S_IOQ, S_LIVE,
-	S_RE_LOG, S_RE_NS, S_RE_DESC,
+	S_ID_NVM, S_NQUEUES, S_AEC, S_ANA, S_IOQ, S_LIVE,
+	S_RE_LOG, S_RE_NS, S_RE_DESC, S_RE_ANA,
 };
+#define AEN_NS_ATTR (1u << 8)
+#define AEN_ANA (1u << 11)
 
 
 #define REG_CAP 0x00
@@ -130,7 +135,7 @@ static void post_aer(struct nvc *c)
 {
 	uint8_t sqe[64] = { 0 };
 
-	if (c->aer_posted || !(c->oaes_lo & (1u << 8)))
+	if (c->aer_posted || !(c->oaes_lo & (AEN_NS_ATTR | AEN_ANA)))
 		return;
 	sqe[0] = BS_NVME_ADMIN_ASYNC_EVENT;
 	if (!admin(c, sqe, 0, NULL, 0))
@@ -162,6 +167,10 @@ static void read_ctrl(struct nvc *c)
 	const uint8_t *d = c->idbuf;
 
 	c->cmic = d[76];
+	c->ana = c->cmic & BS_NVME_CMIC_ANA;
+	c->anacap = d[343];
+	c->ana_state = 0;
+	c->reana = false;
 	c->facts.mdts = d[77];
 	c->oaes_lo = (uint16_t)get32(d + 92);
 	c->facts.oncs = get16(d + 520);
@@ -314,8 +323,15 @@ static void step(struct nvc *c)
 	case S_AEC:
 		sqe[0] = BS_NVME_ADMIN_SET_FEATURES;
 		put32(sqe + 40, 0x0b);
-		put32(sqe + 44, 1u << 8);	/* namespace attribute notices */
+		/* namespace attribute notices, ANA change notices */
+		put32(sqe + 44, AEN_NS_ATTR |
+				(c->ana ? c->oaes_lo & AEN_ANA : 0));
 		admin(c, sqe, 0, NULL, 0);
+		return;
+	case S_ANA:
+	case S_RE_ANA:
+		nvmf_ana_log_sqe(sqe, 4096);
+		admin(c, sqe, 4096, NULL, 0);
 		return;
 	case S_IOQ:
 		c->io_ready = 0;
@@ -354,6 +370,8 @@ static void step(struct nvc *c)
 		if (c->ka_timer < 0)
 			c->ka_timer = 0;
 		nvmf_path_live(m, c);
+		if (c->reana)
+			nvc_ana_refresh(c);
 		return;
 	case S_RE_LOG:
 		sqe[0] = BS_NVME_ADMIN_GET_LOG_PAGE;
@@ -372,8 +390,11 @@ static void on_event(struct nvc *c, uint32_t dw0)
 
 	c->events++;
 	c->aer_posted = false;
-	/* a notice: namespace attribute changed (or ANA change) */
-	if (type == 2 && (info == 0x00 || info == 0x03)) {
+	/* a notice: ANA change: the path's state again */
+	if (type == 2 && info == 0x03)
+		nvc_ana_refresh(c);
+	/* a notice: namespace attribute changed */
+	if (type == 2 && info == 0x00) {
 		if (c->step == S_LIVE) {
 			c->step = S_RE_LOG;
 			step(c);
@@ -485,6 +506,8 @@ static void admin_done(void *arg, const uint8_t *cqe, int err)
 				c->step = S_RE_LOG;
 				break;
 			}
+			if (c->reana)
+				nvc_ana_refresh(c);
 			return;
 		}
 		c->step = S_ID_NVM;
@@ -501,9 +524,22 @@ static void admin_done(void *arg, const uint8_t *cqe, int err)
 		break;
 	case S_AEC:
 		if (st)
-			c->oaes_lo &= (uint16_t)~(1u << 8);
+			c->oaes_lo &= (uint16_t)~(AEN_NS_ATTR | AEN_ANA);
+		c->step = c->ana ? S_ANA : S_IOQ;
+		break;
+	case S_ANA:
+		nvc_ana_log_read(c, st);
 		c->step = S_IOQ;
 		break;
+	case S_RE_ANA:
+		nvc_ana_log_read(c, st);
+		c->step = S_LIVE;
+		if (c->reidentify) {
+			c->reidentify = false;
+			c->step = S_RE_LOG;
+			break;
+		}
+		return;
 	case S_RE_LOG:
 		c->step = S_RE_NS;
 		break;
@@ -629,6 +665,19 @@ void nvc_lost(struct nvc *c, const char *why)
 		c->timer = 0;
 }
 
+void nvc_ana_refresh(struct nvc *c)
+{
+	if (!c->ana || c->step == S_RE_ANA)
+		return;
+	if (c->state != NVC_LIVE || c->step != S_LIVE) {
+		c->reana = true;	/* after what runs now */
+		return;
+	}
+	c->reana = false;
+	c->step = S_RE_ANA;
+	step(c);
+}
+
 struct nvq *nvc_queue(struct nvc *c)
 {
 	unsigned i;
@@ -678,4 +727,7 @@ void nvc_tick(struct nvc *c)
 			return;
 		}
 	}
+	/* after the checks above: a command sent now is newer than now */
+	if (c->state == NVC_LIVE && nvc_ana_stale(c, now))
+		nvc_ana_refresh(c);
 }

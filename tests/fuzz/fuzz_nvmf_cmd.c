@@ -4,8 +4,10 @@
  * layer (fabrics.c, admin.c, io.c): each record is a submission queue
  * entry with its in-capsule data, handed to the dispatch the capsule PDU
  * uses, over a mem device. Asynchronous event notices (as a capability
- * change raises them) are interleaved, so held AERs, the changed
- * namespace log and the cross-thread message path run too.
+ * change raises them) and ANA state changes of the port (as `blkstack
+ * ana-state` makes them) are interleaved, so held AERs, the changed
+ * namespace and ANA logs, the path statuses and the cross-thread
+ * message path run too.
  * fuzz_nvmf_pdu covers the framing; this one reaches deep into commands
  * with every input byte.
  *
@@ -15,8 +17,10 @@
  *            (else its admin queue); bit 3 the queue starts unattached
  *            (a Connect must come first); bit 4 controller 1 disabled
  *   records  kind byte: kind % 8 == 7 is a namespace change notice
- *            (next byte: NSID); else a 64-byte SQE, a 2-byte
- *            little-endian length and that many bytes of data (capped
+ *            (next byte: NSID); kind % 8 == 6 sets the port's ANA
+ *            state (next byte % 5: optimized, non-optimized,
+ *            inaccessible, persistent loss, change); else a 64-byte
+ *            SQE, a 2-byte little-endian length and that many bytes of data (capped
  *            at 16 KiB and at what is left)
  *
  * At the end the loop runs until commands in flight complete, then the
@@ -72,9 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ctrl->csts = 0;
 	else
 		ctrl->cc = BS_NVME_CC_EN;
-	ctrl->aen_cfg = BS_NVME_AEN_CFG_NS_ATTR;
+	ctrl->aen_cfg = BS_NVME_AEN_CFG_NS_ATTR | BS_NVME_AEN_CFG_ANA_CHANGE;
 
-	if (nvmf_net_proto.start(&t.ss, NULL, &sess))
+	if (nvmf_net_proto.start(&t.ss.ports[0], NULL, &sess))
 		goto free_fixture;
 	q = sess;
 	if (!(cfg & 8)) {
@@ -97,6 +101,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			pthread_mutex_lock(&t.ss.lock);
 			nvmf_aen_ns_changed(&t.ss, nsid);
+			pthread_mutex_unlock(&t.ss.lock);
+		} else if (kind % 8 == 6) {
+			static const uint8_t states[] = {
+				BS_NVME_ANA_OPTIMIZED,
+				BS_NVME_ANA_NONOPTIMIZED,
+				BS_NVME_ANA_INACCESSIBLE,
+				BS_NVME_ANA_PERSISTENT_LOSS,
+				BS_NVME_ANA_CHANGE,
+			};
+			uint8_t v = off < size ? data[off++] : 0;
+
+			pthread_mutex_lock(&t.ss.lock);
+			nvmf_ana_set(&t.ss.ports[0], states[v % 5]);
 			pthread_mutex_unlock(&t.ss.lock);
 		} else {
 			const uint8_t *sqe;

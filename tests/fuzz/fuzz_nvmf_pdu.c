@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    fz_nvmf_setup(&t, loop, dev, data[0] & 1))
 		goto out;
 
-	if (nvmf_net_proto.start(&t.ss, NULL, &q))
+	if (nvmf_net_proto.start(&t.ss.ports[0], NULL, &q))
 		goto free_fixture;
 	step = 1 + (size_t)data[1] * 61;
 	for (off = 2; off < size;) {

@@ -3,7 +3,9 @@
 then records (see the comment at the top of tests/fuzz/fuzz_nvmf_cmd.c).
 Seeds: admin commands on controller 1's admin queue (Identify of every
 CNS, Get Log Page, features, AERs then a namespace change notice, the
-changed namespace log, keep alive, abort), I/O commands on its I/O queue
+changed namespace log, keep alive, abort; ANA: the log with and without
+RGO, AERs then port state changes), I/O commands on its I/O queue
+(also while the port is inaccessible)
 (in-capsule writes, reads, Write Zeroes with and without DEAC, DSM,
 Compare, Flush, out of range), Connect on an unattached queue (admin and
 I/O), Property Get/Set, Disconnect. Run from the repository root:
@@ -43,6 +45,10 @@ def notice(nsid=1):
     return bytes([7, nsid])
 
 
+def ana_state(v):
+    return bytes([6, v])
+
+
 def connect(qid, cntlid=0xFFFF, cid=1):
     d = bytearray(1024)
     struct.pack_into("<H", d, 16, cntlid)
@@ -71,6 +77,19 @@ def admin():
     s += rec(sqe(0x7F, 39, fctype=4, rest=struct.pack("<BxxxI", 1, 0)))
     s += rec(sqe(0x7F, 40, fctype=0,
                  rest=struct.pack("<BxxxIQ", 0, 0x14, 0x460000)))
+    return s
+
+
+def ana():
+    s = rec(sqe(9, 50, c10=0x0B, c11=0x900))
+    s += rec(sqe(2, 51, c10=0x0C | (13 << 16), sgl_len=56))
+    s += rec(sqe(2, 52, c10=0x0C | (1 << 8) | (1 << 15) | (11 << 16),
+                 sgl_len=48))
+    s += rec(sqe(0x0C, 53)) + rec(sqe(0x0C, 54))
+    s += ana_state(2) + ana_state(0)
+    s += rec(sqe(2, 55, c10=0x0C | (1023 << 16), sgl_len=4096))
+    s += ana_state(4) + notice(1)
+    s += rec(sqe(6, 56, nsid=1, c10=8, sgl_len=4096))
     return s
 
 
@@ -110,3 +129,6 @@ write("connect-admin", 8, connect(0) + rec(sqe(0x7F, 2, fctype=4,
       rest=struct.pack("<BxxxIQ", 0, 0x14, 0x460001))) + admin())
 write("connect-io", 8, connect(1, 1) + io())
 write("disabled", 16, admin())
+write("ana", 0, ana())
+write("io-inaccessible", 4, ana_state(2) + io() + ana_state(3) + io() +
+      ana_state(0) + io())

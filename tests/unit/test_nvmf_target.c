@@ -6,7 +6,8 @@
  * shared and the identifiers stable; Identify Controller CMIC and ONCS;
  * Write Zeroes on a file device frees the blocks with DEAC and keeps them
  * allocated without it (read back zeroes either way). The discovery log
- * lists every subsystem of the process, each at its own address, reads
+ * lists every port of every subsystem of the process, each at its own
+ * address, reads
  * at any dword offset, and its generation counter moves when one joins
  * or leaves.
  */
@@ -242,10 +243,11 @@ static void output_answers_one_iovec(void **state)
 static void discovery_lists_every_subsystem(void **state)
 {
 	struct nvmf_subsys a, b;
-	uint8_t page[3072], part[1024 + 8];
+	uint8_t page[4096], part[1024 + 8];
 	const struct bs_nvme_disc_log_hdr *h = (const void *)page;
 	const struct bs_nvme_disc_log_entry *e1 = (const void *)(page + 1024);
 	const struct bs_nvme_disc_log_entry *e2 = (const void *)(page + 2048);
+	const struct bs_nvme_disc_log_entry *e3 = (const void *)(page + 3072);
 	uint64_t gen, n0;
 
 	(void)state;
@@ -256,16 +258,22 @@ static void discovery_lists_every_subsystem(void **state)
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	snprintf(a.nqn, sizeof(a.nqn), "nqn.2026-12.org.blkstack:a");
-	snprintf(a.listen, sizeof(a.listen), "127.0.0.1:4420");
+	a.nports = 1;
+	snprintf(a.ports[0].listen, sizeof(a.ports[0].listen),
+		 "127.0.0.1:4420");
 	a.qdepth = 128;
+	/* b has two ports: one entry each */
 	snprintf(b.nqn, sizeof(b.nqn), "nqn.2026-12.org.blkstack:b");
-	snprintf(b.listen, sizeof(b.listen), "[::1]:4421");
+	b.nports = 2;
+	snprintf(b.ports[0].listen, sizeof(b.ports[0].listen), "[::1]:4421");
+	snprintf(b.ports[1].listen, sizeof(b.ports[1].listen),
+		 "127.0.0.2:4422");
 	b.qdepth = 32;
 	nvmf_disc_add(&a);
 	nvmf_disc_add(&b);
 
 	nvmf_discovery_log(&a, page, 0, sizeof(page));
-	assert_int_equal(bs_nvme_le64(h->numrec), 2);
+	assert_int_equal(bs_nvme_le64(h->numrec), 3);
 	assert_true(bs_nvme_le64(h->genctr) != gen);
 	gen = bs_nvme_le64(h->genctr);
 	assert_string_equal(e1->subnqn, "nqn.2026-12.org.blkstack:a");
@@ -278,29 +286,33 @@ static void discovery_lists_every_subsystem(void **state)
 	assert_memory_equal(e2->trsvcid, "4421 ", 5);
 	assert_int_equal(e2->adrfam, BS_NVME_ADRFAM_IPV6);
 	assert_true(bs_nvme_le16(e1->portid) != bs_nvme_le16(e2->portid));
+	assert_string_equal(e3->subnqn, "nqn.2026-12.org.blkstack:b");
+	assert_memory_equal(e3->traddr, "127.0.0.2 ", 10);
+	assert_memory_equal(e3->trsvcid, "4422 ", 5);
+	assert_true(bs_nvme_le16(e3->portid) != bs_nvme_le16(e2->portid));
 
 	/* the same page from the listener of the other subsystem */
 	memset(part, 0xee, sizeof(part));
 	nvmf_discovery_log(&b, part, 0, 1024);
 	assert_memory_equal(part, page, 1024);
 
-	/* an offset: the second entry alone, the rest past the end zero */
+	/* an offset: the third entry alone, the rest past the end zero */
 	memset(part, 0xee, sizeof(part));
-	nvmf_discovery_log(&a, part, 2048, sizeof(part));
-	assert_memory_equal(part, page + 2048, 1024);
+	nvmf_discovery_log(&a, part, 3072, sizeof(part));
+	assert_memory_equal(part, page + 3072, 1024);
 	assert_true(th_is_zero(part + 1024, 8));
 	/* an offset inside the header: genctr onwards */
 	nvmf_discovery_log(&a, part, 8, 16);
 	assert_memory_equal(part, page + 8, 16);
 	/* past the end: zeroes */
 	memset(part, 0xee, sizeof(part));
-	nvmf_discovery_log(&a, part, 4096, 64);
+	nvmf_discovery_log(&a, part, 5120, 64);
 	assert_true(th_is_zero(part, 64));
 
 	/* one leaves: a new generation, one record */
 	nvmf_disc_remove(&a);
 	nvmf_discovery_log(&b, page, 0, sizeof(page));
-	assert_int_equal(bs_nvme_le64(h->numrec), 1);
+	assert_int_equal(bs_nvme_le64(h->numrec), 2);
 	assert_true(bs_nvme_le64(h->genctr) != gen);
 	assert_string_equal(e1->subnqn, "nqn.2026-12.org.blkstack:b");
 	nvmf_disc_remove(&b);

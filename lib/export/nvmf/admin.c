@@ -2,7 +2,8 @@
 /*
  * Admin commands: Identify (controller, active namespace list, namespace,
  * namespace identification descriptors, NVM command set specific), Get
- * Log Page (error, SMART / health, changed namespace list, discovery),
+ * Log Page (error, SMART / health, changed namespace list, ANA,
+ * discovery),
  * Set/Get Features (number of queues, asynchronous event configuration,
  * keep alive timer, volatile write cache), Asynchronous Event Request
  * (held until an event), Abort, Keep Alive.
@@ -11,7 +12,9 @@
  * namespace's device has write_zeroes_unmap, else 0; ONCS Compare always,
  * Write Zeroes and Dataset Management from the devices' capabilities; VWC
  * from their write cache; NMIC shared and CMIC multi-controller so that
- * multipath hosts join paths; MDTS 1 MiB or the smallest max transfer.
+ * multipath hosts join paths; MDTS 1 MiB or the smallest max transfer;
+ * with ANA (ana.c) CMIC bit 3, ANACAP/ANATT/ANAGRPMAX/NANAGRPID, ANAGRPID
+ * 1 in Identify Namespace, the ANA log and its change notice.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -121,6 +124,21 @@ void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
 	id->cntrltype = BS_NVME_CTRL_TYPE_IO;
 	id->cmic = BS_NVME_CMIC_MULTI_CTRL;
 	id->oaes = bs_nvme_cpu_to_le32(BS_NVME_AEN_CFG_NS_ATTR);
+	if (ss->ana) {
+		id->cmic |= BS_NVME_CMIC_ANA;
+		if (ss->nports > 1)
+			id->cmic |= BS_NVME_CMIC_MULTI_PORT;
+		id->oaes |= bs_nvme_cpu_to_le32(BS_NVME_AEN_CFG_ANA_CHANGE);
+		id->anatt = NVMF_ANATT;
+		id->anacap = BS_NVME_ANACAP_OPTIMIZED |
+			     BS_NVME_ANACAP_NONOPTIMIZED |
+			     BS_NVME_ANACAP_INACCESSIBLE |
+			     BS_NVME_ANACAP_PERSISTENT_LOSS |
+			     BS_NVME_ANACAP_CHANGE |
+			     BS_NVME_ANACAP_GRPID_FIXED;
+		id->anagrpmax = bs_nvme_cpu_to_le32(1);
+		id->nanagrpid = bs_nvme_cpu_to_le32(1);
+	}
 	id->acl = 3;
 	for (i = 0; i < ss->nns; i++) {
 		const struct bs_caps *cp = &ss->ns[i].caps;
@@ -169,8 +187,21 @@ void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id)
 	}
 	if (ns->unit->readonly)
 		id->nsattr = 1;
+	id->anagrpid = bs_nvme_cpu_to_le32(ns->anagrpid);
 	memcpy(id->nguid, ns->nguid, 16);
 	memcpy(id->eui64, ns->eui64, 8);
+}
+
+void nvmf_id_ns_indep(struct nvmf_ns *ns, struct bs_nvme_id_ns_cs_indep *id)
+{
+	memset(id, 0, sizeof(*id));
+	if (ns->caps.discard || ns->caps.write_zeroes_unmap)
+		id->nsfeat = BS_NVME_NSFEAT_THIN;
+	id->nmic = BS_NVME_NMIC_SHARED;
+	id->anagrpid = bs_nvme_cpu_to_le32(ns->anagrpid);
+	if (ns->unit->readonly)
+		id->nsattr = 1;
+	id->nstat = 1;		/* ready */
 }
 
 static void put_desc(uint8_t *b, size_t *off, uint8_t type, const void *v,
@@ -259,12 +290,8 @@ static void identify(struct nvmf_cmd *c)
 				   : BS_NVME_SC_INVALID_NS);
 			return;
 		}
-		if (cns == BS_NVME_CNS_NS_CS_INDEP) {
-			/* NSFEAT, NMIC, RESCAP, FPI, ANAGRPID, NSATTR... */
-			b[0] = ns->caps.discard ? BS_NVME_NSFEAT_THIN : 0;
-			b[1] = BS_NVME_NMIC_SHARED;
-			b[6] = ns->unit->readonly ? 1 : 0;
-		}
+		if (cns == BS_NVME_CNS_NS_CS_INDEP)
+			nvmf_id_ns_indep(ns, (void *)b);
 		break;
 	case BS_NVME_CNS_CS_CTRL:
 		if (csi != BS_NVME_CSI_NVM) {
@@ -364,7 +391,25 @@ static void get_log(struct nvmf_cmd *c)
 			ctrl->aen_ns_masked = false;
 		}
 		break;
+	case BS_NVME_LOG_ANA: {
+		bool rgo = (cdw10 >> BS_NVME_LOG_LSP_SHIFT) &
+			   BS_NVME_ANA_LSP_RGO;
+
+		if (!q->ss->ana)
+			goto bad_lid;
+		size = nvmf_ana_log(ctrl, rgo, NULL);
+		page = malloc(size);
+		if (!page)
+			break;
+		nvmf_ana_log(ctrl, rgo, page);
+		if (!rae) {
+			ctrl->aen_ana_pending = false;
+			ctrl->aen_ana_masked = false;
+		}
+		break;
+	}
 	default:
+	bad_lid:
 		free(out);
 		FAIL(c, BS_NVME_SC_INVALID_LOG_PAGE);
 		return;
@@ -444,6 +489,9 @@ static void features(struct nvmf_cmd *c, bool set)
 		uint32_t ok = ctrl->discovery ? BS_NVME_AEN_CFG_DISC_CHANGE
 					      : BS_NVME_AEN_CFG_NS_ATTR;
 
+		if (!ctrl->discovery && ss->ana)
+			ok |= BS_NVME_AEN_CFG_ANA_CHANGE;
+
 		if (set)
 			ctrl->aen_cfg = cdw11 & ok;
 		r = ctrl->aen_cfg;
@@ -487,22 +535,33 @@ invalid:
 
 /* ---- asynchronous events --------------------------------------------------- */
 
+/* Answer a held AER with a notice of @info (log page @lid) when one is
+ * pending, not masked and enabled (@cfg); masked until the log is read. */
+static void aen_notice(struct nvmf_ctrl *ctrl, bool *pending, bool *masked,
+		       uint32_t cfg, unsigned info, unsigned lid)
+{
+	uint16_t cid;
+
+	if (!ctrl->naer || !*pending || *masked || !(ctrl->aen_cfg & cfg))
+		return;
+	cid = ctrl->aer_cid[--ctrl->naer];
+	*pending = false;
+	*masked = true;
+	nvmf_queue_respond(ctrl->admin, cid, 0,
+			   bs_nvme_aen_result(BS_NVME_AER_TYPE_NOTICE, info,
+					      lid));
+}
+
 void nvmf_aen_kick(struct nvmf_ctrl *ctrl)
 {
-	if (!ctrl->admin || ctrl->admin->ended || !ctrl->naer)
+	if (!ctrl->admin || ctrl->admin->ended)
 		return;
-	if (ctrl->aen_ns_pending && !ctrl->aen_ns_masked &&
-	    (ctrl->aen_cfg & BS_NVME_AEN_CFG_NS_ATTR)) {
-		uint16_t cid = ctrl->aer_cid[--ctrl->naer];
-
-		ctrl->aen_ns_pending = false;
-		ctrl->aen_ns_masked = true;
-		nvmf_queue_respond(ctrl->admin, cid, 0,
-				   bs_nvme_aen_result(
-					   BS_NVME_AER_TYPE_NOTICE,
-					   BS_NVME_AER_NOTICE_NS_CHANGED,
-					   BS_NVME_LOG_CHANGED_NS));
-	}
+	aen_notice(ctrl, &ctrl->aen_ns_pending, &ctrl->aen_ns_masked,
+		   BS_NVME_AEN_CFG_NS_ATTR, BS_NVME_AER_NOTICE_NS_CHANGED,
+		   BS_NVME_LOG_CHANGED_NS);
+	aen_notice(ctrl, &ctrl->aen_ana_pending, &ctrl->aen_ana_masked,
+		   BS_NVME_AEN_CFG_ANA_CHANGE, BS_NVME_AER_NOTICE_ANA,
+		   BS_NVME_LOG_ANA);
 }
 
 void nvmf_aen_ns_changed(struct nvmf_subsys *ss, uint32_t nsid)

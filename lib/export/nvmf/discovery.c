@@ -3,9 +3,9 @@
  * The discovery subsystem (nqn.2014-08.org.nvmexpress.discovery) each
  * listener serves besides its NVM subsystem: the discovery log page, a
  * header with the generation counter and record count, then one entry per
- * NVM subsystem of the process (every `nvmf` export, each at its own
- * listener's address and port ID), read with any offset and length the
- * host asks for.
+ * port of every NVM subsystem of the process (every listener of every
+ * `nvmf` export, each at its address and port ID), read with any offset
+ * and length the host asks for.
  *
  * The registry of subsystems is process-wide and under a mutex: exports
  * are opened and closed on the main loop, and a discovery controller's
@@ -28,12 +28,15 @@ static uint16_t reg_next_portid = 1;
 void nvmf_disc_add(struct nvmf_subsys *ss)
 {
 	struct nvmf_subsys **pp;
+	unsigned i;
 
 	pthread_mutex_lock(&reg_lock);
 	ss->disc_next = NULL;
-	ss->portid = reg_next_portid++;
-	if (!reg_next_portid)
-		reg_next_portid = 1;
+	for (i = 0; i < ss->nports; i++) {
+		ss->ports[i].portid = reg_next_portid++;
+		if (!reg_next_portid)
+			reg_next_portid = 1;
+	}
 	for (pp = &reg_head; *pp; pp = &(*pp)->disc_next)
 		;
 	*pp = ss;
@@ -63,7 +66,8 @@ static void pad(char *dst, size_t n, const char *src)
 	memcpy(dst, src, l < n ? l : n);
 }
 
-static void entry(struct nvmf_subsys *ss, struct bs_nvme_disc_log_entry *e)
+static void entry(struct nvmf_subsys *ss, struct nvmf_port *pt,
+		  struct bs_nvme_disc_log_entry *e)
 {
 	char host[128], port[32];
 	const char *colon;
@@ -71,7 +75,7 @@ static void entry(struct nvmf_subsys *ss, struct bs_nvme_disc_log_entry *e)
 	e->trtype = BS_NVME_TRTYPE_TCP;
 	/* the bound address (the port the kernel chose for port 0) */
 	snprintf(host, sizeof(host), "%s",
-		 ss->nl ? bs_net_listener_addr(ss->nl) : ss->listen);
+		 pt->nl ? bs_net_listener_addr(pt->nl) : pt->listen);
 	colon = strrchr(host, ':');
 	snprintf(port, sizeof(port), "%s", colon ? colon + 1 : "4420");
 	if (colon)
@@ -88,7 +92,7 @@ static void entry(struct nvmf_subsys *ss, struct bs_nvme_disc_log_entry *e)
 	}
 	e->subtype = BS_NVME_NQN_TYPE_NVME;
 	e->treq = BS_NVME_TREQ_SECURE_NOT_REQUIRED;
-	e->portid = bs_nvme_cpu_to_le16(ss->portid);
+	e->portid = bs_nvme_cpu_to_le16(pt->portid);
 	e->cntlid = bs_nvme_cpu_to_le16(BS_NVME_CNTLID_DYNAMIC);
 	e->asqsz = bs_nvme_cpu_to_le16((uint16_t)ss->qdepth);
 	pad(e->trsvcid, sizeof(e->trsvcid), port);
@@ -103,14 +107,16 @@ void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 	struct bs_nvme_disc_log_hdr *h;
 	struct nvmf_subsys *s;
 	uint8_t *page = NULL;
+	const size_t esz = sizeof(struct bs_nvme_disc_log_entry);
 	uint64_t n = 0, i = 0;
+	unsigned p;
 	size_t size;
 
 	(void)ss;
 	memset(buf, 0, len);
 	pthread_mutex_lock(&reg_lock);
 	for (s = reg_head; s; s = s->disc_next)
-		n++;
+		n += s->nports;
 	size = sizeof(*h) + n * sizeof(struct bs_nvme_disc_log_entry);
 	if (off < size)
 		page = calloc(1, size);
@@ -118,9 +124,10 @@ void nvmf_discovery_log(struct nvmf_subsys *ss, uint8_t *buf, uint64_t off,
 		h = (void *)page;
 		h->genctr = bs_nvme_cpu_to_le64(reg_genctr);
 		h->numrec = bs_nvme_cpu_to_le64(n);
-		for (s = reg_head; s; s = s->disc_next, i++)
-			entry(s, (void *)(page + sizeof(*h) +
-					  i * sizeof(struct bs_nvme_disc_log_entry)));
+		for (s = reg_head; s; s = s->disc_next)
+			for (p = 0; p < s->nports; p++, i++)
+				entry(s, &s->ports[p],
+				      (void *)(page + sizeof(*h) + i * esz));
 	}
 	pthread_mutex_unlock(&reg_lock);
 	if (page)

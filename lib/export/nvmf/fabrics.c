@@ -143,6 +143,7 @@ static void connect_admin(struct nvmf_cmd *c,
 		return;
 	}
 	ctrl->ss = ss;
+	ctrl->port = q->port;
 	ctrl->discovery = disc;
 	memcpy(ctrl->hostnqn, d->hostnqn, sizeof(ctrl->hostnqn));
 	ctrl->hostnqn[sizeof(ctrl->hostnqn) - 1] = 0;
@@ -175,10 +176,11 @@ static void connect_io(struct nvmf_cmd *c, const struct bs_nvme_connect_cmd *cmd
 	uint16_t qid = bs_nvme_le16(cmd->qid);
 	struct nvmf_ctrl *ctrl = ctrl_find(ss, bs_nvme_le16(d->cntlid));
 
-	if (!ctrl || ctrl->discovery || disc ||
+	if (!ctrl || ctrl->discovery || disc || ctrl->port != q->port ||
 	    strncmp(ctrl->hostnqn, d->hostnqn, sizeof(d->hostnqn))) {
 		/* the host NQN must match; the host ID is not checked (as
-		 * Linux's nvmet; some hosts send a fresh one per queue) */
+		 * Linux's nvmet; some hosts send a fresh one per queue);
+		 * an association lives on one port (its ANA state) */
 		nvmf_cmd_done(c, BS_NVME_SC_CONNECT_INVALID_PARAM |
 				 BS_NVME_SF_DNR,
 			      IPO_DATA(offsetof(struct bs_nvme_connect_data,

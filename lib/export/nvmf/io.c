@@ -5,7 +5,9 @@
  * that may unmap; DEAC clear: zeroout NOUNMAP; FUA), Dataset Management
  * deallocate (a zeroout that may unmap where the device has
  * write_zeroes_unmap, so deallocated blocks read as zeroes as DLFEAT
- * says; else a discard, advisory), Compare.
+ * says; else a discard, advisory), Compare. On a port whose ANA state is
+ * inaccessible, persistent loss or change every one of them gets the
+ * path status of that state (ana.c), without DNR.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -254,10 +256,17 @@ static void dsm(struct nvmf_cmd *c)
 void nvmf_io(struct nvmf_cmd *c)
 {
 	uint32_t nsid = bs_nvme_le32(c->sqe.nsid);
+	uint16_t sf;
 
 	c->ns = nvmf_ns_find(c->q->ss, nsid);
 	if (!c->ns) {
 		FAIL(c, BS_NVME_SC_INVALID_NS);
+		return;
+	}
+	sf = nvmf_ana_io_status(c->q->ctrl);
+	if (sf) {
+		/* another path may serve it: no DNR */
+		nvmf_cmd_done(c, sf, 0, NULL, 0);
 		return;
 	}
 	switch (c->sqe.opcode) {
@@ -269,8 +278,8 @@ void nvmf_io(struct nvmf_cmd *c)
 		return;
 	case BS_NVME_CMD_COMPARE: {
 		uint64_t off, len;
-		uint16_t sf = range(c, &off, &len);
 
+		sf = range(c, &off, &len);
 		if (sf || len != c->len) {
 			FAIL(c, sf ? sf : BS_NVME_SC_SGL_INVALID_DATA);
 			return;

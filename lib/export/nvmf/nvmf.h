@@ -3,9 +3,11 @@
  * State shared by the files of the NVMe/TCP target (not a public API).
  *
  *   nvmf_subsys  one `nvmf` export: an NVM subsystem (its NQN), its
- *                namespaces (the export's units, NSID 1..), its listener
- *                and its controllers. The listener also serves the
- *                discovery subsystem.
+ *                namespaces (the export's units, NSID 1..), its ports
+ *                and its controllers.
+ *   nvmf_port    one listener of the subsystem (`listen`, `listen.N`)
+ *                with its ANA state; it also serves the discovery
+ *                subsystem.
  *   nvmf_ctrl    one controller = one association: made by a Connect on
  *                an admin queue, joined by I/O queues naming its ID.
  *   nvmf_queue   one TCP connection = one queue (admin or I/O).
@@ -50,6 +52,10 @@
 #define NVMF_MAXH2CDATA NVMF_MAX_XFER
 #define NVMF_AERL 4		/* AERs held at once */
 #define NVMF_KAS_100MS 10	/* keep alive granularity: 1 s */
+#define NVMF_MAX_PORTS 4	/* listeners of one subsystem */
+/* ANA: one group per subsystem (its namespaces all), ID 1 */
+#define NVMF_ANAGRPID 1
+#define NVMF_ANATT 10		/* seconds a transition may last */
 
 struct nvmf_ns {
 	uint32_t nsid;
@@ -57,6 +63,7 @@ struct nvmf_ns {
 	uint8_t nguid[16];
 	uint8_t eui64[8];
 	uint8_t uuid[16];
+	uint32_t anagrpid;		/* 0 without ANA */
 	/* the unit's capabilities as hosts see them (ss->lock): copied
 	 * before the namespace attribute notice is sent */
 	struct bs_caps caps;
@@ -64,6 +71,18 @@ struct nvmf_ns {
 
 struct nvmf_ctrl;
 struct nvmf_queue;
+struct nvmf_subsys;
+
+struct nvmf_port {
+	struct nvmf_subsys *ss;
+	unsigned index;			/* 1.. (`listen` = 1, `listen.N`) */
+	char listen[128];
+	struct bs_net_listener *nl;
+	uint16_t portid;		/* in the discovery log */
+	/* BS_NVME_ANA_*: written under ss->lock, read atomically by the
+	 * I/O path */
+	uint8_t ana_state;
+};
 
 struct nvmf_subsys {
 	struct bs_export *exp;
@@ -77,19 +96,22 @@ struct nvmf_subsys {
 	uint32_t qdepth;		/* entries per queue (MQES + 1) */
 	uint32_t kato_max_ms;		/* 0 = any */
 	struct bs_net_limits lim;
-	char listen[128];
-	struct bs_net_listener *nl;
+	struct nvmf_port ports[NVMF_MAX_PORTS];
+	unsigned nports;
+	bool ana;			/* ANA reported (CMIC bit 3) */
+	uint64_t ana_chgcnt;		/* ANA log change count (ss->lock) */
 	struct nvmf_ns *ns;
 	unsigned nns;
 	struct nvmf_ctrl *ctrls;
 	uint16_t next_cntlid;
 	struct nvmf_subsys *disc_next;	/* discovery.c's registry */
-	uint16_t portid;		/* in the discovery log */
 	int timer;
 };
 
 struct nvmf_ctrl {
 	struct nvmf_subsys *ss;
+	struct nvmf_port *port;		/* its admin queue came in on; NULL
+					   in unit tests = optimized */
 	struct nvmf_ctrl *next;
 	uint16_t cntlid;
 	bool discovery;
@@ -103,6 +125,8 @@ struct nvmf_ctrl {
 	unsigned naer;
 	bool aen_ns_pending;		/* a NS attribute notice to send */
 	bool aen_ns_masked;		/* sent, log page not read yet */
+	bool aen_ana_pending;		/* an ANA change notice to send */
+	bool aen_ana_masked;		/* sent, ANA log not read yet */
 	uint32_t changed[BS_NVME_CHANGED_NS_MAX];
 	unsigned nchanged;
 	bool changed_overflow;
@@ -147,6 +171,7 @@ struct nvmf_cmd {
 struct nvmf_queue {
 	struct bs_net_conn *nc;
 	struct nvmf_subsys *ss;
+	struct nvmf_port *port;		/* NULL in unit tests */
 	struct bs_loop *loop;		/* the loop that serves it */
 	/* messages from other threads (ss->lock) */
 	struct bs_work msg;
@@ -221,6 +246,28 @@ void nvmf_aen_kick(struct nvmf_ctrl *ctrl);
  * under ss->lock when queues may run). */
 void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id);
 void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id);
+/* The I/O command set independent Identify Namespace (CNS 08h). */
+void nvmf_id_ns_indep(struct nvmf_ns *ns,
+		      struct bs_nvme_id_ns_cs_indep *id);
+
+/* ana.c: Asymmetric Namespace Access, one group per subsystem, the
+ * state per port */
+/* "optimized" ... for a BS_NVME_ANA_* state, NULL if none */
+const char *nvmf_ana_name(uint8_t state);
+/* The state called @name, or 0 */
+uint8_t nvmf_ana_parse(const char *name);
+/* The state @ctrl's port has (optimized without a port) */
+uint8_t nvmf_ana_state(const struct nvmf_ctrl *ctrl);
+/* The ANA log page (LID 0Ch) as @ctrl sees it, @rgo: groups only
+ * (no NSID lists); returns its size, @page NULL to size it. Under
+ * ss->lock. */
+size_t nvmf_ana_log(const struct nvmf_ctrl *ctrl, bool rgo, uint8_t *page);
+/* The path status an I/O command gets on @ctrl's port: 0 when the
+ * port is optimized or non-optimized (any thread, no lock) */
+uint16_t nvmf_ana_io_status(const struct nvmf_ctrl *ctrl);
+/* Under ss->lock: set @port's state; when it changed, count it and
+ * tell every controller on the port (ANA change notice) */
+void nvmf_ana_set(struct nvmf_port *port, uint8_t state);
 
 /* io.c */
 void nvmf_io(struct nvmf_cmd *c);
@@ -229,7 +276,7 @@ void nvmf_io_exec(struct nvmf_cmd *c);
 
 /* discovery.c */
 /* Join/leave the list every discovery log shows (any thread). */
-void nvmf_disc_add(struct nvmf_subsys *ss);
+void nvmf_disc_add(struct nvmf_subsys *ss);	/* gives port IDs */
 void nvmf_disc_remove(struct nvmf_subsys *ss);
 /* The discovery log page (every subsystem of the process, as @ss's
  * discovery controller sees it) into @buf (@len bytes from @off). */

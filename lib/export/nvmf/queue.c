@@ -553,13 +553,14 @@ void nvmf_queue_send_aen(struct nvmf_queue *q)
 
 static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 {
-	struct nvmf_subsys *ss = owner;
+	struct nvmf_port *port = owner;
 	struct nvmf_queue *q = calloc(1, sizeof(*q));
 
 	if (!q)
 		return -ENOMEM;
 	q->nc = nc;
-	q->ss = ss;
+	q->port = port;
+	q->ss = port->ss;
 	q->loop = bs_loop_current();
 	q->pp.max_data = NVMF_MAXH2CDATA > NVMF_INCAPSULE ? NVMF_MAXH2CDATA
 							  : NVMF_INCAPSULE;

@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The `nvmf` export type: an export is one NVM subsystem served over
- * NVMe/TCP, its units the namespaces (NSID 1.. in config order). The
- * listener serves the discovery subsystem too.
+ * NVMe/TCP, its units the namespaces (NSID 1.. in config order). Its
+ * listeners are the subsystem's ports (each with an ANA state, ana.c,
+ * set at run time by `blkstack ana-state` through set_port_state); each
+ * serves the discovery subsystem too.
  *
  *   [export s0]
  *   type = nvmf
  *   device = vol0                 NSID 1; or unit.NAME = DEV lines
- *   listen = 127.0.0.1:4420       HOST:PORT (default that)
+ *   listen = 127.0.0.1:4420       HOST:PORT (default that): port 1
+ *   listen.2 = 127.0.0.1:4421     more ports of the subsystem (to .4)
+ *   ana = 0|1                     report ANA (default: 1 with more than
+ *                                 one port or an ana_state.N line)
+ *   ana_state.N = optimized       port N's ANA state (optimized,
+ *                                 non-optimized, inaccessible,
+ *                                 persistent-loss, change)
  *   nqn = nqn.2026-12.org.blkstack:s0   (default: that prefix + the name)
  *   allow_hosts = NQN,NQN         host NQNs allowed (default: any host)
  *   header_digest = 0|1           allow CRC32C header digests (default 1)
@@ -44,7 +52,10 @@ static const char *sep(const char *where)
 }
 
 struct nvmf_opts {
-	char listen[128];
+	char listen[NVMF_MAX_PORTS][128];
+	unsigned nports;
+	bool ana;
+	uint8_t ana_state[NVMF_MAX_PORTS];
 	char nqn[BS_NVME_NQN_SIZE];
 	char *allow_words;
 	char *allow[NVMF_MAX_ALLOW];
@@ -81,6 +92,77 @@ static int get_count(const char *name, struct bs_opts *opts, const char *key,
 	return 0;
 }
 
+/*
+ * listen.2 .. listen.N (after `listen`, port 1), then `ana` and the
+ * ports' ana_state.N. Ports are numbered by their keys, without gaps.
+ */
+static int read_ports(const char *name, struct bs_opts *opts,
+		      struct nvmf_opts *o)
+{
+	char key[32], why[200];
+	const char *v, *w;
+	struct bs_net_addr a;
+	bool any_state = false;
+	unsigned i, j;
+	int err;
+
+	o->nports = 1;
+	for (i = 2; i <= NVMF_MAX_PORTS; i++) {
+		snprintf(key, sizeof(key), "listen.%u", i);
+		v = bs_opts_get(opts, key);
+		if (!v)
+			continue;
+		w = bs_opts_where(opts, key);
+		if (o->nports + 1 != i)
+			return bs_error(-EINVAL, "%s%sexport %s: %s without "
+					"listen.%u", w, sep(w), name, key,
+					i - 1);
+		if (bs_net_parse_addr(v, &a, why, sizeof(why)))
+			return bs_error(-EINVAL, "%s%sexport %s: %s '%s': %s",
+					w, sep(w), name, key, v, why);
+		for (j = 0; j < o->nports; j++)
+			if (!strcmp(o->listen[j], v))
+				return bs_error(-EINVAL, "%s%sexport %s: %s "
+						"'%s': port %u has it", w,
+						sep(w), name, key, v, j + 1);
+		snprintf(o->listen[o->nports++], sizeof(o->listen[0]), "%s",
+			 v);
+	}
+	for (i = 1; i <= NVMF_MAX_PORTS; i++) {
+		snprintf(key, sizeof(key), "ana_state.%u", i);
+		v = bs_opts_get(opts, key);
+		if (i <= o->nports)
+			o->ana_state[i - 1] = BS_NVME_ANA_OPTIMIZED;
+		if (!v)
+			continue;
+		w = bs_opts_where(opts, key);
+		if (i > o->nports)
+			return bs_error(-EINVAL, "%s%sexport %s: %s: no port "
+					"%u (%u listener%s)", w, sep(w), name,
+					key, i, o->nports,
+					o->nports == 1 ? "" : "s");
+		o->ana_state[i - 1] = nvmf_ana_parse(v);
+		if (!o->ana_state[i - 1])
+			return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give "
+					"optimized, non-optimized, "
+					"inaccessible, persistent-loss or "
+					"change", w, sep(w), name, key, v);
+		any_state = true;
+	}
+	/* on with several ports or a state given, unless `ana = 0` */
+	o->ana = o->nports > 1 || any_state;
+	err = bs_opts_get_bool(opts, "ana", &o->ana);
+	if (err < 0)
+		return err;
+	if (any_state && !o->ana) {
+		w = bs_opts_where(opts, "ana");
+		return bs_error(-EINVAL, "%s%sexport %s: ana_state.N with "
+				"ana = 0: hosts could not learn the state", w,
+				sep(w), name);
+	}
+	return 0;
+}
+
 static int read_opts(const char *name, struct bs_opts *opts,
 		     struct nvmf_opts *o)
 {
@@ -98,12 +180,15 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	o->hdgst = o->ddgst = true;
 	o->ioq = 4;
 	o->qdepth = 128;
-	snprintf(o->listen, sizeof(o->listen), "%s",
+	snprintf(o->listen[0], sizeof(o->listen[0]), "%s",
 		 listen ? listen : NVMF_DEFAULT_LISTEN);
 	w = bs_opts_where(opts, "listen");
-	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
+	if (bs_net_parse_addr(o->listen[0], &a, why, sizeof(why)))
 		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
-				sep(w), name, o->listen, why);
+				sep(w), name, o->listen[0], why);
+	err = read_ports(name, opts, o);
+	if (err)
+		return err;
 	if (nqn) {
 		w = bs_opts_where(opts, "nqn");
 		if (!good_nqn(nqn))
@@ -275,8 +360,9 @@ static void subsys_free(struct nvmf_subsys *ss)
 	if (ss->timer)
 		bs_loop_cancel_timer(ss->loop, ss->timer);
 	/* closes every queue and waits until they are gone */
-	if (ss->nl)
-		bs_net_listener_free(ss->nl);
+	for (i = 0; i < ss->nports; i++)
+		if (ss->ports[i].nl)
+			bs_net_listener_free(ss->ports[i].nl);
 	for (i = 0; i < ss->nallow; i++)
 		free(ss->allow[i]);
 	free(ss->ns);
@@ -304,7 +390,15 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 	ss->exp = exp;
 	ss->loop = bs_ctx_loop(exp->ctx);
 	snprintf(ss->nqn, sizeof(ss->nqn), "%s", o.nqn);
-	snprintf(ss->listen, sizeof(ss->listen), "%s", o.listen);
+	ss->ana = o.ana;
+	for (i = 0; i < o.nports; i++) {
+		struct nvmf_port *pt = &ss->ports[i];
+
+		pt->ss = ss;
+		pt->index = i + 1;
+		pt->ana_state = o.ana_state[i];
+		snprintf(pt->listen, sizeof(pt->listen), "%s", o.listen[i]);
+	}
 	for (i = 0; i < o.nallow; i++) {
 		ss->allow[i] = strdup(o.allow[i]);
 		if (!ss->allow[i]) {
@@ -333,32 +427,41 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 		ss->ns[i].unit = &exp->units[i];
 		ss->ns[i].caps = exp->units[i].caps;
 		ns_ids(&ss->ns[i], ss->nqn, exp->units[i].name);
+		if (ss->ana)
+			ss->ns[i].anagrpid = NVMF_ANAGRPID;
 	}
-	{
+	for (i = 0; i < o.nports; i++) {
 		struct bs_net_listen_cfg cfg = {
-			.addr = ss->listen,
+			.addr = ss->ports[i].listen,
 			.limits = ss->lim,
 			.proto = &nvmf_net_proto,
-			.owner = ss,
+			.owner = &ss->ports[i],
 			.log = set_log,
 			.log_arg = ss,
 			/* connections spread over the I/O threads */
 			.ctx = exp->ctx,
 		};
 
-		err = bs_net_listen(ss->loop, &cfg, &ss->nl);
+		err = bs_net_listen(ss->loop, &cfg, &ss->ports[i].nl);
 		if (err)
 			goto fail;
+		/* counted as they open: subsys_free() frees those */
+		ss->nports = i + 1;
 	}
 	ss->timer = bs_loop_add_timer(ss->loop, TICK_MS, tick, ss);
 	if (ss->timer < 0)
 		ss->timer = 0;
 	exp->priv = ss;
 	nvmf_disc_add(ss);
-	bs_exports_log(exp->set, "export %s: nvmf subsystem %s on %s, %u "
-		       "namespace%s", exp->name, ss->nqn,
-		       bs_net_listener_addr(ss->nl), ss->nns,
-		       ss->nns == 1 ? "" : "s");
+	for (i = 0; i < ss->nports; i++)
+		bs_exports_log(exp->set, "export %s: nvmf subsystem %s port "
+			       "%u on %s%s%s, %u namespace%s", exp->name,
+			       ss->nqn, i + 1,
+			       bs_net_listener_addr(ss->ports[i].nl),
+			       ss->ana ? ", ANA " : "",
+			       ss->ana ? nvmf_ana_name(ss->ports[i].ana_state)
+				       : "",
+			       ss->nns, ss->nns == 1 ? "" : "s");
 	return 0;
 fail:
 	free(o.allow_words);
@@ -369,16 +472,20 @@ fail:
 static void nvmf_shutdown(struct bs_export *exp)
 {
 	struct nvmf_subsys *ss = exp->priv;
+	unsigned i;
 
-	if (ss && ss->nl)
-		bs_net_listener_drain(ss->nl);
+	for (i = 0; ss && i < ss->nports; i++)
+		bs_net_listener_drain(ss->ports[i].nl);
 }
 
 static unsigned nvmf_clients(struct bs_export *exp)
 {
 	struct nvmf_subsys *ss = exp->priv;
+	unsigned i, n = 0;
 
-	return ss && ss->nl ? bs_net_listener_conns(ss->nl) : 0;
+	for (i = 0; ss && i < ss->nports; i++)
+		n += bs_net_listener_conns(ss->ports[i].nl);
+	return n;
 }
 
 static void nvmf_close(struct bs_export *exp)
@@ -395,19 +502,36 @@ static void nvmf_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 {
 	struct nvmf_subsys *ss = exp->priv;
 	struct nvmf_ctrl *c;
-	unsigned n = 0;
+	uint8_t st[NVMF_MAX_PORTS];
+	unsigned n = 0, i;
+	char key[32], addrs[NVMF_MAX_PORTS * 130] = "";
+	size_t used;
 
 	if (!ss)
 		return;
 	pthread_mutex_lock(&ss->lock);
 	for (c = ss->ctrls; c; c = c->next)
 		n++;
+	for (i = 0; i < ss->nports; i++)
+		st[i] = ss->ports[i].ana_state;
 	pthread_mutex_unlock(&ss->lock);
 	kv(arg, "nqn", "%s", ss->nqn);
-	kv(arg, "listen", "%s", bs_net_listener_addr(ss->nl));
+	/* every port, comma-separated, in port order */
+	for (i = 0, used = 0; i < ss->nports && used < sizeof(addrs) - 1;
+	     i++) {
+		snprintf(addrs + used, sizeof(addrs) - used, "%s%s",
+			 i ? "," : "", bs_net_listener_addr(ss->ports[i].nl));
+		used = strlen(addrs);
+	}
+	kv(arg, "listen", "%s", addrs);
+	kv(arg, "ana", "%s", ss->ana ? "on (one group)" : "off");
+	for (i = 0; ss->ana && i < ss->nports; i++) {
+		snprintf(key, sizeof(key), "ana_state.%u", i + 1);
+		kv(arg, key, "%s", nvmf_ana_name(st[i]));
+	}
 	kv(arg, "namespaces", "%u", ss->nns);
 	kv(arg, "controllers", "%u", n);
-	kv(arg, "clients", "%u", bs_net_listener_conns(ss->nl));
+	kv(arg, "clients", "%u", nvmf_clients(exp));
 }
 
 /*
@@ -443,11 +567,83 @@ static void nvmf_caps_changed(struct bs_export *exp, struct bs_export_unit *u,
 	pthread_mutex_unlock(&ss->lock);
 }
 
+/*
+ * `blkstack ana-state EXPORT [PORT STATE]`: PORT is the port's number
+ * (1 = `listen`, N = `listen.N`) or its address as configured or bound.
+ */
+static int nvmf_set_port_state(struct bs_export *exp, const char *port,
+			       const char *state, bs_kv_fn kv, void *arg)
+{
+	struct nvmf_subsys *ss = exp->priv;
+	struct nvmf_port *pt = NULL;
+	uint8_t st[NVMF_MAX_PORTS], old;
+	unsigned i;
+	char key[32];
+
+	if (!ss)
+		return bs_error(-ENODEV, "export %s: not open", exp->name);
+	if (!ss->ana)
+		return bs_error(-EOPNOTSUPP, "export %s: ANA is not reported "
+				"(one listener and no ana_state.N, or ana = "
+				"0)", exp->name);
+	if (port) {
+		uint8_t v = nvmf_ana_parse(state);
+
+		for (i = 0; i < ss->nports && !pt; i++) {
+			const char *bound = bs_net_listener_addr(
+				ss->ports[i].nl);
+
+			snprintf(key, sizeof(key), "%u", i + 1);
+			if (!strcmp(port, key) ||
+			    !strcmp(port, ss->ports[i].listen) ||
+			    !strcmp(port, bound))
+				pt = &ss->ports[i];
+		}
+		if (!pt)
+			return bs_error(-EINVAL, "export %s: no port '%s' (1..%u "
+					"or an address)", exp->name, port,
+					ss->nports);
+		if (!v)
+			return bs_error(-EINVAL, "export %s: '%s': not an ANA "
+					"state (optimized, non-optimized, "
+					"inaccessible, persistent-loss, "
+					"change)", exp->name, state);
+		pthread_mutex_lock(&ss->lock);
+		old = pt->ana_state;
+		nvmf_ana_set(pt, v);
+		pthread_mutex_unlock(&ss->lock);
+		if (old != v)
+			bs_exports_log(exp->set, "export %s: port %u (%s): ANA "
+				       "%s -> %s", exp->name, pt->index,
+				       bs_net_listener_addr(pt->nl),
+				       nvmf_ana_name(old), nvmf_ana_name(v));
+	}
+	pthread_mutex_lock(&ss->lock);
+	for (i = 0; i < ss->nports; i++)
+		st[i] = ss->ports[i].ana_state;
+	pthread_mutex_unlock(&ss->lock);
+	for (i = 0; i < ss->nports; i++) {
+		snprintf(key, sizeof(key), "port.%u", i + 1);
+		kv(arg, key, "%s %s", bs_net_listener_addr(ss->ports[i].nl),
+		   nvmf_ana_name(st[i]));
+	}
+	return 0;
+}
+
 const struct bs_export_type nvmf_export_type = {
 	.name = "nvmf",
 	.summary = "NVMe over TCP target: a subsystem, units are namespaces",
 	.options =
-		"listen=HOST:PORT  address (default 127.0.0.1:4420)\n"
+		"listen=HOST:PORT  port 1's address (default 127.0.0.1:4420)\n"
+		"listen.2=HOST:PORT  a second port of the subsystem\n"
+		"listen.3=HOST:PORT  a third port\n"
+		"listen.4=HOST:PORT  a fourth port (the most)\n"
+		"ana=0|1  report ANA, one group (default 1 with several ports)\n"
+		"ana_state.1=STATE  port 1's ANA state: optimized (default),\n"
+		"  non-optimized, inaccessible, persistent-loss, change\n"
+		"ana_state.2=STATE  port 2's\n"
+		"ana_state.3=STATE  port 3's\n"
+		"ana_state.4=STATE  port 4's\n"
 		"nqn=NQN  subsystem NQN (default nqn.2026-12.org.blkstack:NAME)\n"
 		"allow_hosts=NQN,...  host NQNs allowed (default any)\n"
 		"header_digest=0|1  allow CRC32C header digests (default 1)\n"
@@ -464,5 +660,6 @@ const struct bs_export_type nvmf_export_type = {
 	.close = nvmf_close,
 	.describe = nvmf_describe,
 	.caps_changed = nvmf_caps_changed,
+	.set_port_state = nvmf_set_port_state,
 };
 BS_EXPORT_TYPE(nvmf_export_type);

@@ -30,7 +30,15 @@ int fz_nvmf_setup(struct fz_nvmf *t, struct bs_loop *loop,
 	ss->max_ioq = 2;
 	ss->qdepth = 32;
 	ss->next_cntlid = 2;
-	strcpy(ss->listen, "127.0.0.1:4420");
+	/* one port, with ANA reported so that its log page and statuses
+	 * are in reach of the inputs */
+	ss->nports = 1;
+	ss->ports[0].ss = ss;
+	ss->ports[0].index = 1;
+	ss->ports[0].ana_state = BS_NVME_ANA_OPTIMIZED;
+	strcpy(ss->ports[0].listen, "127.0.0.1:4420");
+	ss->ana = true;
+	t->ns.anagrpid = NVMF_ANAGRPID;
 	ctrl = calloc(1, sizeof(*ctrl));
 	if (!ctrl)
 		return -1;
@@ -40,6 +48,7 @@ int fz_nvmf_setup(struct fz_nvmf *t, struct bs_loop *loop,
 		return -1;
 	}
 	ctrl->ss = ss;
+	ctrl->port = &ss->ports[0];
 	ctrl->cntlid = 1;
 	strcpy(ctrl->hostnqn, "nqn.2014-08.org.example:fuzz");
 	ctrl->csts = BS_NVME_CSTS_RDY;

@@ -3,7 +3,8 @@
  * The nvmf target's fixture for fuzz_nvmf_pdu and fuzz_nvmf_cmd: one
  * subsystem with one namespace over a device, and controller 1 (host
  * nqn.2014-08.org.example:fuzz, CSTS.RDY, two I/O queues, write cache)
- * made as a Connect would, so a stream may attach queues to it.
+ * made as a Connect would on its one port (ss.ports[0], the owner to
+ * pass to the session's start), so a stream may attach queues to it.
  */
 #ifndef BLKSTACK_FUZZ_FZ_NVMF_H
 #define BLKSTACK_FUZZ_FZ_NVMF_H

@@ -42,6 +42,43 @@ start_daemon() {
 	fail "blkstackd not ready after 10 s"
 }
 
+# start_other_daemon CONF LOG: one more blkstackd (a target for the
+# daemon under test), ready within 10 s; its PID in $XPID, which
+# daemon_cleanup kills if the test dies early. stop_other_daemon stops it.
+start_other_daemon() {
+	local i
+	"$BSD" -f -c "$1" >>"$2" 2>&1 &
+	XPID=$!
+	for ((i = 0; i < 200; i++)); do
+		if ! kill -0 "$XPID" 2>/dev/null; then
+			XPID=
+			cat "$2" >&2
+			fail "blkstackd ($1) exited while starting"
+		fi
+		grep -q 'ready:' "$2" && return 0
+		sleep 0.05
+	done
+	fail "blkstackd ($1) not ready after 10 s"
+}
+
+# stop_other_daemon LOG: SIGTERM to $XPID, a clean exit within 10 s, no
+# sanitizer report in LOG.
+stop_other_daemon() {
+	local i rc=0
+	kill -TERM "$XPID" 2>/dev/null || true
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$XPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	wait "$XPID" || rc=$?
+	XPID=
+	if grep -q -e 'Sanitizer' -e 'runtime error:' "$1"; then
+		cat "$1" >&2
+		fail "sanitizer report from blkstackd ($1)"
+	fi
+	((rc == 0)) || { tail -20 "$1" >&2; fail "blkstackd ($1) exited $rc"; }
+}
+
 # stop_daemon: SIGTERM, wait (bounded), expect a clean exit 0.
 stop_daemon() {
 	local i rc=0
@@ -71,6 +108,10 @@ check_daemon_log() {
 
 # Kill what we started if the test dies early.
 daemon_cleanup() {
+	if [[ -n ${XPID:-} ]]; then
+		kill -KILL "$XPID" 2>/dev/null || true
+		wait "$XPID" 2>/dev/null || true
+	fi
 	if [[ -n $DPID ]]; then
 		kill -KILL "$DPID" 2>/dev/null || true
 		wait "$DPID" 2>/dev/null || true

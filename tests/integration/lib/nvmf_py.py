@@ -13,6 +13,10 @@
                                         queue, print "status=N" and "eof" when the target closes
   nvmf_py.py PORT NQN kato MS           connect with KATO MS, send nothing, and print
                                         "closed after N s" once the target drops the queue
+  nvmf_py.py PORT NQN ana               print "cmic= anacap= anatt= anagrpmax= nanagrpid=
+                                        anagrpid= chgcnt= group=G state=NAME nsids=[..]"
+                                        from Identify and the ANA log page, then
+                                        "read ok" or "read status=0xSSS" for one Read
 """
 import os
 import struct
@@ -134,6 +138,21 @@ elif step == "aen":
     print(f"changed={changed}")
     ns, _ = ident()
     print(f"dlfeat={ns['dlfeat']}")
+elif step == "ana":
+    ns, ic = ident()
+    log = c.get_ana_log_page()
+    print(f"cmic={ic['cmic']} anacap={ic['anacap']} anatt={ic['anatt']} "
+          f"anagrpmax={ic['anagrpmax']} nanagrpid={ic['nanagrpid']} "
+          f"anagrpid={ns['anagrpid']} chgcnt={log.change_count}")
+    for g in log.groups:
+        print(f"group={g.ana_group_id} state={g.ana_state.name} "
+              f"nsids={g.namespace_ids}")
+    c.setup_io_queues()
+    try:
+        c.read_data(1, 0, 1)
+        print("read ok")
+    except CommandError as e:
+        print(f"read status=0x{int(e.status_code):x}")
 else:
     sys.exit(f"unknown step {step}")
 c.disconnect()
