@@ -103,29 +103,39 @@ static const struct op_desc ops[NFS4_OP_LAST + 1] = {
 	OP(OP_REMOVEXATTR, nfs_op_removexattr, 2, 0),
 };
 
-/*
- * An op waits for a callback (NFS_OP_WAIT): without the server's lock,
- * so the callback's holder can go on meanwhile; then the session must
- * still be there (the slot's reply is stored in it).
- */
-static uint32_t wait_callback(struct nfs_compound *c)
+void nfs_unlock(struct nfs_compound *c)
 {
-	struct nfs_server *srv = c->srv;
-	uint8_t id[NFS4_SESSIONID_SIZE];
-	struct nfs_session *s = c->sess;
+	if (c->sess)
+		memcpy(c->sess_id, c->sess->id, sizeof(c->sess_id));
+	pthread_mutex_unlock(&c->srv->lock);
+}
 
-	if (s)
-		memcpy(id, s->id, sizeof(id));
-	pthread_mutex_unlock(&srv->lock);
-	nfs_cb_wait(srv, c->wait, NULL);
-	pthread_mutex_lock(&srv->lock);
-	if (s && nfs_session_find(srv, id) != s) {
+uint32_t nfs_relock(struct nfs_compound *c)
+{
+	pthread_mutex_lock(&c->srv->lock);
+	/* DESTROY_SESSION, DESTROY_CLIENTID or the lease may have freed it */
+	if (c->sess && nfs_session_find(c->srv, c->sess_id) != c->sess) {
 		c->sess = NULL;
 		c->slot = NULL;
 		return NFS4ERR_BADSESSION;
 	}
-	c->waited = true;
 	return NFS4_OK;
+}
+
+/*
+ * An op waits for a callback (NFS_OP_WAIT): without the server's lock,
+ * so the callback's holder can go on meanwhile.
+ */
+static uint32_t wait_callback(struct nfs_compound *c)
+{
+	uint32_t st;
+
+	nfs_unlock(c);
+	nfs_cb_wait(c->srv, c->wait, NULL);
+	st = nfs_relock(c);
+	if (st == NFS4_OK)
+		c->waited = true;
+	return st;
 }
 
 /* The op @num of minor version @minor, or NULL when it is not one. */

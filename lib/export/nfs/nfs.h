@@ -6,9 +6,10 @@
  *
  * Threads: a COMPOUND runs on a worker (bs_ctx_workers) with srv->lock
  * held from its first op to its reply (but for an op waiting for a
- * callback, NFS_OP_WAIT), so one filesystem's calls and all protocol
- * state are serialised; connections, record marking and replies stay on
- * the connection's I/O loop (conn.c).
+ * callback, NFS_OP_WAIT, and for the I/O of a backend with parallel_io:
+ * nfs_unlock()), so one filesystem's calls and all protocol state are
+ * serialised; connections, record marking and replies stay on the
+ * connection's I/O loop (conn.c).
  */
 #ifndef BLKSTACK_NFS_H
 #define BLKSTACK_NFS_H
@@ -93,7 +94,8 @@ typedef int (*nfs_dirent_fn)(void *arg, const char *name, uint64_t cookie,
 
 /*
  * A backend serves one tree. Every call runs on a worker with the
- * server's lock held; errors are negative errno, mapped to nfsstat4 by
+ * server's lock held, but for read, write and commit of a backend that
+ * sets parallel_io; errors are negative errno, mapped to nfsstat4 by
  * nfs_errno(). Handles are the backend's own bytes, at most
  * NFS_BACKEND_FH_MAX, stable across a restart (fh.c wraps them).
  */
@@ -101,6 +103,13 @@ typedef int (*nfs_dirent_fn)(void *arg, const char *name, uint64_t cookie,
 
 struct nfs_backend_ops {
 	const char *name;
+	/*
+	 * read, write and commit may run without the server's lock: on
+	 * several workers at once, beside any other call (each call opens
+	 * what it needs from the handle and keeps nothing). A WRITE then
+	 * no longer waits for every other client's I/O to the export.
+	 */
+	bool parallel_io;
 	int (*root)(struct nfs_backend *b, struct nfs_fh *out);
 	int (*getattr)(struct nfs_backend *b, const struct nfs_fh *fh,
 		       struct nfs_attr *out);
@@ -186,7 +195,7 @@ struct nfs_state;
 
 struct nfs_slot {
 	uint32_t seqid;
-	bool busy;
+	bool busy;		/* its COMPOUND runs (may be without the lock) */
 	uint8_t *reply;		/* the cached COMPOUND reply */
 	size_t reply_len;
 };
@@ -350,8 +359,19 @@ struct nfs_compound {
 	 */
 	struct nfs_cb_call *wait;
 	bool waited;
+	uint8_t sess_id[NFS4_SESSIONID_SIZE];	/* nfs_unlock()'s */
 };
 #define NFS_OP_WAIT 0xfffffffeu
+
+/*
+ * compound.c: an op lets go of srv->lock for a call that needs none of
+ * the protocol state (parallel backend I/O, a wait for a callback); its
+ * COMPOUND's slot stays busy meanwhile. nfs_relock() takes the lock back:
+ * NFS4_OK, or NFS4ERR_BADSESSION when the session went meanwhile (the
+ * COMPOUND then ends there, its slot gone with the session).
+ */
+void nfs_unlock(struct nfs_compound *c);
+uint32_t nfs_relock(struct nfs_compound *c);
 
 /* ---- entry points between the files ------------------------------------- */
 

@@ -81,8 +81,13 @@ uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 	if (!p)
 		return NFS4ERR_SERVERFAULT;
 	if (count) {
-		err = c->srv->be.ops->read(&c->srv->be, &c->cfh, off, p,
-					   count, &n, &eof);
+		const struct nfs_backend_ops *ops = c->srv->be.ops;
+
+		if (ops->parallel_io)
+			nfs_unlock(c);
+		err = ops->read(&c->srv->be, &c->cfh, off, p, count, &n, &eof);
+		if (ops->parallel_io && (st = nfs_relock(c)))
+			return st;
 		if (err)
 			return nfs_errno(err);
 	} else {
@@ -98,6 +103,7 @@ uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
 		      struct xdr_enc *r)
 {
+	const struct nfs_backend_ops *ops = c->srv->be.ops;
 	struct nfs_stateid sid;
 	struct nfs_attr at;
 	uint64_t off;
@@ -116,8 +122,12 @@ uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
 		return st;
 	if (off + len < off || off + len > (uint64_t)INT64_MAX)
 		return NFS4ERR_FBIG;
-	err = c->srv->be.ops->write(&c->srv->be, &c->cfh, off, data, len,
-				    stable != UNSTABLE4);
+	if (ops->parallel_io)
+		nfs_unlock(c);
+	err = ops->write(&c->srv->be, &c->cfh, off, data, len,
+			 stable != UNSTABLE4);
+	if (ops->parallel_io && (st = nfs_relock(c)))
+		return st;
 	if (err)
 		return nfs_errno(err);
 	xdr_put_u32(r, len);
@@ -129,6 +139,7 @@ uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
 uint32_t nfs_op_commit(struct nfs_compound *c, struct xdr_dec *a,
 		       struct xdr_enc *r)
 {
+	const struct nfs_backend_ops *ops = c->srv->be.ops;
 	uint64_t off = xdr_get_u64(a);
 	uint32_t count = xdr_get_u32(a), st;
 	struct nfs_attr at;
@@ -141,7 +152,12 @@ uint32_t nfs_op_commit(struct nfs_compound *c, struct xdr_dec *a,
 		return st;
 	if (count && off + count < off)
 		return NFS4ERR_INVAL;
-	err = c->srv->be.ops->commit(&c->srv->be, &c->cfh);
+	/* an fsync: the longest wait of them all */
+	if (ops->parallel_io)
+		nfs_unlock(c);
+	err = ops->commit(&c->srv->be, &c->cfh);
+	if (ops->parallel_io && (st = nfs_relock(c)))
+		return st;
 	if (err)
 		return nfs_errno(err);
 	xdr_put_fixed(r, c->srv->boot_verf, NFS4_VERIFIER_SIZE);

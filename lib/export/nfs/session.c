@@ -540,6 +540,12 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 		return NFS4ERR_BADSLOT;
 	(void)highest;
 	sl = &s->slots[slotid];
+	/*
+	 * the slot's COMPOUND still runs (its op let go of the lock): a
+	 * retry of it, or a client that reuses the slot too early, waits
+	 */
+	if (sl->busy)
+		return NFS4ERR_DELAY;
 	if (seq == sl->seqid && seq) {
 		if (!sl->reply)
 			return NFS4ERR_RETRY_UNCACHED_REP;
@@ -553,6 +559,7 @@ uint32_t nfs_sequence(struct nfs_compound *c, struct xdr_dec *a,
 	if (c->req_len > s->max_req)
 		return NFS4ERR_REQ_TOO_BIG;
 	sl->seqid = seq;
+	sl->busy = true;
 	free(sl->reply);
 	sl->reply = NULL;
 	sl->reply_len = 0;
@@ -574,6 +581,7 @@ void nfs_slot_store(struct nfs_compound *c, const uint8_t *reply,
 {
 	struct nfs_slot *sl = c->slot;
 
+	sl->busy = false;
 	free(sl->reply);
 	sl->reply = malloc(len ? len : 1);
 	sl->reply_len = sl->reply ? len : 0;
