@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * READ, WRITE and COMMIT of a backend with parallel_io run without the
- * server's lock (nfs_unlock / nfs_relock), through nfs_compound() on the
+ * The I/O of a backend with parallel_io (READ, READ_PLUS, WRITE, COMMIT,
+ * WRITE_SAME) runs without the server's lock (nfs_unlock / nfs_relock), through nfs_compound() on the
  * directory backend, whose write is wrapped to stop until the test lets
  * it go: meanwhile the lock is free, another client's COMPOUND is served,
  * a retry on the busy slot gets NFS4ERR_DELAY (not the previous reply,
@@ -40,16 +40,50 @@ static struct {
 		     const void *, size_t, bool);
 } gate = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
-static struct nfs_backend_ops ops;
+static struct nfs_backend_ops ops, orig;
 
-static int gated_write(struct nfs_backend *b, const struct nfs_fh *fh,
-		       uint64_t off, const void *buf, size_t len, bool sync)
+/* whether this thread holds srv->lock: trylock says EBUSY then */
+static void note_lock(void)
 {
-	/* a lock held by this very thread: trylock says EBUSY */
 	if (pthread_mutex_trylock(&gate.srv->lock))
 		gate.held = true;
 	else
 		pthread_mutex_unlock(&gate.srv->lock);
+}
+
+static int noted_read(struct nfs_backend *b, const struct nfs_fh *fh,
+		      uint64_t off, void *buf, size_t len, size_t *n,
+		      bool *eof)
+{
+	note_lock();
+	return orig.read(b, fh, off, buf, len, n, eof);
+}
+
+static int noted_seek(struct nfs_backend *b, const struct nfs_fh *fh,
+		      uint64_t off, int whence, uint64_t *out)
+{
+	note_lock();
+	return orig.seek(b, fh, off, whence, out);
+}
+
+static int noted_commit(struct nfs_backend *b, const struct nfs_fh *fh)
+{
+	note_lock();
+	return orig.commit(b, fh);
+}
+
+static int noted_ws(struct nfs_backend *b, const struct nfs_fh *fh,
+		    int (*fn)(void *arg, const struct bs_ws_sink *sink),
+		    void *arg)
+{
+	note_lock();
+	return orig.with_ws_sink(b, fh, fn, arg);
+}
+
+static int gated_write(struct nfs_backend *b, const struct nfs_fh *fh,
+		       uint64_t off, const void *buf, size_t len, bool sync)
+{
+	note_lock();
 	pthread_mutex_lock(&gate.mu);
 	if (gate.stop) {
 		gate.entered = true;
@@ -87,9 +121,13 @@ static int setup(void **state)
 	fd = open(path, O_CREAT | O_WRONLY, 0644);
 	assert_true(fd >= 0);
 	close(fd);
-	ops = *f->srv->be.ops;
+	ops = orig = *f->srv->be.ops;
 	gate.write = ops.write;
 	ops.write = gated_write;
+	ops.read = noted_read;
+	ops.seek = noted_seek;
+	ops.commit = noted_commit;
+	ops.with_ws_sink = noted_ws;
 	f->srv->be.ops = &ops;
 	gate.srv = f->srv;
 	gate.stop = gate.entered = gate.go = gate.held = false;
@@ -294,6 +332,76 @@ static void session_destroyed_meanwhile(void **state)
 	assert_null(f->srv->sessions);
 }
 
+/* SEQUENCE, PUTROOTFH, LOOKUP "f", then READ, READ_PLUS, COMMIT or
+ * WRITE_SAME of 64 KiB of zeroes at 0 (minor version 2) */
+static void io_op(struct cl *c, uint32_t op, struct xdr_enc *e, uint8_t *b,
+		  size_t cap)
+{
+	seq_head(c, ++c->seq, e, b, cap, 3);
+	xdr_patch_u32(e, 4, 2);			/* minor version 2 */
+	xdr_put_u32(e, OP_PUTROOTFH);
+	xdr_put_u32(e, OP_LOOKUP);
+	xdr_put_opaque(e, "f", 1, NFS_NAME_MAX);
+	xdr_put_u32(e, op);
+	if (op == OP_COMMIT) {
+		xdr_put_u64(e, 0);
+		xdr_put_u32(e, 0);
+		return;
+	}
+	xdr_put_u32(e, 0);			/* stateid: anonymous */
+	xdr_put_fixed(e, (const uint8_t[NFS4_OTHER_SIZE]){ 0 },
+		      NFS4_OTHER_SIZE);
+	if (op == OP_WRITE_SAME) {
+		static const uint8_t zero[512];
+
+		xdr_put_u32(e, FILE_SYNC4);
+		xdr_put_u64(e, 0);		/* offset */
+		xdr_put_u64(e, 512);		/* block size */
+		xdr_put_u64(e, 128);		/* block count */
+		xdr_put_u64(e, 0);		/* reloff_blocknum */
+		xdr_put_u32(e, 0);		/* block_num */
+		xdr_put_u64(e, 0);		/* reloff_pattern */
+		xdr_put_opaque(e, zero, sizeof(zero), XDR_NOMAX);
+		return;
+	}
+	xdr_put_u64(e, 0);
+	xdr_put_u32(e, 4096);
+}
+
+static void io_ops_without_lock(void **state)
+{
+	static const uint32_t opsl[] = { OP_READ, OP_READ_PLUS, OP_COMMIT,
+					 OP_WRITE_SAME };
+	struct fix *f = *state;
+	static uint8_t out[1 << 16];
+	uint8_t b[8192];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	unsigned i;
+
+	client(f, &f->a, "a");
+	/* data to read first, then each op on its own */
+	file_op(&f->a, ++f->a.seq, &e, b, sizeof(b), OP_WRITE);
+	assert_int_equal(run(f, &e, out, sizeof(out)), NFS4_OK);
+	for (i = 0; i < sizeof(opsl) / sizeof(opsl[0]); i++) {
+		gate.held = false;
+		io_op(&f->a, opsl[i], &e, b, sizeof(b));
+		/* WRITE_SAME is 4.2 */
+		assert_int_equal(nfs_th_run(f->srv, 2, &e, &d, out,
+					    sizeof(out)), NFS4_OK);
+		assert_false(gate.held);
+	}
+	/* and the ext4 backend's way: with the lock */
+	ops.parallel_io = false;
+	for (i = 0; i < sizeof(opsl) / sizeof(opsl[0]); i++) {
+		gate.held = false;
+		io_op(&f->a, opsl[i], &e, b, sizeof(b));
+		assert_int_equal(nfs_th_run(f->srv, 2, &e, &d, out,
+					    sizeof(out)), NFS4_OK);
+		assert_true(gate.held);
+	}
+}
+
 static void serial_backend_keeps_lock(void **state)
 {
 	struct fix *f = *state;
@@ -315,6 +423,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(session_destroyed_meanwhile,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(io_ops_without_lock, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(serial_backend_keeps_lock,
 						setup, teardown),
 	};

@@ -643,7 +643,8 @@ static void d_close(struct nfs_backend *b)
 
 static const struct nfs_backend_ops dir_ops = {
 	.name = "dir",
-	/* d_read, d_write, d_commit: open by handle, pread/pwrite/fsync */
+	/* d_read, d_write, d_commit, d_seek, d_with_ws_sink: open by
+	 * handle, then one syscall's worth of work on that fd only */
 	.parallel_io = true,
 	.root = d_root,
 	.getattr = d_getattr,

@@ -94,8 +94,8 @@ typedef int (*nfs_dirent_fn)(void *arg, const char *name, uint64_t cookie,
 
 /*
  * A backend serves one tree. Every call runs on a worker with the
- * server's lock held, but for read, write and commit of a backend that
- * sets parallel_io; errors are negative errno, mapped to nfsstat4 by
+ * server's lock held, but for the I/O calls of a backend that sets
+ * parallel_io; errors are negative errno, mapped to nfsstat4 by
  * nfs_errno(). Handles are the backend's own bytes, at most
  * NFS_BACKEND_FH_MAX, stable across a restart (fh.c wraps them).
  */
@@ -104,10 +104,11 @@ typedef int (*nfs_dirent_fn)(void *arg, const char *name, uint64_t cookie,
 struct nfs_backend_ops {
 	const char *name;
 	/*
-	 * read, write and commit may run without the server's lock: on
-	 * several workers at once, beside any other call (each call opens
-	 * what it needs from the handle and keeps nothing). A WRITE then
-	 * no longer waits for every other client's I/O to the export.
+	 * read, write, commit, seek and with_ws_sink may run without the
+	 * server's lock: on several workers at once, beside any other call
+	 * (each call opens what it needs from the handle and keeps
+	 * nothing). READ, READ_PLUS, WRITE, COMMIT and WRITE_SAME then no
+	 * longer wait for every other client's I/O to the export.
 	 */
 	bool parallel_io;
 	int (*root)(struct nfs_backend *b, struct nfs_fh *out);

@@ -228,16 +228,85 @@ uint32_t nfs_op_seek(struct nfs_compound *c, struct xdr_dec *a,
 	return NFS4_OK;
 }
 
+/*
+ * READ_PLUS's segments of [*@at, @end): holes as HOLE, data as DATA with
+ * its bytes, into @r; *@nseg counted, *@at where they ended. Backend calls only (no protocol
+ * state): run without the server's lock for a parallel_io backend.
+ */
+static uint32_t read_plus_segments(struct nfs_compound *c,
+				   struct xdr_enc *r, uint64_t *at,
+				   uint64_t end, uint64_t size,
+				   uint32_t *nseg)
+{
+	struct nfs_backend *be = &c->srv->be;
+	uint64_t data, hole, pos = *at;
+	uint32_t st = NFS4_OK;
+	int err;
+
+	while (pos < end) {
+		err = be->ops->seek(be, &c->cfh, pos, SEEK_DATA, &data);
+		if (err == -ENXIO) {
+			data = size;
+		} else if (err) {
+			st = nfs_errno(err);
+			break;
+		}
+		if (data > pos) {
+			hole = (data < end ? data : end) - pos;
+			xdr_put_u32(r, NFS4_CONTENT_HOLE);
+			xdr_put_u64(r, pos);
+			xdr_put_u64(r, hole);
+			(*nseg)++;
+			pos += hole;
+			continue;
+		}
+		err = be->ops->seek(be, &c->cfh, pos, SEEK_HOLE, &hole);
+		if (err)
+			hole = end;
+		if (hole > end)
+			hole = end;
+		{
+			size_t len = hole - pos, got = 0, at_len;
+			uint8_t *p;
+			bool feof = false;
+
+			xdr_put_u32(r, NFS4_CONTENT_DATA);
+			xdr_put_u64(r, pos);
+			at_len = xdr_enc_len(r);
+			xdr_put_u32(r, 0);
+			p = xdr_reserve(r, len);
+			if (!p) {
+				st = NFS4ERR_SERVERFAULT;
+				break;
+			}
+			err = be->ops->read(be, &c->cfh, pos, p, len, &got,
+					    &feof);
+			if (err) {
+				st = nfs_errno(err);
+				break;
+			}
+			xdr_enc_truncate(r, at_len + 4);
+			xdr_reserve(r, got);
+			xdr_patch_u32(r, at_len, (uint32_t)got);
+			(*nseg)++;
+			if (!got)
+				break;
+			pos += got;
+		}
+	}
+	*at = pos;
+	return st;
+}
+
 uint32_t nfs_op_read_plus(struct nfs_compound *c, struct xdr_dec *a,
 			  struct xdr_enc *r)
 {
-	struct nfs_backend *be = &c->srv->be;
+	const struct nfs_backend_ops *ops = c->srv->be.ops;
 	struct nfs_stateid sid;
 	struct nfs_attr at;
-	uint64_t off, end, pos, data, hole;
-	uint32_t count, st, nseg = 0;
+	uint64_t off, end, pos;
+	uint32_t count, st, st2, nseg = 0;
 	size_t eof_at, n_at, room;
-	int err;
 
 	nfs_get_stateid(c, a, &sid);
 	off = xdr_get_u64(a);
@@ -257,51 +326,14 @@ uint32_t nfs_op_read_plus(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_put_bool(r, false);
 	n_at = xdr_enc_len(r);
 	xdr_put_u32(r, 0);
-	for (pos = off; pos < end;) {
-		err = be->ops->seek(be, &c->cfh, pos, SEEK_DATA, &data);
-		if (err == -ENXIO)
-			data = at.size;
-		else if (err)
-			return nfs_errno(err);
-		if (data > pos) {
-			hole = (data < end ? data : end) - pos;
-			xdr_put_u32(r, NFS4_CONTENT_HOLE);
-			xdr_put_u64(r, pos);
-			xdr_put_u64(r, hole);
-			nseg++;
-			pos += hole;
-			continue;
-		}
-		err = be->ops->seek(be, &c->cfh, pos, SEEK_HOLE, &hole);
-		if (err)
-			hole = end;
-		if (hole > end)
-			hole = end;
-		{
-			size_t len = hole - pos, got = 0, at_len;
-			uint8_t *p;
-			bool feof = false;
-
-			xdr_put_u32(r, NFS4_CONTENT_DATA);
-			xdr_put_u64(r, pos);
-			at_len = xdr_enc_len(r);
-			xdr_put_u32(r, 0);
-			p = xdr_reserve(r, len);
-			if (!p)
-				return NFS4ERR_SERVERFAULT;
-			err = be->ops->read(be, &c->cfh, pos, p, len, &got,
-					    &feof);
-			if (err)
-				return nfs_errno(err);
-			xdr_enc_truncate(r, at_len + 4);
-			xdr_reserve(r, got);
-			xdr_patch_u32(r, at_len, (uint32_t)got);
-			nseg++;
-			if (!got)
-				break;
-			pos += got;
-		}
-	}
+	if (ops->parallel_io)
+		nfs_unlock(c);
+	pos = off;
+	st = read_plus_segments(c, r, &pos, end, at.size, &nseg);
+	if (ops->parallel_io && (st2 = nfs_relock(c)))
+		return st2;
+	if (st)
+		return st;
 	xdr_patch_u32(r, eof_at, pos >= at.size);
 	xdr_patch_u32(r, n_at, nseg);
 	return NFS4_OK;
@@ -365,7 +397,11 @@ uint32_t nfs_op_write_same(struct nfs_compound *c, struct xdr_dec *a,
 	if (!be->ops->with_ws_sink)
 		return NFS4ERR_NOTSUPP;
 	w.stable = stable != UNSTABLE4;
+	if (be->ops->parallel_io)
+		nfs_unlock(c);
 	err = be->ops->with_ws_sink(be, &c->cfh, ws_run, &w);
+	if (be->ops->parallel_io && (st = nfs_relock(c)))
+		return st;
 	/* written zeroes of many GiB can outlast the lease that SEQUENCE
 	 * renewed: the client was busy with us, so its lease runs from now */
 	if (c->sess)
