@@ -1517,6 +1517,62 @@ struct bad {
 };
 
 /* Bad requests get the protocol's error, and the stream stays in sync. */
+/*
+ * NBD_ENOTSUP is the answer to a FAST_ZERO the server cannot do fast and
+ * to nothing else: with SEND_FAST_ZERO offered, a WRITE_ZEROES without
+ * the flag MUST NOT fail with it, and no other command should. A device
+ * that says EOPNOTSUPP is an I/O failure (NBD_EIO) for the client.
+ */
+static void enotsup_only_fast_zero(void **state)
+{
+	static const struct {
+		uint16_t flags, type;
+		uint32_t want;
+	} cases[] = {
+		{ 0, NBD_CMD_READ, NBD_EIO },
+		{ 0, NBD_CMD_WRITE, NBD_EIO },
+		{ NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, NBD_EIO },
+		{ 0, NBD_CMD_FLUSH, NBD_EIO },
+		{ 0, NBD_CMD_WRITE_ZEROES, NBD_EIO },
+		{ NBD_CMD_FLAG_NO_HOLE, NBD_CMD_WRITE_ZEROES, NBD_EIO },
+		{ NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_WRITE_ZEROES, NBD_ENOTSUP },
+	};
+	uint8_t w[4096];
+	unsigned i, st;
+
+	(void)state;
+	memset(w, 0x5a, sizeof(w));
+	for (st = 0; st < 2; st++) {
+		struct h h;
+		uint16_t f;
+
+		h_init(&h, "error:8M,errno=EOPNOTSUPP,ops=all,write_cache=1",
+		       false);
+		f = h_go(&h, "vol0", st ? H_STRUCTURED : 0);
+		assert_true(f & NBD_FLAG_SEND_FAST_ZERO);
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			bool flush = cases[i].type == NBD_CMD_FLUSH;
+			uint32_t err;
+
+			send_req(&h, cases[i].flags, cases[i].type, 10 + i, 0,
+				 flush ? 0 : 4096,
+				 cases[i].type == NBD_CMD_WRITE ? w : NULL);
+			if (st) {
+				struct chunk c = get_chunk(&h);
+				assert_int_equal(c.cookie, 10 + i);
+				err = chunk_error(&c);
+			} else {
+				err = get_simple(&h, 10 + i, NULL, 0);
+			}
+			if (err != cases[i].want)
+				fail_msg("case %u (type %u flags 0x%x): got %u, "
+					 "want %u", i, cases[i].type,
+					 cases[i].flags, err, cases[i].want);
+		}
+		h_fini(&h);
+	}
+}
+
 static void bad_requests(void **state)
 {
 	static const struct bad simple[] = {
@@ -2205,6 +2261,7 @@ int main(void)
 		cmocka_unit_test(block_status),
 		cmocka_unit_test(block_status_other_export),
 		cmocka_unit_test(bad_requests),
+		cmocka_unit_test(enotsup_only_fast_zero),
 		cmocka_unit_test(unaligned_served),
 		cmocka_unit_test(unaligned_overlap_inflight),
 		cmocka_unit_test(readonly_export),
