@@ -895,6 +895,75 @@ static void opt_info_go(void **state)
 	h_fini(&h);
 }
 
+/*
+ * INFO then GO with the same data and no option between: the server MUST
+ * give the same information, flags included, even when the device's
+ * capabilities changed in between (here the knob turns fast zero off).
+ * With an option between, or other data, the answer is fresh.
+ */
+static void info_then_go_same(void **state)
+{
+	static const uint16_t req[] = { NBD_INFO_BLOCK_SIZE };
+	uint8_t b[64];
+	struct info inf, go;
+	struct h h;
+	size_t n;
+
+	(void)state;
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	n = info_data(b, "vol0", req, 1);
+	send_opt(&h, NBD_OPT_INFO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_INFO, &inf), NBD_REP_ACK);
+	assert_true(inf.flags & NBD_FLAG_SEND_FAST_ZERO);
+	assert_int_equal(bs_attr_store(h.dev, "queue/write_zeroes_unmap", "0"),
+			 0);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
+	assert_int_equal(go.flags, inf.flags);
+	assert_int_equal(go.size, inf.size);
+	assert_int_equal(go.bmin, inf.bmin);
+	assert_int_equal(go.bpref, inf.bpref);
+	assert_int_equal(go.bmax, inf.bmax);
+	assert_int_equal(h.s->tflags, inf.flags); /* what the session uses */
+	/* offered and now off: refused fast, as after any later change */
+	send_req(&h, NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_WRITE_ZEROES, 1, 0, 4096,
+		 NULL);
+	assert_int_equal(get_simple(&h, 1, NULL, 0), NBD_ENOTSUP);
+	h_fini(&h);
+
+	/* an option in between: the GO's answer is fresh */
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	send_opt(&h, NBD_OPT_INFO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_INFO, &inf), NBD_REP_ACK);
+	assert_true(inf.flags & NBD_FLAG_SEND_FAST_ZERO);
+	assert_int_equal(bs_attr_store(h.dev, "queue/write_zeroes_unmap", "0"),
+			 0);
+	send_opt(&h, 0x7777, NULL, 0);
+	assert_int_equal(get_rep(&h).type, NBD_REP_ERR_UNSUP);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
+	assert_false(go.flags & NBD_FLAG_SEND_FAST_ZERO);
+	h_fini(&h);
+
+	/* other data (no information requests): fresh too */
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	send_opt(&h, NBD_OPT_INFO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_INFO, &inf), NBD_REP_ACK);
+	assert_int_equal(bs_attr_store(h.dev, "queue/write_zeroes_unmap", "0"),
+			 0);
+	n = info_data(b, "vol0", NULL, 0);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
+	assert_false(go.flags & NBD_FLAG_SEND_FAST_ZERO);
+	h_fini(&h);
+}
+
 /* Transmission flags follow the device and the export, at negotiation. */
 static void transmission_flags(void **state)
 {
@@ -2244,6 +2313,7 @@ int main(void)
 		cmocka_unit_test(nonfixed_client),
 		cmocka_unit_test(opt_list),
 		cmocka_unit_test(opt_info_go),
+		cmocka_unit_test(info_then_go_same),
 		cmocka_unit_test(units_list_go),
 		cmocka_unit_test(transmission_flags),
 		cmocka_unit_test(opt_structured),

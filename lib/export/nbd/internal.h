@@ -42,6 +42,18 @@ enum nbd_in {
 
 struct nbd_req;
 
+/*
+ * What a successful NBD_OPT_INFO answered, kept until the next option: a
+ * GO with the same data right after it gets the same information.
+ */
+struct nbd_info_memo {
+	uint64_t size;
+	uint16_t flags;
+	uint32_t bmin, bpref, bmax;
+	uint32_t len;			/* option data, compared with GO's */
+	uint8_t data[];
+};
+
 struct nbd_session {
 	struct bs_ctx *ctx;
 	struct bs_exports *set;
@@ -60,6 +72,7 @@ struct nbd_session {
 	bool fixed, no_zeroes, structured;
 	bool meta_alloc;		/* base:allocation selected ... */
 	char *meta_export;		/* ... for this export name */
+	struct nbd_info_memo *info_memo; /* the option just before: INFO */
 
 	/* transmission */
 	bool transmission;

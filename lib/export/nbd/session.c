@@ -420,6 +420,7 @@ void nbd_session_destroy(struct nbd_session *s)
 		bs_budget_leave(s->budget, &s->bh);
 	free(s->optbuf);
 	free(s->meta_export);
+	free(s->info_memo);
 	free(s);
 	if (held)
 		bs_exports_release(set);
