@@ -2261,6 +2261,99 @@ static void shutdown_session(void **state)
 	h_fini(&h);
 }
 
+/*
+ * A server being shut down SHOULD answer options it receives (other than
+ * ABORT) with NBD_REP_ERR_SHUTDOWN rather than drop the connection: the
+ * client then disconnects softly. Options already sent are answered; at
+ * an option boundary the session may close (nothing to answer), and an
+ * EXPORT_NAME, which cannot carry an error, closes.
+ */
+static void shutdown_handshake(void **state)
+{
+	static const uint16_t req[] = { NBD_INFO_BLOCK_SIZE };
+	uint8_t b[64], hdr[16];
+	struct rep r;
+	struct h h;
+	size_t n;
+	unsigned i;
+
+	(void)state;
+	/* between options: every option gets ERR_SHUTDOWN, ABORT an ACK */
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	nbd_session_shutdown(h.s);
+	assert_true(nbd_session_finished(h.s)); /* may close: at a boundary */
+	assert_true(nbd_session_wants_input(h.s));
+	send_opt(&h, NBD_OPT_LIST, NULL, 0);
+	r = get_rep(&h);
+	assert_int_equal(r.opt, NBD_OPT_LIST);
+	assert_int_equal(r.type, NBD_REP_ERR_SHUTDOWN);
+	assert_true(r.len > 0); /* says why */
+	n = info_data(b, "vol0", req, 1);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_rep(&h).type, NBD_REP_ERR_SHUTDOWN);
+	assert_null(nbd_session_export_name(h.s));
+	send_opt(&h, NBD_OPT_STRUCTURED_REPLY, NULL, 0);
+	assert_int_equal(get_rep(&h).type, NBD_REP_ERR_SHUTDOWN);
+	send_opt(&h, NBD_OPT_ABORT, NULL, 0);
+	expect_rep(&h, NBD_OPT_ABORT, NBD_REP_ACK);
+	assert_true(nbd_session_finished(h.s));
+	assert_false(nbd_session_wants_input(h.s));
+	h_fini(&h);
+
+	/* an option half received when the shutdown comes is answered */
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	n = info_data(b, "vol0", req, 1);
+	nbd_put64(hdr, NBD_IHAVEOPT);
+	nbd_put32(hdr + 8, NBD_OPT_INFO);
+	nbd_put32(hdr + 12, (uint32_t)n);
+	h_feed(&h, hdr, 16);
+	h_feed(&h, b, 3);
+	nbd_session_shutdown(h.s);
+	assert_false(nbd_session_finished(h.s));
+	assert_true(nbd_session_wants_input(h.s));
+	h_feed(&h, b + 3, n - 3);
+	r = get_rep(&h);
+	assert_int_equal(r.opt, NBD_OPT_INFO);
+	assert_int_equal(r.type, NBD_REP_ERR_SHUTDOWN);
+	assert_true(nbd_session_finished(h.s));
+	h_fini(&h);
+
+	/* EXPORT_NAME cannot be answered with an error: closed */
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	nbd_session_shutdown(h.s);
+	send_opt(&h, NBD_OPT_EXPORT_NAME, "vol0", 4);
+	h_settle(&h);
+	assert_int_equal(h_avail(&h), 0);
+	assert_null(nbd_session_export_name(h.s));
+	assert_true(nbd_session_finished(h.s));
+	assert_false(nbd_session_wants_input(h.s));
+	h_fini(&h);
+
+	/* a client that keeps asking is answered a bounded number of times */
+	h_init(&h, "mem:8M", false);
+	expect_greeting(&h);
+	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	nbd_session_shutdown(h.s);
+	for (i = 0; i < 100 && nbd_session_wants_input(h.s); i++) {
+		nbd_put64(hdr, NBD_IHAVEOPT);
+		nbd_put32(hdr + 8, NBD_OPT_LIST);
+		nbd_put32(hdr + 12, 0);
+		assert_int_equal(nbd_session_feed(h.s, hdr, 16), 16);
+	}
+	assert_true(i < 100);
+	assert_true(nbd_session_finished(h.s));
+	while (i--)
+		assert_int_equal(get_rep(&h).type, NBD_REP_ERR_SHUTDOWN);
+	assert_int_equal(h_avail(&h), 0);
+	h_fini(&h);
+}
+
 /* Input in one-byte pieces parses the same as in one piece. */
 static void byte_at_a_time(void **state)
 {
@@ -2345,6 +2438,7 @@ int main(void)
 		cmocka_unit_test(eof_with_inflight),
 		cmocka_unit_test(free_with_inflight),
 		cmocka_unit_test(shutdown_session),
+		cmocka_unit_test(shutdown_handshake),
 		cmocka_unit_test(byte_at_a_time),
 	};
 

@@ -409,6 +409,11 @@ void nbd_hs_option_header(struct nbd_session *s)
 		return;
 	}
 	if (s->optlen > NBD_MAX_OPTION) {
+		if (s->shutdown) {
+			/* not worth reading past while stopping */
+			nbd_end(s, "server shutting down");
+			return;
+		}
 		if (s->opt == NBD_OPT_EXPORT_NAME) {
 			nbd_end(s, "NBD_OPT_EXPORT_NAME of %u bytes", s->optlen);
 			return;
@@ -433,6 +438,32 @@ void nbd_hs_option_header(struct nbd_session *s)
 	s->in = IN_OPT_DATA;
 }
 
+bool nbd_hs_idle(const struct nbd_session *s)
+{
+	return (s->in == IN_CLIENT_FLAGS || s->in == IN_OPT_HDR) && !s->have;
+}
+
+/*
+ * The server is shutting down: every option but ABORT gets
+ * NBD_REP_ERR_SHUTDOWN (the protocol's advice), a bounded number of
+ * times; EXPORT_NAME cannot carry an error and closes.
+ */
+static void opt_shutting_down(struct nbd_session *s)
+{
+	if (s->opt == NBD_OPT_ABORT) {
+		reply(s, NBD_REP_ACK, NULL, 0);
+		nbd_end(s, "server shutting down; client aborted");
+		return;
+	}
+	if (s->opt == NBD_OPT_EXPORT_NAME) {
+		nbd_end(s, "server shutting down (NBD_OPT_EXPORT_NAME closed)");
+		return;
+	}
+	reply_err(s, NBD_REP_ERR_SHUTDOWN, "server shutting down");
+	if (++s->shut_opts >= NBD_HS_SHUTDOWN_OPTS)
+		nbd_end(s, "server shutting down");
+}
+
 void nbd_hs_option_skipped(struct nbd_session *s)
 {
 	s->in = IN_OPT_HDR;
@@ -450,6 +481,10 @@ void nbd_hs_option(struct nbd_session *s)
 
 	s->info_memo = NULL;
 	s->in = IN_OPT_HDR;
+	if (s->shutdown) {
+		opt_shutting_down(s);
+		goto out;
+	}
 	switch (s->opt) {
 	case NBD_OPT_EXPORT_NAME:
 		opt_export_name(s);
@@ -489,6 +524,7 @@ void nbd_hs_option(struct nbd_session *s)
 		reply_err(s, NBD_REP_ERR_UNSUP, "unknown option %u", s->opt);
 		break;
 	}
+out:
 	free(prev);
 	free(s->optbuf);
 	s->optbuf = NULL;
