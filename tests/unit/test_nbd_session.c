@@ -1642,6 +1642,46 @@ static void enotsup_only_fast_zero(void **state)
 	}
 }
 
+/*
+ * NBD_EOVERFLOW is the server's own answer to a READ too long to send in
+ * one piece (or a payload-free command beyond the maximum): a device
+ * that fails with EOVERFLOW is an I/O failure for the client instead.
+ */
+static void eoverflow_only_documented(void **state)
+{
+	static const uint16_t types[] = {
+		NBD_CMD_READ, NBD_CMD_WRITE, NBD_CMD_WRITE_ZEROES,
+	};
+	uint8_t w[4096];
+	unsigned i, st;
+
+	(void)state;
+	memset(w, 0x5a, sizeof(w));
+	for (st = 0; st < 2; st++) {
+		struct h h;
+
+		h_init(&h, "error:8M,errno=75,ops=all", false);
+		h_go(&h, "vol0", st ? H_STRUCTURED : 0);
+		for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+			uint32_t err;
+
+			send_req(&h, 0, types[i], 10 + i, 0, 4096,
+				 types[i] == NBD_CMD_WRITE ? w : NULL);
+			if (st) {
+				struct chunk c = get_chunk(&h);
+				assert_int_equal(c.cookie, 10 + i);
+				err = chunk_error(&c);
+			} else {
+				err = get_simple(&h, 10 + i, NULL, 0);
+			}
+			if (err != NBD_EIO)
+				fail_msg("type %u: got %u, want NBD_EIO",
+					 types[i], err);
+		}
+		h_fini(&h);
+	}
+}
+
 static void bad_requests(void **state)
 {
 	static const struct bad simple[] = {
@@ -2425,6 +2465,7 @@ int main(void)
 		cmocka_unit_test(block_status_other_export),
 		cmocka_unit_test(bad_requests),
 		cmocka_unit_test(enotsup_only_fast_zero),
+		cmocka_unit_test(eoverflow_only_documented),
 		cmocka_unit_test(unaligned_served),
 		cmocka_unit_test(unaligned_overlap_inflight),
 		cmocka_unit_test(readonly_export),
