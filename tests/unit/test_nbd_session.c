@@ -1682,6 +1682,29 @@ static void eoverflow_only_documented(void **state)
 	}
 }
 
+/*
+ * NBD_ESHUTDOWN tells the client the server is stopping, and the client
+ * MUST then disconnect: a device failing with ESHUTDOWN (a transport of
+ * its own that went away) is an I/O error, not the server stopping.
+ */
+static void eshutdown_not_from_device(void **state)
+{
+	struct h h;
+
+	(void)state;
+	h_init(&h, "error:8M,errno=108,ops=read", false);
+	h_go(&h, "vol0", H_STRUCTURED);
+	send_req(&h, 0, NBD_CMD_READ, 1, 0, 4096, NULL);
+	{
+		struct chunk c = get_chunk(&h);
+		assert_int_equal(c.cookie, 1);
+		assert_int_equal(chunk_error(&c), NBD_EIO);
+	}
+	/* the session goes on */
+	assert_false(nbd_session_finished(h.s));
+	h_fini(&h);
+}
+
 static void bad_requests(void **state)
 {
 	static const struct bad simple[] = {
@@ -2466,6 +2489,7 @@ int main(void)
 		cmocka_unit_test(bad_requests),
 		cmocka_unit_test(enotsup_only_fast_zero),
 		cmocka_unit_test(eoverflow_only_documented),
+		cmocka_unit_test(eshutdown_not_from_device),
 		cmocka_unit_test(unaligned_served),
 		cmocka_unit_test(unaligned_overlap_inflight),
 		cmocka_unit_test(readonly_export),

@@ -167,11 +167,10 @@ static void reply_errno(struct nbd_session *s, struct nbd_req *r, int err)
 	/*
 	 * NBD_ENOTSUP answers a fast zero that cannot be fast, and nothing
 	 * else: a plain WRITE_ZEROES must not get it once fast zero was
-	 * offered, and no other command should. NBD_EOVERFLOW is the
-	 * server's own "too long for one piece" (validate()), never a
-	 * device's. Such a device error is an I/O failure for the client.
+	 * offered, and no other command should. A device's "not supported"
+	 * is then an I/O failure for the client.
 	 */
-	if ((nerr == NBD_ENOTSUP && !fast) || nerr == NBD_EOVERFLOW)
+	if (nerr == NBD_ENOTSUP && !fast)
 		nerr = NBD_EIO;
 	/* a refused fast zero is an answer, not a failure worth a log line */
 	if (!(err == -EOPNOTSUPP && fast))
