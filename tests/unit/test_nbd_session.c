@@ -895,6 +895,25 @@ static void opt_info_go(void **state)
 	h_fini(&h);
 }
 
+/* A session on a fresh "mem:8M" past the greeting and client flags. */
+static void h_negotiating(struct h *h)
+{
+	h_init(h, "mem:8M", false);
+	expect_greeting(h);
+	put_flags(h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+}
+
+/* INFO with @b (offering fast zero), then the knob turns fast zero off. */
+static void info_then_knob_off(struct h *h, const uint8_t *b, size_t n,
+			       struct info *inf)
+{
+	send_opt(h, NBD_OPT_INFO, b, (uint32_t)n);
+	assert_int_equal(get_info(h, NBD_OPT_INFO, inf), NBD_REP_ACK);
+	assert_true(inf->flags & NBD_FLAG_SEND_FAST_ZERO);
+	assert_int_equal(bs_attr_store(h->dev, "queue/write_zeroes_unmap", "0"),
+			 0);
+}
+
 /*
  * INFO then GO with the same data and no option between: the server MUST
  * give the same information, flags included, even when the device's
@@ -904,21 +923,15 @@ static void opt_info_go(void **state)
 static void info_then_go_same(void **state)
 {
 	static const uint16_t req[] = { NBD_INFO_BLOCK_SIZE };
-	uint8_t b[64];
+	uint8_t b[64], b0[64];
 	struct info inf, go;
 	struct h h;
-	size_t n;
+	size_t n = info_data(b, "vol0", req, 1);
+	size_t n0 = info_data(b0, "vol0", NULL, 0);
 
 	(void)state;
-	h_init(&h, "mem:8M", false);
-	expect_greeting(&h);
-	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
-	n = info_data(b, "vol0", req, 1);
-	send_opt(&h, NBD_OPT_INFO, b, (uint32_t)n);
-	assert_int_equal(get_info(&h, NBD_OPT_INFO, &inf), NBD_REP_ACK);
-	assert_true(inf.flags & NBD_FLAG_SEND_FAST_ZERO);
-	assert_int_equal(bs_attr_store(h.dev, "queue/write_zeroes_unmap", "0"),
-			 0);
+	h_negotiating(&h);
+	info_then_knob_off(&h, b, n, &inf);
 	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
 	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
 	assert_int_equal(go.flags, inf.flags);
@@ -934,14 +947,8 @@ static void info_then_go_same(void **state)
 	h_fini(&h);
 
 	/* an option in between: the GO's answer is fresh */
-	h_init(&h, "mem:8M", false);
-	expect_greeting(&h);
-	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
-	send_opt(&h, NBD_OPT_INFO, b, (uint32_t)n);
-	assert_int_equal(get_info(&h, NBD_OPT_INFO, &inf), NBD_REP_ACK);
-	assert_true(inf.flags & NBD_FLAG_SEND_FAST_ZERO);
-	assert_int_equal(bs_attr_store(h.dev, "queue/write_zeroes_unmap", "0"),
-			 0);
+	h_negotiating(&h);
+	info_then_knob_off(&h, b, n, &inf);
 	send_opt(&h, 0x7777, NULL, 0);
 	assert_int_equal(get_rep(&h).type, NBD_REP_ERR_UNSUP);
 	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
@@ -950,15 +957,9 @@ static void info_then_go_same(void **state)
 	h_fini(&h);
 
 	/* other data (no information requests): fresh too */
-	h_init(&h, "mem:8M", false);
-	expect_greeting(&h);
-	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
-	send_opt(&h, NBD_OPT_INFO, b, (uint32_t)n);
-	assert_int_equal(get_info(&h, NBD_OPT_INFO, &inf), NBD_REP_ACK);
-	assert_int_equal(bs_attr_store(h.dev, "queue/write_zeroes_unmap", "0"),
-			 0);
-	n = info_data(b, "vol0", NULL, 0);
-	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	h_negotiating(&h);
+	info_then_knob_off(&h, b, n, &inf);
+	send_opt(&h, NBD_OPT_GO, b0, (uint32_t)n0);
 	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
 	assert_false(go.flags & NBD_FLAG_SEND_FAST_ZERO);
 	h_fini(&h);
@@ -1586,6 +1587,52 @@ struct bad {
 };
 
 /* Bad requests get the protocol's error, and the stream stays in sync. */
+struct errcase {
+	uint16_t flags, type;
+	uint32_t want;
+};
+
+/*
+ * Each request of @c (4 KiB at 0; FLUSH 0+0) on a device from @spec that
+ * fails it, with simple and then structured replies: the NBD error must
+ * be @want, and the session goes on.
+ */
+static void expect_device_errors(const char *spec, const struct errcase *c,
+				 unsigned n)
+{
+	uint8_t w[4096];
+	unsigned i, st;
+
+	memset(w, 0x5a, sizeof(w));
+	for (st = 0; st < 2; st++) {
+		struct h h;
+
+		h_init(&h, spec, false);
+		h_go(&h, "vol0", st ? H_STRUCTURED : 0);
+		for (i = 0; i < n; i++) {
+			bool flush = c[i].type == NBD_CMD_FLUSH;
+			uint32_t err;
+
+			send_req(&h, c[i].flags, c[i].type, 10 + i, 0,
+				 flush ? 0 : 4096,
+				 c[i].type == NBD_CMD_WRITE ? w : NULL);
+			if (st) {
+				struct chunk k = get_chunk(&h);
+				assert_int_equal(k.cookie, 10 + i);
+				err = chunk_error(&k);
+			} else {
+				err = get_simple(&h, 10 + i, NULL, 0);
+			}
+			if (err != c[i].want)
+				fail_msg("%s case %u (type %u flags 0x%x): got "
+					 "%u, want %u", spec, i, c[i].type,
+					 c[i].flags, err, c[i].want);
+			assert_false(nbd_session_finished(h.s));
+		}
+		h_fini(&h);
+	}
+}
+
 /*
  * NBD_ENOTSUP is the answer to a FAST_ZERO the server cannot do fast and
  * to nothing else: with SEND_FAST_ZERO offered, a WRITE_ZEROES without
@@ -1594,115 +1641,40 @@ struct bad {
  */
 static void enotsup_only_fast_zero(void **state)
 {
-	static const struct {
-		uint16_t flags, type;
-		uint32_t want;
-	} cases[] = {
+	static const struct errcase c[] = {
 		{ 0, NBD_CMD_READ, NBD_EIO },
 		{ 0, NBD_CMD_WRITE, NBD_EIO },
 		{ NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, NBD_EIO },
 		{ 0, NBD_CMD_FLUSH, NBD_EIO },
 		{ 0, NBD_CMD_WRITE_ZEROES, NBD_EIO },
 		{ NBD_CMD_FLAG_NO_HOLE, NBD_CMD_WRITE_ZEROES, NBD_EIO },
+		/* offered (else EINVAL), and refused as not fast */
 		{ NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_WRITE_ZEROES, NBD_ENOTSUP },
 	};
-	uint8_t w[4096];
-	unsigned i, st;
 
 	(void)state;
-	memset(w, 0x5a, sizeof(w));
-	for (st = 0; st < 2; st++) {
-		struct h h;
-		uint16_t f;
-
-		h_init(&h, "error:8M,errno=EOPNOTSUPP,ops=all,write_cache=1",
-		       false);
-		f = h_go(&h, "vol0", st ? H_STRUCTURED : 0);
-		assert_true(f & NBD_FLAG_SEND_FAST_ZERO);
-		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-			bool flush = cases[i].type == NBD_CMD_FLUSH;
-			uint32_t err;
-
-			send_req(&h, cases[i].flags, cases[i].type, 10 + i, 0,
-				 flush ? 0 : 4096,
-				 cases[i].type == NBD_CMD_WRITE ? w : NULL);
-			if (st) {
-				struct chunk c = get_chunk(&h);
-				assert_int_equal(c.cookie, 10 + i);
-				err = chunk_error(&c);
-			} else {
-				err = get_simple(&h, 10 + i, NULL, 0);
-			}
-			if (err != cases[i].want)
-				fail_msg("case %u (type %u flags 0x%x): got %u, "
-					 "want %u", i, cases[i].type,
-					 cases[i].flags, err, cases[i].want);
-		}
-		h_fini(&h);
-	}
+	expect_device_errors("error:8M,errno=EOPNOTSUPP,ops=all,write_cache=1",
+			     c, sizeof(c) / sizeof(c[0]));
 }
 
 /*
  * NBD_EOVERFLOW is the server's own answer to a READ too long to send in
- * one piece (or a payload-free command beyond the maximum): a device
- * that fails with EOVERFLOW is an I/O failure for the client instead.
+ * one piece (or a payload-free command beyond the maximum), and
+ * NBD_ESHUTDOWN tells the client the server is stopping (the client MUST
+ * then disconnect). A device failing with EOVERFLOW or ESHUTDOWN (a
+ * transport of its own that went away) is an I/O failure instead.
  */
-static void eoverflow_only_documented(void **state)
+static void device_errors_not_the_servers(void **state)
 {
-	static const uint16_t types[] = {
-		NBD_CMD_READ, NBD_CMD_WRITE, NBD_CMD_WRITE_ZEROES,
+	static const struct errcase c[] = {
+		{ 0, NBD_CMD_READ, NBD_EIO },
+		{ 0, NBD_CMD_WRITE, NBD_EIO },
+		{ 0, NBD_CMD_WRITE_ZEROES, NBD_EIO },
 	};
-	uint8_t w[4096];
-	unsigned i, st;
 
 	(void)state;
-	memset(w, 0x5a, sizeof(w));
-	for (st = 0; st < 2; st++) {
-		struct h h;
-
-		h_init(&h, "error:8M,errno=75,ops=all", false);
-		h_go(&h, "vol0", st ? H_STRUCTURED : 0);
-		for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-			uint32_t err;
-
-			send_req(&h, 0, types[i], 10 + i, 0, 4096,
-				 types[i] == NBD_CMD_WRITE ? w : NULL);
-			if (st) {
-				struct chunk c = get_chunk(&h);
-				assert_int_equal(c.cookie, 10 + i);
-				err = chunk_error(&c);
-			} else {
-				err = get_simple(&h, 10 + i, NULL, 0);
-			}
-			if (err != NBD_EIO)
-				fail_msg("type %u: got %u, want NBD_EIO",
-					 types[i], err);
-		}
-		h_fini(&h);
-	}
-}
-
-/*
- * NBD_ESHUTDOWN tells the client the server is stopping, and the client
- * MUST then disconnect: a device failing with ESHUTDOWN (a transport of
- * its own that went away) is an I/O error, not the server stopping.
- */
-static void eshutdown_not_from_device(void **state)
-{
-	struct h h;
-
-	(void)state;
-	h_init(&h, "error:8M,errno=108,ops=read", false);
-	h_go(&h, "vol0", H_STRUCTURED);
-	send_req(&h, 0, NBD_CMD_READ, 1, 0, 4096, NULL);
-	{
-		struct chunk c = get_chunk(&h);
-		assert_int_equal(c.cookie, 1);
-		assert_int_equal(chunk_error(&c), NBD_EIO);
-	}
-	/* the session goes on */
-	assert_false(nbd_session_finished(h.s));
-	h_fini(&h);
+	expect_device_errors("error:8M,errno=75,ops=all", c, 3);	/* EOVERFLOW */
+	expect_device_errors("error:8M,errno=108,ops=all", c, 3); /* ESHUTDOWN */
 }
 
 static void bad_requests(void **state)
@@ -2342,9 +2314,7 @@ static void shutdown_handshake(void **state)
 
 	(void)state;
 	/* between options: every option gets ERR_SHUTDOWN, ABORT an ACK */
-	h_init(&h, "mem:8M", false);
-	expect_greeting(&h);
-	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	h_negotiating(&h);
 	nbd_session_shutdown(h.s);
 	assert_true(nbd_session_finished(h.s)); /* may close: at a boundary */
 	assert_true(nbd_session_wants_input(h.s));
@@ -2366,9 +2336,7 @@ static void shutdown_handshake(void **state)
 	h_fini(&h);
 
 	/* an option half received when the shutdown comes is answered */
-	h_init(&h, "mem:8M", false);
-	expect_greeting(&h);
-	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	h_negotiating(&h);
 	n = info_data(b, "vol0", req, 1);
 	nbd_put64(hdr, NBD_IHAVEOPT);
 	nbd_put32(hdr + 8, NBD_OPT_INFO);
@@ -2386,9 +2354,7 @@ static void shutdown_handshake(void **state)
 	h_fini(&h);
 
 	/* EXPORT_NAME cannot be answered with an error: closed */
-	h_init(&h, "mem:8M", false);
-	expect_greeting(&h);
-	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	h_negotiating(&h);
 	nbd_session_shutdown(h.s);
 	send_opt(&h, NBD_OPT_EXPORT_NAME, "vol0", 4);
 	h_settle(&h);
@@ -2399,9 +2365,7 @@ static void shutdown_handshake(void **state)
 	h_fini(&h);
 
 	/* a client that keeps asking is answered a bounded number of times */
-	h_init(&h, "mem:8M", false);
-	expect_greeting(&h);
-	put_flags(&h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	h_negotiating(&h);
 	nbd_session_shutdown(h.s);
 	for (i = 0; i < 100 && nbd_session_wants_input(h.s); i++) {
 		nbd_put64(hdr, NBD_IHAVEOPT);
@@ -2488,8 +2452,7 @@ int main(void)
 		cmocka_unit_test(block_status_other_export),
 		cmocka_unit_test(bad_requests),
 		cmocka_unit_test(enotsup_only_fast_zero),
-		cmocka_unit_test(eoverflow_only_documented),
-		cmocka_unit_test(eshutdown_not_from_device),
+		cmocka_unit_test(device_errors_not_the_servers),
 		cmocka_unit_test(unaligned_served),
 		cmocka_unit_test(unaligned_overlap_inflight),
 		cmocka_unit_test(readonly_export),

@@ -2,6 +2,7 @@
 """Bad input for blkstackd's NBD server from a raw socket client.
 
 Usage: nbd_raw.py HOST PORT EXPORT SIZE
+       nbd_raw.py HOST PORT EXPORT SIZE --stop-while-negotiating PID
 
 Each case opens its own connection and checks the server answers as the
 NBD protocol says, or closes that connection; a bystander connection opened
@@ -10,10 +11,17 @@ must not have reached the device. A last group checks conformance details
 of the NBD protocol document on the wire (meta contexts, TLS refused in
 NOTLS mode, GO after INFO, structured errors, REQ_ONE). Exit 0 when every
 case holds.
+
+With --stop-while-negotiating, only this: half an NBD_OPT_INFO is sent, the
+daemon PID gets SIGTERM, the rest follows; the server must answer
+NBD_REP_ERR_SHUTDOWN and then close (the daemon stops).
 """
+import os
+import signal
 import socket
 import struct
 import sys
+import time
 
 NBDMAGIC = 0x4E42444D41474943
 IHAVEOPT = 0x49484156454F5054
@@ -110,6 +118,25 @@ def ready():
     assert r is True, "GO failed: %r" % r
     return s
 
+
+def stop_while_negotiating(pid):
+    s = connect()
+    n = EXPORT.encode()
+    data = struct.pack(">I", len(n)) + n + struct.pack(">H", 0)
+    s.sendall(struct.pack(">QII", IHAVEOPT, 6, len(data)) + data[:3])
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGTERM)
+    time.sleep(0.5)
+    s.sendall(data[3:])
+    opt, typ, msg = read_opt_reply(s)
+    check((opt, typ) == (6, (1 << 31) + 7) and b"shutting down" in msg,
+          "INFO half sent when the daemon stops: NBD_REP_ERR_SHUTDOWN")
+    check(closed(s), "then the connection closes")
+
+
+if len(sys.argv) == 7 and sys.argv[5] == "--stop-while-negotiating":
+    stop_while_negotiating(int(sys.argv[6]))
+    sys.exit(1 if failures else 0)
 
 # a bystander connection that must survive everything below
 bystander = ready()
