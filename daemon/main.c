@@ -424,6 +424,12 @@ static void on_signal(void *arg, uint32_t events)
 				"restart blkstackd to apply changes");
 			continue;
 		}
+		if (d->stopping && !d->set) {
+			/* the clients are gone; stop() flushes the devices
+			 * and runs this loop meanwhile: nothing to hurry */
+			bsd_log("%s again: already flushing the devices", name);
+			continue;
+		}
 		if (d->stopping) {
 			bsd_log("%s again: closing %u client%s now", name,
 				bs_exports_clients(d->set),

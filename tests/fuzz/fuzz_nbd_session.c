@@ -8,7 +8,8 @@
  *            (0 mem unmap, 1 zeroes=write, 2 zeroes=none, 3 4K blocks
  *            with a write cache); bit 3 keep output unread until the
  *            session stalls (exercises the caps); bit 4 free the session
- *            with requests still in flight instead of waiting
+ *            with requests still in flight instead of waiting; bit 5 stop
+ *            the server (nbd_session_shutdown) half way through the stream
  *   byte 1   feed granularity: bytes per nbd_session_feed() call is
  *            1 + byte * 61 (1 .. 15556)
  *   rest     the client's byte stream, from the client flags on (the
@@ -168,7 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz fz = { 0 };
 	uint8_t cfg, gran;
 	size_t step, pos, stalls = 0;
-	bool lazy, drop;
+	bool lazy, drop, stop;
 
 	if (size < 2)
 		return 0;
@@ -178,6 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size -= 2;
 	lazy = cfg & 8;
 	drop = cfg & 16;
+	stop = cfg & 32;
 	step = 1 + (size_t)gran * 61;
 
 	if (bs_ctx_new(&ctx))
@@ -199,6 +201,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (n > step)
 			n = step;
+		if (stop && pos >= size / 2) {
+			nbd_session_shutdown(s);
+			stop = false;
+		}
 		used = nbd_session_feed(s, data + pos, n);
 		if (used > n)
 			abort();

@@ -143,6 +143,16 @@ def main():
          req("READ", 1, 9000, cookie=35) +
          req("READ", 4 * 1024 * K - 1, 1, DF, cookie=36) +
          req("BLOCK_STATUS", 5, 10000, cookie=37) + req("DISC", cookie=38))
+    # the server stops half way: options answered ERR_SHUTDOWN, ABORT
+    seed("options_stopping", 32, 2,
+         struct.pack(">I", 3) + opt(OPT["LIST"]) + opt(OPT["LIST"]) +
+         opt(OPT["INFO"], info("vol0", (INFO_BLOCK,))) +
+         opt(OPT["GO"], info("vol0", (INFO_BLOCK,))) +
+         b"".join(opt(OPT["LIST"]) for _ in range(20)) + opt(OPT["ABORT"]))
+    # ... and in transmission: what is in flight finishes
+    seed("requests_stopping", 32, 7,
+         go() + b"".join(req("WRITE", i * 4096, 4096, cookie=i)
+                         for i in range(8)) + req("DISC", cookie=9))
     # no fixed newstyle; ends in the middle of a write
     seed("nonfixed_partial", 1 << 1, 0,
          struct.pack(">I", 0) + opt(OPT["EXPORT_NAME"], b"other") +

@@ -23,5 +23,10 @@ timeout 120 python3 "$(dirname "$0")/lib/nbd_raw.py" 127.0.0.1 "$PORT" disk \
 # the daemon is alive and answers
 ctl 0 ls
 [[ $OUT == *disk* ]] || fail "daemon not answering after bad input: $OUT"
+# a client negotiating while the daemon stops: the option it was sending
+# is answered NBD_REP_ERR_SHUTDOWN (not a dropped connection), then EOF
+timeout 30 python3 "$(dirname "$0")/lib/nbd_raw.py" 127.0.0.1 "$PORT" disk \
+	$((64 << 20)) --stop-while-negotiating "$DPID" ||
+	fail "an option sent while stopping was not answered NBD_REP_ERR_SHUTDOWN"
 stop_daemon
 echo "PASS"

@@ -895,6 +895,76 @@ static void opt_info_go(void **state)
 	h_fini(&h);
 }
 
+/* A session on a fresh "mem:8M" past the greeting and client flags. */
+static void h_negotiating(struct h *h)
+{
+	h_init(h, "mem:8M", false);
+	expect_greeting(h);
+	put_flags(h, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+}
+
+/* INFO with @b (offering fast zero), then the knob turns fast zero off. */
+static void info_then_knob_off(struct h *h, const uint8_t *b, size_t n,
+			       struct info *inf)
+{
+	send_opt(h, NBD_OPT_INFO, b, (uint32_t)n);
+	assert_int_equal(get_info(h, NBD_OPT_INFO, inf), NBD_REP_ACK);
+	assert_true(inf->flags & NBD_FLAG_SEND_FAST_ZERO);
+	assert_int_equal(bs_attr_store(h->dev, "queue/write_zeroes_unmap", "0"),
+			 0);
+}
+
+/*
+ * INFO then GO with the same data and no option between: the server MUST
+ * give the same information, flags included, even when the device's
+ * capabilities changed in between (here the knob turns fast zero off).
+ * With an option between, or other data, the answer is fresh.
+ */
+static void info_then_go_same(void **state)
+{
+	static const uint16_t req[] = { NBD_INFO_BLOCK_SIZE };
+	uint8_t b[64], b0[64];
+	struct info inf, go;
+	struct h h;
+	size_t n = info_data(b, "vol0", req, 1);
+	size_t n0 = info_data(b0, "vol0", NULL, 0);
+
+	(void)state;
+	h_negotiating(&h);
+	info_then_knob_off(&h, b, n, &inf);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
+	assert_int_equal(go.flags, inf.flags);
+	assert_int_equal(go.size, inf.size);
+	assert_int_equal(go.bmin, inf.bmin);
+	assert_int_equal(go.bpref, inf.bpref);
+	assert_int_equal(go.bmax, inf.bmax);
+	assert_int_equal(h.s->tflags, inf.flags); /* what the session uses */
+	/* offered and now off: refused fast, as after any later change */
+	send_req(&h, NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_WRITE_ZEROES, 1, 0, 4096,
+		 NULL);
+	assert_int_equal(get_simple(&h, 1, NULL, 0), NBD_ENOTSUP);
+	h_fini(&h);
+
+	/* an option in between: the GO's answer is fresh */
+	h_negotiating(&h);
+	info_then_knob_off(&h, b, n, &inf);
+	send_opt(&h, 0x7777, NULL, 0);
+	assert_int_equal(get_rep(&h).type, NBD_REP_ERR_UNSUP);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
+	assert_false(go.flags & NBD_FLAG_SEND_FAST_ZERO);
+	h_fini(&h);
+
+	/* other data (no information requests): fresh too */
+	h_negotiating(&h);
+	info_then_knob_off(&h, b, n, &inf);
+	send_opt(&h, NBD_OPT_GO, b0, (uint32_t)n0);
+	assert_int_equal(get_info(&h, NBD_OPT_GO, &go), NBD_REP_ACK);
+	assert_false(go.flags & NBD_FLAG_SEND_FAST_ZERO);
+	h_fini(&h);
+}
+
 /* Transmission flags follow the device and the export, at negotiation. */
 static void transmission_flags(void **state)
 {
@@ -1517,6 +1587,96 @@ struct bad {
 };
 
 /* Bad requests get the protocol's error, and the stream stays in sync. */
+struct errcase {
+	uint16_t flags, type;
+	uint32_t want;
+};
+
+/*
+ * Each request of @c (4 KiB at 0; FLUSH 0+0) on a device from @spec that
+ * fails it, with simple and then structured replies: the NBD error must
+ * be @want, and the session goes on.
+ */
+static void expect_device_errors(const char *spec, const struct errcase *c,
+				 unsigned n)
+{
+	uint8_t w[4096];
+	unsigned i, st;
+
+	memset(w, 0x5a, sizeof(w));
+	for (st = 0; st < 2; st++) {
+		struct h h;
+
+		h_init(&h, spec, false);
+		h_go(&h, "vol0", st ? H_STRUCTURED : 0);
+		for (i = 0; i < n; i++) {
+			bool flush = c[i].type == NBD_CMD_FLUSH;
+			uint32_t err;
+
+			send_req(&h, c[i].flags, c[i].type, 10 + i, 0,
+				 flush ? 0 : 4096,
+				 c[i].type == NBD_CMD_WRITE ? w : NULL);
+			if (st) {
+				struct chunk k = get_chunk(&h);
+				assert_int_equal(k.cookie, 10 + i);
+				err = chunk_error(&k);
+			} else {
+				err = get_simple(&h, 10 + i, NULL, 0);
+			}
+			if (err != c[i].want)
+				fail_msg("%s case %u (type %u flags 0x%x): got "
+					 "%u, want %u", spec, i, c[i].type,
+					 c[i].flags, err, c[i].want);
+			assert_false(nbd_session_finished(h.s));
+		}
+		h_fini(&h);
+	}
+}
+
+/*
+ * NBD_ENOTSUP is the answer to a FAST_ZERO the server cannot do fast and
+ * to nothing else: with SEND_FAST_ZERO offered, a WRITE_ZEROES without
+ * the flag MUST NOT fail with it, and no other command should. A device
+ * that says EOPNOTSUPP is an I/O failure (NBD_EIO) for the client.
+ */
+static void enotsup_only_fast_zero(void **state)
+{
+	static const struct errcase c[] = {
+		{ 0, NBD_CMD_READ, NBD_EIO },
+		{ 0, NBD_CMD_WRITE, NBD_EIO },
+		{ NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, NBD_EIO },
+		{ 0, NBD_CMD_FLUSH, NBD_EIO },
+		{ 0, NBD_CMD_WRITE_ZEROES, NBD_EIO },
+		{ NBD_CMD_FLAG_NO_HOLE, NBD_CMD_WRITE_ZEROES, NBD_EIO },
+		/* offered (else EINVAL), and refused as not fast */
+		{ NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_WRITE_ZEROES, NBD_ENOTSUP },
+	};
+
+	(void)state;
+	expect_device_errors("error:8M,errno=EOPNOTSUPP,ops=all,write_cache=1",
+			     c, sizeof(c) / sizeof(c[0]));
+}
+
+/*
+ * NBD_EOVERFLOW is the server's own answer to a READ too long to send in
+ * one piece (or a payload-free command beyond the maximum), and
+ * NBD_ESHUTDOWN tells the client the server is stopping (the client MUST
+ * then disconnect). A device failing with EOVERFLOW or ESHUTDOWN (a
+ * transport of its own that went away) is an I/O failure instead.
+ */
+static void device_errors_not_the_servers(void **state)
+{
+	static const struct errcase c[] = {
+		{ 0, NBD_CMD_READ, NBD_EIO },
+		{ 0, NBD_CMD_WRITE, NBD_EIO },
+		{ 0, NBD_CMD_WRITE_ZEROES, NBD_EIO },
+	};
+
+	(void)state;
+	expect_device_errors("error:8M,errno=75,ops=all", c, 3);	/* EOVERFLOW */
+	expect_device_errors("error:8M,errno=108,ops=all", c, 3); /* ESHUTDOWN */
+}
+
 static void bad_requests(void **state)
 {
 	static const struct bad simple[] = {
@@ -2136,6 +2296,91 @@ static void shutdown_session(void **state)
 	h_fini(&h);
 }
 
+/*
+ * A server being shut down SHOULD answer options it receives (other than
+ * ABORT) with NBD_REP_ERR_SHUTDOWN rather than drop the connection: the
+ * client then disconnects softly. Options already sent are answered; at
+ * an option boundary the session may close (nothing to answer), and an
+ * EXPORT_NAME, which cannot carry an error, closes.
+ */
+static void shutdown_handshake(void **state)
+{
+	static const uint16_t req[] = { NBD_INFO_BLOCK_SIZE };
+	uint8_t b[64], hdr[16];
+	struct rep r;
+	struct h h;
+	size_t n;
+	unsigned i;
+
+	(void)state;
+	/* between options: every option gets ERR_SHUTDOWN, ABORT an ACK */
+	h_negotiating(&h);
+	nbd_session_shutdown(h.s);
+	assert_true(nbd_session_finished(h.s)); /* may close: at a boundary */
+	assert_true(nbd_session_wants_input(h.s));
+	send_opt(&h, NBD_OPT_LIST, NULL, 0);
+	r = get_rep(&h);
+	assert_int_equal(r.opt, NBD_OPT_LIST);
+	assert_int_equal(r.type, NBD_REP_ERR_SHUTDOWN);
+	assert_true(r.len > 0); /* says why */
+	n = info_data(b, "vol0", req, 1);
+	send_opt(&h, NBD_OPT_GO, b, (uint32_t)n);
+	assert_int_equal(get_rep(&h).type, NBD_REP_ERR_SHUTDOWN);
+	assert_null(nbd_session_export_name(h.s));
+	send_opt(&h, NBD_OPT_STRUCTURED_REPLY, NULL, 0);
+	assert_int_equal(get_rep(&h).type, NBD_REP_ERR_SHUTDOWN);
+	send_opt(&h, NBD_OPT_ABORT, NULL, 0);
+	expect_rep(&h, NBD_OPT_ABORT, NBD_REP_ACK);
+	assert_true(nbd_session_finished(h.s));
+	assert_false(nbd_session_wants_input(h.s));
+	h_fini(&h);
+
+	/* an option half received when the shutdown comes is answered */
+	h_negotiating(&h);
+	n = info_data(b, "vol0", req, 1);
+	nbd_put64(hdr, NBD_IHAVEOPT);
+	nbd_put32(hdr + 8, NBD_OPT_INFO);
+	nbd_put32(hdr + 12, (uint32_t)n);
+	h_feed(&h, hdr, 16);
+	h_feed(&h, b, 3);
+	nbd_session_shutdown(h.s);
+	assert_false(nbd_session_finished(h.s));
+	assert_true(nbd_session_wants_input(h.s));
+	h_feed(&h, b + 3, n - 3);
+	r = get_rep(&h);
+	assert_int_equal(r.opt, NBD_OPT_INFO);
+	assert_int_equal(r.type, NBD_REP_ERR_SHUTDOWN);
+	assert_true(nbd_session_finished(h.s));
+	h_fini(&h);
+
+	/* EXPORT_NAME cannot be answered with an error: closed */
+	h_negotiating(&h);
+	nbd_session_shutdown(h.s);
+	send_opt(&h, NBD_OPT_EXPORT_NAME, "vol0", 4);
+	h_settle(&h);
+	assert_int_equal(h_avail(&h), 0);
+	assert_null(nbd_session_export_name(h.s));
+	assert_true(nbd_session_finished(h.s));
+	assert_false(nbd_session_wants_input(h.s));
+	h_fini(&h);
+
+	/* a client that keeps asking is answered a bounded number of times */
+	h_negotiating(&h);
+	nbd_session_shutdown(h.s);
+	for (i = 0; i < 100 && nbd_session_wants_input(h.s); i++) {
+		nbd_put64(hdr, NBD_IHAVEOPT);
+		nbd_put32(hdr + 8, NBD_OPT_LIST);
+		nbd_put32(hdr + 12, 0);
+		assert_int_equal(nbd_session_feed(h.s, hdr, 16), 16);
+	}
+	assert_true(i < 100);
+	assert_true(nbd_session_finished(h.s));
+	while (i--)
+		assert_int_equal(get_rep(&h).type, NBD_REP_ERR_SHUTDOWN);
+	assert_int_equal(h_avail(&h), 0);
+	h_fini(&h);
+}
+
 /* Input in one-byte pieces parses the same as in one piece. */
 static void byte_at_a_time(void **state)
 {
@@ -2188,6 +2433,7 @@ int main(void)
 		cmocka_unit_test(nonfixed_client),
 		cmocka_unit_test(opt_list),
 		cmocka_unit_test(opt_info_go),
+		cmocka_unit_test(info_then_go_same),
 		cmocka_unit_test(units_list_go),
 		cmocka_unit_test(transmission_flags),
 		cmocka_unit_test(opt_structured),
@@ -2205,6 +2451,8 @@ int main(void)
 		cmocka_unit_test(block_status),
 		cmocka_unit_test(block_status_other_export),
 		cmocka_unit_test(bad_requests),
+		cmocka_unit_test(enotsup_only_fast_zero),
+		cmocka_unit_test(device_errors_not_the_servers),
 		cmocka_unit_test(unaligned_served),
 		cmocka_unit_test(unaligned_overlap_inflight),
 		cmocka_unit_test(readonly_export),
@@ -2218,6 +2466,7 @@ int main(void)
 		cmocka_unit_test(eof_with_inflight),
 		cmocka_unit_test(free_with_inflight),
 		cmocka_unit_test(shutdown_session),
+		cmocka_unit_test(shutdown_handshake),
 		cmocka_unit_test(byte_at_a_time),
 	};
 

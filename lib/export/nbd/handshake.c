@@ -120,15 +120,15 @@ static struct bs_export_unit *find(struct nbd_session *s, const char *name)
 	return s->ops && s->ops->find ? s->ops->find(s->arg, name) : NULL;
 }
 
-/* Enter transmission on @u with the flags computed now. */
+/* Enter transmission on @u with the flags and minimum block sent. */
 static void go(struct nbd_session *s, struct bs_export_unit *u,
-	       uint16_t flags)
+	       uint16_t flags, uint32_t min_block)
 {
 	s->transmission = true;
 	s->dev = u->dev;
 	s->ro = u->readonly;
 	s->tflags = flags;
-	nbd_tx_block_sizes(u, &s->min_block, NULL, NULL);
+	s->min_block = min_block;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", u->name);
 	/* a context selected for another export does not carry over */
 	if (s->meta_alloc &&
@@ -148,6 +148,7 @@ static void opt_export_name(struct nbd_session *s)
 	struct bs_export_unit *u;
 	uint8_t r[8 + 2 + 124];
 	uint16_t flags;
+	uint32_t bmin;
 	char *name = get_string(s->optbuf, s->optlen);
 
 	if (!name) {
@@ -173,7 +174,8 @@ static void opt_export_name(struct nbd_session *s)
 	nbd_put64(r, bs_dev_size(u->dev));
 	nbd_put16(r + 8, flags);
 	nbd_out_push(s, r, s->no_zeroes ? 10 : sizeof(r), NULL, 0, 0);
-	go(s, u, flags);
+	nbd_tx_block_sizes(u, &bmin, NULL, NULL);
+	go(s, u, flags, bmin);
 }
 
 static void opt_list(struct nbd_session *s)
@@ -200,14 +202,21 @@ static void opt_list(struct nbd_session *s)
 	reply(s, NBD_REP_ACK, NULL, 0);
 }
 
-static void opt_info_go(struct nbd_session *s, bool is_go)
+/*
+ * @prev: what an NBD_OPT_INFO answered if it was the option just before.
+ * A GO with the same data gets the same information (the protocol's
+ * MUST), even if the device's capabilities changed in between; anything
+ * else is computed now.
+ */
+static void opt_info_go(struct nbd_session *s, bool is_go,
+			const struct nbd_info_memo *prev)
 {
 	const uint8_t *p = s->optbuf;
 	uint32_t namelen, i;
-	uint16_t nreq, flags;
+	uint16_t nreq;
 	bool want_name = false, want_desc = false;
 	struct bs_export_unit *u;
-	uint32_t bmin, bpref, bmax;
+	struct nbd_info_memo now;
 	uint8_t buf[14];
 	char *name;
 
@@ -257,25 +266,40 @@ static void opt_info_go(struct nbd_session *s, bool is_go)
 			  bs_dev_snap(u->dev)->state_reason);
 		return;
 	}
-	flags = nbd_tx_flags(s, u);
+	if (is_go && prev && prev->len == s->optlen &&
+	    !memcmp(prev->data, p, s->optlen)) {
+		now = *prev;
+	} else {
+		now.size = bs_dev_size(u->dev);
+		now.flags = nbd_tx_flags(s, u);
+		nbd_tx_block_sizes(u, &now.bmin, &now.bpref, &now.bmax);
+	}
 	nbd_put16(buf, NBD_INFO_EXPORT);
-	nbd_put64(buf + 2, bs_dev_size(u->dev));
-	nbd_put16(buf + 10, flags);
+	nbd_put64(buf + 2, now.size);
+	nbd_put16(buf + 10, now.flags);
 	reply(s, NBD_REP_INFO, buf, 12);
 	if (want_name)
 		reply_info(s, NBD_INFO_NAME, u->name, strlen(u->name));
 	if (want_desc && u->description && *u->description)
 		reply_info(s, NBD_INFO_DESCRIPTION, u->description,
 			   strlen(u->description));
-	nbd_tx_block_sizes(u, &bmin, &bpref, &bmax);
 	nbd_put16(buf, NBD_INFO_BLOCK_SIZE);
-	nbd_put32(buf + 2, bmin);
-	nbd_put32(buf + 6, bpref);
-	nbd_put32(buf + 10, bmax);
+	nbd_put32(buf + 2, now.bmin);
+	nbd_put32(buf + 6, now.bpref);
+	nbd_put32(buf + 10, now.bmax);
 	reply(s, NBD_REP_INFO, buf, 14);
 	reply(s, NBD_REP_ACK, NULL, 0);
-	if (is_go)
-		go(s, u, flags);
+	if (is_go) {
+		go(s, u, now.flags, now.bmin);
+		return;
+	}
+	/* remembered for a GO that follows at once (none if no memory) */
+	s->info_memo = malloc(sizeof(*s->info_memo) + s->optlen);
+	if (s->info_memo) {
+		*s->info_memo = now;
+		s->info_memo->len = s->optlen;
+		memcpy(s->info_memo->data, p, s->optlen);
+	}
 }
 
 static void opt_meta(struct nbd_session *s, bool set)
@@ -385,6 +409,11 @@ void nbd_hs_option_header(struct nbd_session *s)
 		return;
 	}
 	if (s->optlen > NBD_MAX_OPTION) {
+		if (s->shutdown) {
+			/* not worth reading past while stopping */
+			nbd_end(s, "server shutting down");
+			return;
+		}
 		if (s->opt == NBD_OPT_EXPORT_NAME) {
 			nbd_end(s, "NBD_OPT_EXPORT_NAME of %u bytes", s->optlen);
 			return;
@@ -409,16 +438,53 @@ void nbd_hs_option_header(struct nbd_session *s)
 	s->in = IN_OPT_DATA;
 }
 
+bool nbd_hs_idle(const struct nbd_session *s)
+{
+	return (s->in == IN_CLIENT_FLAGS || s->in == IN_OPT_HDR) && !s->have;
+}
+
+/*
+ * The server is shutting down: every option but ABORT gets
+ * NBD_REP_ERR_SHUTDOWN (the protocol's advice), a bounded number of
+ * times; EXPORT_NAME cannot carry an error and closes.
+ */
+static void opt_shutting_down(struct nbd_session *s)
+{
+	if (s->opt == NBD_OPT_ABORT) {
+		reply(s, NBD_REP_ACK, NULL, 0);
+		nbd_end(s, "server shutting down; client aborted");
+		return;
+	}
+	if (s->opt == NBD_OPT_EXPORT_NAME) {
+		nbd_end(s, "server shutting down (NBD_OPT_EXPORT_NAME closed)");
+		return;
+	}
+	reply_err(s, NBD_REP_ERR_SHUTDOWN, "server shutting down");
+	if (++s->shut_opts >= NBD_HS_SHUTDOWN_OPTS)
+		nbd_end(s, "server shutting down");
+}
+
 void nbd_hs_option_skipped(struct nbd_session *s)
 {
 	s->in = IN_OPT_HDR;
+	/* an option in between: a GO after it gets fresh information */
+	free(s->info_memo);
+	s->info_memo = NULL;
 	reply_err(s, NBD_REP_ERR_TOO_BIG, "option data of %u bytes exceeds "
 		  "the server's limit of %u", s->optlen, NBD_MAX_OPTION);
 }
 
 void nbd_hs_option(struct nbd_session *s)
 {
+	/* only the option right after an INFO may reuse its answer */
+	struct nbd_info_memo *prev = s->info_memo;
+
+	s->info_memo = NULL;
 	s->in = IN_OPT_HDR;
+	if (s->shutdown) {
+		opt_shutting_down(s);
+		goto out;
+	}
 	switch (s->opt) {
 	case NBD_OPT_EXPORT_NAME:
 		opt_export_name(s);
@@ -433,7 +499,7 @@ void nbd_hs_option(struct nbd_session *s)
 		break;
 	case NBD_OPT_INFO:
 	case NBD_OPT_GO:
-		opt_info_go(s, s->opt == NBD_OPT_GO);
+		opt_info_go(s, s->opt == NBD_OPT_GO, prev);
 		break;
 	case NBD_OPT_STRUCTURED_REPLY:
 		if (s->optlen)
@@ -458,6 +524,8 @@ void nbd_hs_option(struct nbd_session *s)
 		reply_err(s, NBD_REP_ERR_UNSUP, "unknown option %u", s->opt);
 		break;
 	}
+out:
+	free(prev);
 	free(s->optbuf);
 	s->optbuf = NULL;
 }

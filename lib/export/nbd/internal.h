@@ -16,6 +16,8 @@
 
 /* Output queued during the handshake before input stops being read. */
 #define NBD_HS_OUT_MAX (256u << 10)
+/* Options answered NBD_REP_ERR_SHUTDOWN before a session is closed. */
+#define NBD_HS_SHUTDOWN_OPTS 16
 
 /* One queued message: inline header bytes, then optional payload data. */
 struct nbd_out {
@@ -42,6 +44,18 @@ enum nbd_in {
 
 struct nbd_req;
 
+/*
+ * What a successful NBD_OPT_INFO answered, kept until the next option: a
+ * GO with the same data right after it gets the same information.
+ */
+struct nbd_info_memo {
+	uint64_t size;
+	uint16_t flags;
+	uint32_t bmin, bpref, bmax;
+	uint32_t len;			/* option data, compared with GO's */
+	uint8_t data[];
+};
+
 struct nbd_session {
 	struct bs_ctx *ctx;
 	struct bs_exports *set;
@@ -60,6 +74,8 @@ struct nbd_session {
 	bool fixed, no_zeroes, structured;
 	bool meta_alloc;		/* base:allocation selected ... */
 	char *meta_export;		/* ... for this export name */
+	struct nbd_info_memo *info_memo; /* the option just before: INFO */
+	unsigned shut_opts;		/* options refused while shutting down */
 
 	/* transmission */
 	bool transmission;
@@ -116,6 +132,8 @@ void nbd_hs_option_header(struct nbd_session *s);
 void nbd_hs_option(struct nbd_session *s);
 /* An oversized option's payload has been skipped. */
 void nbd_hs_option_skipped(struct nbd_session *s);
+/* Between two options: nothing received that wants an answer. */
+bool nbd_hs_idle(const struct nbd_session *s);
 
 /* transmit.c */
 /* A request header is in s->hdr: false when blocked on the caps. */

@@ -163,7 +163,12 @@ static inline uint64_t nbd_get64(const uint8_t *p)
 	return ((uint64_t)nbd_get32(p) << 32) | nbd_get32(p + 4);
 }
 
-/* Map a negative errno of the core to the protocol's error value. */
+/*
+ * Map a negative errno of the core or a device to the protocol's error
+ * value. NBD_EOVERFLOW and NBD_ESHUTDOWN say things about the server
+ * (a READ too long for one piece, the server stopping): a device's
+ * EOVERFLOW or ESHUTDOWN is an I/O error for the client.
+ */
 static inline uint32_t nbd_errno(int err)
 {
 	switch (-err) {
@@ -181,12 +186,8 @@ static inline uint32_t nbd_errno(int err)
 	case 27:  /* EFBIG */
 	case 122: /* EDQUOT */
 		return NBD_ENOSPC;
-	case 75: /* EOVERFLOW */
-		return NBD_EOVERFLOW;
-	case 95: /* EOPNOTSUPP */
+	case 95: /* EOPNOTSUPP: only a fast zero keeps it (transmit.c) */
 		return NBD_ENOTSUP;
-	case 108: /* ESHUTDOWN */
-		return NBD_ESHUTDOWN;
 	default:
 		return NBD_EIO;
 	}

@@ -367,10 +367,13 @@ void nbd_session_eof(struct nbd_session *s)
 
 void nbd_session_shutdown(struct nbd_session *s)
 {
+	/*
+	 * Negotiating: options already sent are still read and answered
+	 * NBD_REP_ERR_SHUTDOWN (handshake.c), so that the client can
+	 * disconnect softly; the connection may close between two options.
+	 */
 	s->shutdown = true;
-	if (!s->transmission)
-		nbd_end(s, "server shutting down");
-	else if (!s->reason[0])
+	if (!s->reason[0])
 		snprintf(s->reason, sizeof(s->reason), "server shutting down");
 	nbd_kick(s);
 }
@@ -381,8 +384,13 @@ bool nbd_session_finished(const struct nbd_session *s)
 		return false;
 	if (s->ended || s->disc || s->eof)
 		return true;
-	/* shutting down at a request boundary with nothing in flight */
-	return s->shutdown && s->in == IN_REQ_HDR && s->have == 0;
+	if (!s->shutdown)
+		return false;
+	/* shutting down between two options, or at a request boundary with
+	 * nothing in flight */
+	if (!s->transmission)
+		return nbd_hs_idle(s);
+	return s->in == IN_REQ_HDR && s->have == 0;
 }
 
 unsigned nbd_session_inflight(const struct nbd_session *s)
@@ -420,6 +428,7 @@ void nbd_session_destroy(struct nbd_session *s)
 		bs_budget_leave(s->budget, &s->bh);
 	free(s->optbuf);
 	free(s->meta_export);
+	free(s->info_memo);
 	free(s);
 	if (held)
 		bs_exports_release(set);

@@ -157,15 +157,26 @@ static void reply_error(struct nbd_session *s, uint64_t cookie, uint16_t type,
 
 static void reply_errno(struct nbd_session *s, struct nbd_req *r, int err)
 {
+	bool fast = r->type == NBD_CMD_WRITE_ZEROES &&
+		    (r->flags & NBD_CMD_FLAG_FAST_ZERO);
+	uint32_t nerr = nbd_errno(err);
 	char msg[128];
 
 	snprintf(msg, sizeof(msg), "%s: %s", cmd_name(r->type),
 		 strerror(-err));
+	/*
+	 * NBD_ENOTSUP answers a fast zero that cannot be fast, and nothing
+	 * else: a plain WRITE_ZEROES must not get it once fast zero was
+	 * offered, and no other command should. A device's "not supported"
+	 * is then an I/O failure for the client.
+	 */
+	if (nerr == NBD_ENOTSUP && !fast)
+		nerr = NBD_EIO;
 	/* a refused fast zero is an answer, not a failure worth a log line */
-	if (!(err == -EOPNOTSUPP && r->type == NBD_CMD_WRITE_ZEROES))
+	if (!(err == -EOPNOTSUPP && fast))
 		nbd_log(s, "%s %llu+%u: %s", cmd_name(r->type),
 			(unsigned long long)r->offset, r->len, strerror(-err));
-	reply_error(s, r->cookie, r->type, nbd_errno(err), msg);
+	reply_error(s, r->cookie, r->type, nerr, msg);
 }
 
 /* ---- completion ------------------------------------------------------------ */

@@ -2,15 +2,26 @@
 """Bad input for blkstackd's NBD server from a raw socket client.
 
 Usage: nbd_raw.py HOST PORT EXPORT SIZE
+       nbd_raw.py HOST PORT EXPORT SIZE --stop-while-negotiating PID
 
 Each case opens its own connection and checks the server answers as the
 NBD protocol says, or closes that connection; a bystander connection opened
 first must still work at the end, and a write the client abandoned midway
-must not have reached the device. Exit 0 when every case holds.
+must not have reached the device. A last group checks conformance details
+of the NBD protocol document on the wire (meta contexts, TLS refused in
+NOTLS mode, GO after INFO, structured errors, REQ_ONE). Exit 0 when every
+case holds.
+
+With --stop-while-negotiating, only this: half an NBD_OPT_INFO is sent, the
+daemon PID gets SIGTERM, the rest follows; the server must answer
+NBD_REP_ERR_SHUTDOWN and then close (the daemon stops).
 """
+import os
+import signal
 import socket
 import struct
 import sys
+import time
 
 NBDMAGIC = 0x4E42444D41474943
 IHAVEOPT = 0x49484156454F5054
@@ -107,6 +118,25 @@ def ready():
     assert r is True, "GO failed: %r" % r
     return s
 
+
+def stop_while_negotiating(pid):
+    s = connect()
+    n = EXPORT.encode()
+    data = struct.pack(">I", len(n)) + n + struct.pack(">H", 0)
+    s.sendall(struct.pack(">QII", IHAVEOPT, 6, len(data)) + data[:3])
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGTERM)
+    time.sleep(0.5)
+    s.sendall(data[3:])
+    opt, typ, msg = read_opt_reply(s)
+    check((opt, typ) == (6, (1 << 31) + 7) and b"shutting down" in msg,
+          "INFO half sent when the daemon stops: NBD_REP_ERR_SHUTDOWN")
+    check(closed(s), "then the connection closes")
+
+
+if len(sys.argv) == 7 and sys.argv[5] == "--stop-while-negotiating":
+    stop_while_negotiating(int(sys.argv[6]))
+    sys.exit(1 if failures else 0)
 
 # a bystander connection that must survive everything below
 bystander = ready()
@@ -213,6 +243,89 @@ err, c = simple_reply(s)
 data = recvn(s, 1 << 20)
 check(err == 0 and b"\xEE" not in data, "half-sent write: nothing written")
 s.close()
+
+# --- conformance details (NBD protocol document, docs/nbd.md) ------------
+OPT_STARTTLS, OPT_INFO, OPT_SR, OPT_LIST_META, OPT_SET_META = 5, 6, 8, 9, 10
+REP_META = 4
+ERR_INVALID = (1 << 31) + 3
+STRUCT_MAGIC = 0x668E33EF
+
+
+def opt_replies(s, opt, data=b""):
+    """All replies to one option, up to the final ACK or error."""
+    send_opt(s, opt, data)
+    out = []
+    while True:
+        o, typ, d = read_opt_reply(s)
+        assert o == opt, "reply for option %d, sent %d" % (o, opt)
+        out.append((typ, d))
+        if typ == REP_ACK or typ & (1 << 31):
+            return out
+
+
+def meta_data(name, queries):
+    n = name.encode()
+    b = struct.pack(">I", len(n)) + n + struct.pack(">I", len(queries))
+    for q in queries:
+        b += struct.pack(">I", len(q)) + q
+    return b
+
+
+def info_flags(replies):
+    for typ, d in replies:
+        if typ == REP_INFO and struct.unpack(">H", d[:2])[0] == 0:
+            return struct.unpack(">QH", d[2:12])[1]
+    return None
+
+
+def chunk(s):
+    magic, flags, typ, cookie, ln = struct.unpack(">IHHQI", recvn(s, 20))
+    assert magic == STRUCT_MAGIC, "not a structured chunk: %x" % magic
+    return flags, typ, cookie, recvn(s, ln)
+
+
+s = connect()
+r = opt_replies(s, OPT_STARTTLS)
+check(r[-1][0] == ERR_UNSUP, "STARTTLS without TLS: NBD_REP_ERR_UNSUP")
+r = opt_replies(s, OPT_SET_META, meta_data(EXPORT, [b"base:allocation"]))
+check(r[-1][0] == ERR_INVALID, "SET_META_CONTEXT before STRUCTURED_REPLY: "
+      "NBD_REP_ERR_INVALID")
+check(opt_replies(s, OPT_SR)[-1][0] == REP_ACK, "STRUCTURED_REPLY")
+r = opt_replies(s, OPT_LIST_META,
+                meta_data(EXPORT, [b"qemu:", b"x-blkstack:nothing"]))
+check(r == [(REP_ACK, b"")], "LIST_META_CONTEXT: unknown namespaces ignored")
+r = opt_replies(s, OPT_LIST_META, meta_data(EXPORT, [b"base:"]))
+check([t for t, _ in r] == [REP_META, REP_ACK] and
+      r[0][1][4:] == b"base:allocation", "LIST_META_CONTEXT base: lists "
+      "base:allocation")
+r = opt_replies(s, OPT_SET_META, meta_data(EXPORT, [b"base:allocation"]))
+check([t for t, _ in r] == [REP_META, REP_ACK], "SET_META_CONTEXT "
+      "base:allocation")
+n = EXPORT.encode()
+gd = struct.pack(">I", len(n)) + n + struct.pack(">HH", 1, 3)
+fi = info_flags(opt_replies(s, OPT_INFO, gd))
+r = opt_replies(s, OPT_GO, gd)
+check(r[-1][0] == REP_ACK and info_flags(r) == fi, "GO right after INFO: "
+      "the same flags (0x%x)" % fi)
+check(fi & (1 << 7) and fi & (1 << 3), "flags: SEND_DF and SEND_FUA")
+request(s, CMD_READ, 0, 0, cookie=40)
+f, typ, c, d = chunk(s)
+check(c == 40 and typ == 0x8001 and struct.unpack(">I", d[:4])[0] == EINVAL,
+      "zero-length read: an error chunk with EINVAL")
+request(s, CMD_READ, 0, 512, flags=0x2, cookie=41)  # NO_HOLE on a read
+f, typ, c, d = chunk(s)
+check(c == 41 and typ == 0x8001 and f & 1, "read with a bad flag: a "
+      "structured error (never a simple reply)")
+request(s, CMD_READ, 0, 512, flags=0x1, cookie=42)  # FUA
+f, typ, c, d = chunk(s)
+check(c == 42 and typ == 1 and len(d) == 8 + 512, "read with FUA: served")
+request(s, 7, 4096, SIZE - 8192, flags=0x8, cookie=43)  # REQ_ONE
+f, typ, c, d = chunk(s)
+ok = c == 43 and typ == 5 and len(d) == 12
+check(ok and struct.unpack(">I", d[4:8])[0] <= SIZE - 8192,
+      "block status REQ_ONE: one extent within the request")
+request(s, CMD_DISC, 0, 0)
+check(closed(s), "DISC closes")
 
 # the bystander still works
 request(bystander, CMD_READ, 0, 4096, cookie=8)
