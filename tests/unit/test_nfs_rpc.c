@@ -50,6 +50,41 @@ static void rm_fragments(void **state)
 	nfs_rm_free(&rm);
 }
 
+/* a fragment's body received in place: nothing before its header, the
+ * rest of it at once, in pieces, and then the next fragment by feed */
+static void rm_direct(void **state)
+{
+	static const uint8_t h1[4] = { 0x00, 0x00, 0x00, 0x06 };
+	static const uint8_t h2[4] = { 0x80, 0x00, 0x00, 0x03 };
+	struct nfs_rm rm;
+	uint8_t *dst;
+
+	(void)state;
+	nfs_rm_init(&rm, 1024);
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 0);
+	assert_int_equal(nfs_rm_feed(&rm, h1, 4), 4);
+	assert_int_equal(nfs_rm_feed(&rm, (const uint8_t *)"ab", 2), 2);
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 4);
+	memcpy(dst, "cd", 2);
+	nfs_rm_direct_done(&rm, 2);
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 2);
+	memcpy(dst, "ef", 2);
+	nfs_rm_direct_done(&rm, 2);
+	/* between fragments: nothing in place, the header comes by feed */
+	assert_false(rm.ready);
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 0);
+	assert_int_equal(nfs_rm_feed(&rm, h2, 4), 4);
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 3);
+	memcpy(dst, "ghi", 3);
+	nfs_rm_direct_done(&rm, 3);
+	assert_true(rm.ready);
+	assert_int_equal(rm.len, 9);
+	assert_memory_equal(rm.buf, "abcdefghi", 9);
+	/* a ready record takes nothing more until it is gone */
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 0);
+	nfs_rm_free(&rm);
+}
+
 static void rm_oversize(void **state)
 {
 	uint8_t in[8];
@@ -414,6 +449,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rm_fragments),
+		cmocka_unit_test(rm_direct),
 		cmocka_unit_test(rm_oversize),
 		cmocka_unit_test_setup_teardown(rpc_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(compound_decode, setup,

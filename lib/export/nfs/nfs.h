@@ -443,6 +443,13 @@ void nfs_rm_free(struct nfs_rm *rm);
 long nfs_rm_feed(struct nfs_rm *rm, const uint8_t *p, size_t n);
 /* forget the ready record */
 void nfs_rm_next(struct nfs_rm *rm);
+/*
+ * Zero-copy input: where the rest of the current fragment goes and how
+ * much of it is left (0: not inside a fragment); then the bytes that
+ * were put there.
+ */
+size_t nfs_rm_direct(struct nfs_rm *rm, uint8_t **dst);
+void nfs_rm_direct_done(struct nfs_rm *rm, size_t n);
 
 /* conn.c: the network server's session ops; server.c: references */
 extern const struct bs_net_proto nfs_net_proto;

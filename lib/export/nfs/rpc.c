@@ -93,6 +93,26 @@ long nfs_rm_feed(struct nfs_rm *rm, const uint8_t *p, size_t n)
 	return (long)used;
 }
 
+size_t nfs_rm_direct(struct nfs_rm *rm, uint8_t **dst)
+{
+	/* the fragment's room was reserved when its header came */
+	if (rm->ready || !rm->in_frag || !rm->frag_left)
+		return 0;
+	*dst = rm->buf + rm->len;
+	return rm->frag_left;
+}
+
+void nfs_rm_direct_done(struct nfs_rm *rm, size_t n)
+{
+	rm->len += n;
+	rm->frag_left -= (uint32_t)n;
+	if (!rm->frag_left) {
+		rm->in_frag = false;
+		if (rm->last)
+			rm->ready = true;
+	}
+}
+
 /* ---- calls and replies --------------------------------------------------- */
 
 static void reply_head(struct xdr_enc *e, uint32_t xid)
