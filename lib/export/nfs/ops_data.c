@@ -50,6 +50,22 @@ static uint32_t io_start(struct nfs_compound *c, struct xdr_dec *a,
 	return st;
 }
 
+/*
+ * Around a backend's I/O call: a backend with parallel_io runs it
+ * without the server's lock (nfs_unlock); io_relock() then says whether
+ * the COMPOUND may go on (NFS4_OK, or BADSESSION).
+ */
+static void io_unlock(struct nfs_compound *c)
+{
+	if (c->srv->be.ops->parallel_io)
+		nfs_unlock(c);
+}
+
+static uint32_t io_relock(struct nfs_compound *c)
+{
+	return c->srv->be.ops->parallel_io ? nfs_relock(c) : NFS4_OK;
+}
+
 uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 		     struct xdr_enc *r)
 {
@@ -81,12 +97,10 @@ uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 	if (!p)
 		return NFS4ERR_SERVERFAULT;
 	if (count) {
-		const struct nfs_backend_ops *ops = c->srv->be.ops;
-
-		if (ops->parallel_io)
-			nfs_unlock(c);
-		err = ops->read(&c->srv->be, &c->cfh, off, p, count, &n, &eof);
-		if (ops->parallel_io && (st = nfs_relock(c)))
+		io_unlock(c);
+		err = c->srv->be.ops->read(&c->srv->be, &c->cfh, off, p,
+					   count, &n, &eof);
+		if ((st = io_relock(c)))
 			return st;
 		if (err)
 			return nfs_errno(err);
@@ -103,7 +117,6 @@ uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
 		      struct xdr_enc *r)
 {
-	const struct nfs_backend_ops *ops = c->srv->be.ops;
 	struct nfs_stateid sid;
 	struct nfs_attr at;
 	uint64_t off;
@@ -122,11 +135,10 @@ uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
 		return st;
 	if (off + len < off || off + len > (uint64_t)INT64_MAX)
 		return NFS4ERR_FBIG;
-	if (ops->parallel_io)
-		nfs_unlock(c);
-	err = ops->write(&c->srv->be, &c->cfh, off, data, len,
-			 stable != UNSTABLE4);
-	if (ops->parallel_io && (st = nfs_relock(c)))
+	io_unlock(c);
+	err = c->srv->be.ops->write(&c->srv->be, &c->cfh, off, data, len,
+				    stable != UNSTABLE4);
+	if ((st = io_relock(c)))
 		return st;
 	if (err)
 		return nfs_errno(err);
@@ -139,7 +151,6 @@ uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
 uint32_t nfs_op_commit(struct nfs_compound *c, struct xdr_dec *a,
 		       struct xdr_enc *r)
 {
-	const struct nfs_backend_ops *ops = c->srv->be.ops;
 	uint64_t off = xdr_get_u64(a);
 	uint32_t count = xdr_get_u32(a), st;
 	struct nfs_attr at;
@@ -153,10 +164,9 @@ uint32_t nfs_op_commit(struct nfs_compound *c, struct xdr_dec *a,
 	if (count && off + count < off)
 		return NFS4ERR_INVAL;
 	/* an fsync: the longest wait of them all */
-	if (ops->parallel_io)
-		nfs_unlock(c);
-	err = ops->commit(&c->srv->be, &c->cfh);
-	if (ops->parallel_io && (st = nfs_relock(c)))
+	io_unlock(c);
+	err = c->srv->be.ops->commit(&c->srv->be, &c->cfh);
+	if ((st = io_relock(c)))
 		return st;
 	if (err)
 		return nfs_errno(err);
@@ -301,7 +311,6 @@ static uint32_t read_plus_segments(struct nfs_compound *c,
 uint32_t nfs_op_read_plus(struct nfs_compound *c, struct xdr_dec *a,
 			  struct xdr_enc *r)
 {
-	const struct nfs_backend_ops *ops = c->srv->be.ops;
 	struct nfs_stateid sid;
 	struct nfs_attr at;
 	uint64_t off, end, pos;
@@ -326,11 +335,10 @@ uint32_t nfs_op_read_plus(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_put_bool(r, false);
 	n_at = xdr_enc_len(r);
 	xdr_put_u32(r, 0);
-	if (ops->parallel_io)
-		nfs_unlock(c);
+	io_unlock(c);
 	pos = off;
 	st = read_plus_segments(c, r, &pos, end, at.size, &nseg);
-	if (ops->parallel_io && (st2 = nfs_relock(c)))
+	if ((st2 = io_relock(c)))
 		return st2;
 	if (st)
 		return st;
@@ -397,10 +405,9 @@ uint32_t nfs_op_write_same(struct nfs_compound *c, struct xdr_dec *a,
 	if (!be->ops->with_ws_sink)
 		return NFS4ERR_NOTSUPP;
 	w.stable = stable != UNSTABLE4;
-	if (be->ops->parallel_io)
-		nfs_unlock(c);
+	io_unlock(c);
 	err = be->ops->with_ws_sink(be, &c->cfh, ws_run, &w);
-	if (be->ops->parallel_io && (st = nfs_relock(c)))
+	if ((st = io_relock(c)))
 		return st;
 	/* written zeroes of many GiB can outlast the lease that SEQUENCE
 	 * renewed: the client was busy with us, so its lease runs from now */
