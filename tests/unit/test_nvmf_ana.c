@@ -94,8 +94,7 @@ static void drop_output(struct nvmf_queue *q)
 		struct nvmf_out *o = q->out_head;
 
 		q->out_head = o->next;
-		free(o->data);
-		free(o);
+		nvmf_out_free(q, o);
 	}
 	q->out_tail = NULL;
 	q->out_bytes = 0;

@@ -81,8 +81,7 @@ static int teardown(void **state)
 		struct nvmf_out *o = f->q.out_head;
 
 		f->q.out_head = o->next;
-		free(o->data);
-		free(o);
+		nvmf_out_free(&f->q, o);
 	}
 	th_ctx_teardown((void **)&f->ctx);
 	pthread_mutex_destroy(&f->ss.lock);
@@ -160,7 +159,8 @@ static uint16_t run(struct fx *f, uint8_t opc, uint64_t slba, uint32_t nlb,
 	c->sqe.cdw12 = bs_nvme_cpu_to_le32((nlb - 1) | cdw12_flags);
 	c->len = len;
 	if (data) {
-		c->buf = malloc(len);
+		assert_int_equal(nvmf_buf_get(&f->q, len, &c->buf), 0);
+		c->buf_len = len;
 		memcpy(c->buf, data, len);
 		c->got = len;
 	}
