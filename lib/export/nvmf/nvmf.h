@@ -51,6 +51,9 @@
 /* ICResp MAXH2CDATA: the largest transfer, so that one R2T (and one
  * H2CData PDU) can carry all of a write's data (see queue.c) */
 #define NVMF_MAXH2CDATA NVMF_MAX_XFER
+/* PDU data from this many bytes goes straight from the socket into its
+ * payload buffer (zero-copy input) */
+#define NVMF_DIRECT_MIN (16u << 10)
 #define NVMF_AERL 4		/* AERs held at once */
 #define NVMF_KAS_100MS 10	/* keep alive granularity: 1 s */
 #define NVMF_MAX_PORTS 4	/* listeners of one subsystem */
@@ -192,8 +195,8 @@ struct nvmf_queue {
 	bool sqflow_off;
 	struct nvmf_pdu_params pp;
 	/* input: the header, then the rest of the PDU in three parts:
-	 * padding up to PDO (skipped), the data (into a payload buffer),
-	 * its digest */
+	 * padding up to PDO (skipped), the data (into a payload buffer,
+	 * maybe straight from the socket: p_in_direct()), its digest */
 	uint8_t hdr[BS_NVME_TCP_HLEN_MAX + BS_NVME_TCP_DIGEST_LEN];
 	size_t have;
 	struct nvmf_pdu_layout lay;
