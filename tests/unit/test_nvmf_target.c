@@ -83,12 +83,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
-	while (f->q.out_head) {
-		struct nvmf_out *o = f->q.out_head;
-
-		f->q.out_head = o->next;
-		nvmf_out_free(&f->q, o);
-	}
+	nvmf_out_drop_all(&f->q);
 	th_ctx_teardown((void **)&f->ctx);
 	pthread_mutex_destroy(&f->ss.lock);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);

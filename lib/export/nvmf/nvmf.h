@@ -260,8 +260,9 @@ void nvmf_buf_put(struct nvmf_queue *q, uint8_t *buf, uint32_t len);
  */
 bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
 		   void (*resume)(struct nvmf_cmd *c));
-/* Free a queued output PDU (and its data). */
+/* Free a queued output PDU (and its data); all of @q's output. */
 void nvmf_out_free(struct nvmf_queue *q, struct nvmf_out *o);
+void nvmf_out_drop_all(struct nvmf_queue *q);
 /* Send a response capsule for command @cid without a command object. */
 void nvmf_queue_respond(struct nvmf_queue *q, uint16_t cid, uint16_t sf,
 			uint64_t result);

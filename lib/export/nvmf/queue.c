@@ -147,7 +147,6 @@ static void wait_run(struct nvmf_queue *q)
 
 /* ---- output ---------------------------------------------------------------- */
 
-static void out_drop_all(struct nvmf_queue *q);
 
 static struct nvmf_out *out_new(void)
 {
@@ -843,7 +842,7 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 		bs_net_conn_log(q->nc, "closing: %s", why);
 	nvmf_queue_end(q, "%s", why);
 	q->evicted = true;
-	out_drop_all(q);
+	nvmf_out_drop_all(q);
 	if (q->nc && !q->orphan)
 		bs_net_conn_kick(q->nc);
 }
@@ -984,7 +983,7 @@ static void p_sent(void *sess, size_t n)
 	}
 }
 
-static void out_drop_all(struct nvmf_queue *q)
+void nvmf_out_drop_all(struct nvmf_queue *q)
 {
 	while (q->out_head) {
 		struct nvmf_out *o = q->out_head;
@@ -1030,7 +1029,7 @@ static void queue_free(struct nvmf_queue *q)
 {
 	if (q->set)
 		bs_exports_release(q->set);
-	out_drop_all(q);
+	nvmf_out_drop_all(q);
 	nvmf_buf_put(q, q->icbuf, q->icbuf_len);
 	if (q->budget)
 		bs_budget_leave(q->budget, &q->bh);
