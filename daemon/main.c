@@ -658,6 +658,15 @@ static int stop(struct bsd *d, struct bs_config *cfg)
 	bs_exports_free(d->set);
 	d->set = NULL;
 	if (d->ctx) {
+		struct bs_budget *b = bs_ctx_budget(d->ctx);
+
+		/* what the clients held at most, and how often they waited */
+		if (b)
+			bsd_log("in-flight payload budget: peak %llu bytes of "
+				"%llu, %llu requests waited",
+				(unsigned long long)bs_budget_peak(b),
+				(unsigned long long)bs_budget_limit(b),
+				(unsigned long long)bs_budget_waits(b));
 		for (dev = bs_dev_next(d->ctx, NULL); dev;
 		     dev = bs_dev_next(d->ctx, dev)) {
 			int err;
