@@ -11,9 +11,10 @@
  * flight until SECONDS have passed or OPS were issued (the first bound
  * wins); a write ends with a COMMIT (libnfs writes UNSTABLE4), counted in
  * the elapsed time. -V: writes store a pattern that depends on the byte's
- * offset and SEED only, reads check it (so any mix of verified writes
- * leaves a file that verified reads accept). -C: sequential I/O stops
- * after one pass over the file instead of wrapping.
+ * offset only, reads check it (so any mix of verified writes leaves a
+ * file that verified reads accept; SEED only draws the random offsets).
+ * -C: sequential I/O stops after one pass over the file instead of
+ * wrapping.
  *
  * Prints one line of KEY=VALUE pairs on stdout, e.g.
  *   nfsio mode=rand op=read bs=4096 qd=16 ops=... bytes=... seconds=...
@@ -147,10 +148,12 @@ static uint64_t xorshift(uint64_t *s)
 	return x;
 }
 
-/* The word at byte offset OFF (a multiple of 8) of a verified file. */
-static uint64_t pattern_word(uint64_t off, uint64_t seed)
+/* The word at byte offset OFF (a multiple of 8) of a verified file
+ * (KEY 0), or of an unverified write's buffer (another KEY). */
+#define VERIFY_KEY 0
+static uint64_t pattern_word(uint64_t off, uint64_t key)
 {
-	uint64_t x = (off >> 3) ^ (seed * 0x9e3779b97f4a7c15ull);
+	uint64_t x = (off >> 3) ^ (key * 0x9e3779b97f4a7c15ull);
 
 	x ^= x >> 31;
 	x *= 0xbf58476d1ce4e5b9ull;
@@ -158,22 +161,22 @@ static uint64_t pattern_word(uint64_t off, uint64_t seed)
 	return x;
 }
 
-static void pattern_fill(uint8_t *buf, uint64_t off, uint64_t len, uint64_t seed)
+static void pattern_fill(uint8_t *buf, uint64_t off, uint64_t len, uint64_t key)
 {
 	uint64_t i, w;
 
 	for (i = 0; i < len; i += 8) {
-		w = pattern_word(off + i, seed);
+		w = pattern_word(off + i, key);
 		memcpy(buf + i, &w, 8);
 	}
 }
 
-static bool pattern_check(const uint8_t *buf, uint64_t off, uint64_t len, uint64_t seed)
+static bool pattern_check(const uint8_t *buf, uint64_t off, uint64_t len)
 {
 	uint64_t i, w;
 
 	for (i = 0; i < len; i += 8) {
-		w = pattern_word(off + i, seed);
+		w = pattern_word(off + i, VERIFY_KEY);
 		if (memcmp(buf + i, &w, 8) != 0)
 			return false;
 	}
@@ -247,7 +250,7 @@ static void io_done(int status, struct nfs_context *nfs, void *data, void *priv)
 		fail(r, "short transfer");
 	} else {
 		r->bytes += j->bs;
-		if (!j->write && j->verify && !pattern_check(data, s->off, j->bs, j->seed)) {
+		if (!j->write && j->verify && !pattern_check(data, s->off, j->bs)) {
 			fprintf(stderr, "nfsio: wrong data read at %" PRIu64 "\n", s->off);
 			fail(r, "wrong data");
 		}
@@ -275,7 +278,7 @@ static int issue(struct run *r, struct slot *s)
 		s->off = r->next_seq++ * j->bs;
 	}
 	if (j->write && j->verify)
-		pattern_fill(s->buf, s->off, j->bs, j->seed);
+		pattern_fill(s->buf, s->off, j->bs, VERIFY_KEY);
 	s->t0 = now_ns();
 	if (j->write)
 		rc = nfs_pwrite_async(r->nfs, r->fh, s->off, j->bs, s->buf, io_done, s);
@@ -421,7 +424,7 @@ int main(int argc, char **argv)
 			if (!r.slots[k].buf)
 				goto out;
 			/* not zeroes (a server may treat those apart) */
-			pattern_fill(r.slots[k].buf, k * j.bs, j.bs, j.seed + 7);
+			pattern_fill(r.slots[k].buf, k * j.bs, j.bs, j.seed + 1);
 		}
 	}
 
