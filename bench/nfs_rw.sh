@@ -79,13 +79,22 @@ nfsio_row() {	# NAME LABEL URL NFSIO_ARGS...
 	fi
 	IO_ROWS+=("$name|$label|$iops|$mibs|$p50|$p99|$cpg|$ok")
 }
-measure_nfsio() {	# NAME URL-OF-A-FILE
-	local name=$1 url=$2 qd
+# Each sequential write makes a file of its own name: nfs-ganesha caches
+# names for a while, and after an rm on the host its LOOKUP of the old
+# name still finds the deleted file (it holds it open), so a write under
+# that name would overwrite that file's pages in the cache instead of
+# making a new file (seen: 10x faster pwrites, and no file on the host).
+measure_nfsio() {	# NAME URL-OF-THE-DIRECTORY URL-QUERY
+	local name=$1 dir=$2 q=$3 qd url
 	((HAVE_NFSIO)) || return 0
 	for qd in 1 8; do
-		rm -f "$SHARE/d/n"
+		url="$dir/n$qd$q"
 		nfsio_row "$name" "1 MiB sequential write, qd $qd" "$url" \
 			-m seq -o write -b 1M -q "$qd" -s "${GIB}G" -C -t "$CLIENT_TIMEOUT"
+		[[ $(stat -c %s "$SHARE/d/n$qd" 2>/dev/null) == $((GIB << 30)) ]] ||
+			IO_ROWS[-1]="${IO_ROWS[-1]%|*}|WRONG (no ${GIB} GiB file on the host)"
+		# the other rows use the last file written
+		((qd == 8)) || rm -f "$SHARE/d/n$qd"
 	done
 	nfsio_row "$name" "1 MiB sequential read, qd 8" "$url" \
 		-m seq -o read -b 1M -q 8 -s "${GIB}G" -C -t "$CLIENT_TIMEOUT"
@@ -106,7 +115,7 @@ measure_nfsio() {	# NAME URL-OF-A-FILE
 		nfsio_row "$name" "4 KiB random write then read, verified (4000 blocks)" "$url" \
 			-m rand -o read -b 4k -q 16 -s "${GIB}G" -n 4000 -S 42 -V -t "$CLIENT_TIMEOUT"
 	fi
-	rm -f "$SHARE/d/n"
+	rm -f "$SHARE/d/n8"
 }
 
 echo "### NFS throughput: ${GIB} GiB, one file, the same host directory"
@@ -129,7 +138,7 @@ libnfs_url=-
 ((HAVE_LIBNFS)) && libnfs_url="nfs://127.0.0.1/d/f?version=4&nfsport=$P"
 measure blkstackd "$P" "" "$libnfs_url"
 BD_SEQ_TICKS=$(server_ticks)
-measure_nfsio blkstackd "nfs://127.0.0.1/d/n?version=4&nfsport=$P"
+measure_nfsio blkstackd "nfs://127.0.0.1/d" "?version=4&nfsport=$P"
 read -r BD_CPU BD_RSS <<<"$(stop_server)"
 
 # ---- nfs-ganesha (VFS) on the same directory ----
@@ -150,19 +159,28 @@ CONF
 	((HAVE_LIBNFS)) && libnfs_url="nfs://127.0.0.1/export/d/f?version=4&nfsport=$GP"
 	measure nfs-ganesha "$GP" /export "$libnfs_url"
 	G_SEQ_TICKS=$(server_ticks)
-	measure_nfsio nfs-ganesha "nfs://127.0.0.1/export/d/n?version=4&nfsport=$GP"
+	measure_nfsio nfs-ganesha "nfs://127.0.0.1/export/d" "?version=4&nfsport=$GP"
 	read -r G_CPU G_RSS <<<"$(STOP_SECONDS=10 stop_server)"
 else
 	echo "(nfs-ganesha not installed or not root: its rows are left out)"
 	echo
 fi
 
+# nfs-ganesha's third field ("server|op|value|...": seconds, IOPS) per op
+ganesha_by_op() {	# NAME-OF-AN-ASSOCIATIVE-ARRAY ROW...
+	local -n by_op=$1
+	local r f
+	shift
+	for r in "$@"; do
+		IFS='|' read -r -a f <<<"$r"
+		[[ ${f[0]} == nfs-ganesha ]] && by_op[${f[1]}]=${f[2]}
+	done
+	return 0
+}
+
 # the table: MiB/s, and against ganesha's row of the same client op
 declare -A GANESHA=()
-for r in "${ROWS[@]}"; do
-	IFS='|' read -r s o t w <<<"$r"
-	[[ $s == nfs-ganesha ]] && GANESHA[$o]=$t
-done
+ganesha_by_op GANESHA "${ROWS[@]}"
 echo "| client op | server | seconds | MiB/s | x nfs-ganesha | bytes |"
 echo "|---|---|---:|---:|---:|---|"
 for r in "${ROWS[@]}"; do
@@ -184,10 +202,7 @@ echo "'x nfs-ganesha' above 1.0: blkstackd is faster for that client and operati
 echo
 if ((HAVE_NFSIO)); then
 	declare -A G_IOPS=()
-	for r in "${IO_ROWS[@]}"; do
-		IFS='|' read -r s o i _ <<<"$r"
-		[[ $s == nfs-ganesha ]] && G_IOPS[$o]=$i
-	done
+	ganesha_by_op G_IOPS "${IO_ROWS[@]}"
 	echo "### NFS I/O with libnfs (bench/tools/nfsio, NFS 4.0, requests in flight = qd): ${GIB} GiB file, random rows ${JOB_SECONDS} s"
 	echo
 	echo "| workload | server | IOPS | MiB/s | p50 us | p99 us | server CPU s/GiB | x nfs-ganesha | bytes |"
