@@ -633,6 +633,12 @@ static void port_keys(void **state)
 	      "give optimized, non-optimized");
 	check((const char *const[]){ "ana_state.1.x", "optimized", NULL },
 	      -EINVAL, "give ana_state.PORT.GROUP");
+	check((const char *const[]){ "ana_state.5", "optimized", NULL },
+	      -EINVAL, "give ana_state.PORT, PORT 1 to 4");
+	check((const char *const[]){ "ana_state.01", "optimized", NULL },
+	      -EINVAL, "give ana_state.PORT,");
+	check((const char *const[]){ "ana_group.01", "1", NULL }, -EINVAL,
+	      "give ana_group.NSID");
 	check((const char *const[]){ "ana_group.1", "2", "anatt", "0", NULL },
 	      -EINVAL, "anatt '0': give seconds, 1 to 255");
 }

@@ -110,7 +110,8 @@ static int parse_id(const char *s, unsigned long max, unsigned long *out)
 	char *end;
 	unsigned long v;
 
-	if (*s < '0' || *s > '9')
+	/* no leading zero: "ana_state.01" is not port 1's key */
+	if (*s < '1' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoul(s, &end, 10);
@@ -172,9 +173,18 @@ static int ana_groups(const char *name, struct bs_opts *opts,
 			*any = true;
 			continue;
 		}
-		if (strncmp(k, "ana_state.", 10) || !strchr(k + 10, '.'))
+		if (strncmp(k, "ana_state.", 10))
 			continue;
 		w = bs_opts_where(opts, k);
+		if (!strchr(k + 10, '.')) {
+			/* ana_state.N: read_ports() took ports 1..4 */
+			if (parse_id(k + 10, NVMF_MAX_PORTS, &port))
+				return bs_error(-EINVAL, "%s%sexport %s: %s: "
+						"give ana_state.PORT, PORT 1 "
+						"to %d", w, sep(w), name, k,
+						NVMF_MAX_PORTS);
+			continue;
+		}
 		snprintf(num, sizeof(num), "%.*s",
 			 (int)(strchr(k + 10, '.') - (k + 10)), k + 10);
 		if (parse_id(num, NVMF_MAX_PORTS, &port) ||
