@@ -19,17 +19,11 @@
 #     back once the group is optimized again.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nvmf_ana.bash"
 need python3 fio jq qemu-io
 has_type nvmf || skip "blkstack built without the nvmf driver"
 fio --enghelp=nbd >/dev/null 2>&1 || skip "fio has no nbd engine"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [[ -z ${PEERS:-} ]]; then
-	for PEERS in "$ROOT/../shared/peers" "$ROOT/../../shared/peers"; do
-		[[ -d $PEERS ]] && break
-	done
-fi
-export PYNVMEOF=$PEERS/pynvmeof BUILD
-PY="python3 $(dirname "$0")/lib/nvmf_py.py"
+nvmf_peers
 daemon_setup
 daemon_threads 2
 
@@ -82,11 +76,6 @@ EOC
 } >"$T/t.ini"
 start_other_daemon "$T/t.ini" "$T/t.log"
 
-tctl() {
-	local want=$1
-	shift
-	run_bs "$want" -s "$TCTL" "$@"
-}
 
 note "ana-state: one line a port and group"
 tctl 0 ana-state s0
@@ -112,35 +101,20 @@ else
 	echo "pynvmeof part skipped: no pynvmeof in $PEERS"
 fi
 
-U=nvme+tcp://127.0.0.1
+# mpdev NAME PORT1 PORT2 NQN NSID: a host device over both ports
+mpdev() {
+	printf '[device %s]\ntype = nvmf\n' "$1"
+	printf 'url = nvme+tcp://127.0.0.1:%s/%s/%s\n' "$2" "$4" "$5"
+	printf 'url.2 = nvme+tcp://127.0.0.1:%s/%s/%s\n' "$3" "$4" "$5"
+	printf 'reconnect_ms = 200\ntimeout = 30\nqueues = 2\n'
+	printf 'queue_depth = 16\n\n'
+}
+{
+	mpdev mp1 "$P1" "$P2" "$NQN" 1
+	mpdev mp2 "$P1" "$P2" "$NQN" 2
+	mpdev big "$P3" "$P4" "$NQN1" 128
+} >>"$T/d.ini"
 cat >>"$T/d.ini" <<EOC
-[device mp1]
-type = nvmf
-url = $U:$P1/$NQN/1
-url.2 = $U:$P2/$NQN/1
-reconnect_ms = 200
-timeout = 30
-queues = 2
-queue_depth = 16
-
-[device mp2]
-type = nvmf
-url = $U:$P1/$NQN/2
-url.2 = $U:$P2/$NQN/2
-reconnect_ms = 200
-timeout = 30
-queues = 1
-queue_depth = 16
-
-[device big]
-type = nvmf
-url = $U:$P3/$NQN1/128
-url.2 = $U:$P4/$NQN1/128
-reconnect_ms = 200
-timeout = 30
-queues = 1
-queue_depth = 16
-
 [export t]
 type = nbd
 unit.mp1 = mp1
@@ -150,22 +124,6 @@ EOC
 start_daemon "$T/d.ini"
 NBD=nbd://127.0.0.1:$PORT
 
-# path_ana DEV N STATE: wait (10 s) until `info DEV` says path N is in STATE
-path_ana() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		ctl 0 info "$1"
-		[[ $OUT =~ path\.$2\.ana[^$'\n']*\ $3\ \( ]] && return 0
-		sleep 0.1
-	done
-	fail "$1 path $2 not $3: $OUT"
-}
-# cmds DEV N: the I/O commands the host sent on DEV's path N so far
-cmds() {
-	ctl 0 info "$1"
-	[[ $OUT =~ path\.$2\ [^$'\n']*commands\ ([0-9]+) ]] || fail "no count: $OUT"
-	echo "${BASH_REMATCH[1]}"
-}
 # readall DEV: qemu-io reads 8 MiB of DEV through NBD
 readall() {
 	qemu-io -f raw "$NBD/$1" -c "read 0 8M" >"$T/qio.log" 2>&1 &&
@@ -189,13 +147,13 @@ ctl 0 explain mp1
 [[ $OUT == *"paths 1 live/optimized, 2 live/non-optimized"* ]] || fail "explain mp1: $OUT"
 ctl 0 explain mp2
 [[ $OUT == *"paths 1 live/non-optimized, 2 live/optimized"* ]] || fail "explain mp2: $OUT"
-a1=$(cmds mp1 1) a2=$(cmds mp1 2)
+a1=$(path_cmds mp1 1) a2=$(path_cmds mp1 2)
 readall mp1
-b1=$(cmds mp1 1) b2=$(cmds mp1 2)
+b1=$(path_cmds mp1 1) b2=$(path_cmds mp1 2)
 ((b1 > a1 && b2 == a2)) || fail "mp1 not on path 1: $a1 -> $b1, $a2 -> $b2"
-a1=$(cmds mp2 1) a2=$(cmds mp2 2)
+a1=$(path_cmds mp2 1) a2=$(path_cmds mp2 2)
 readall mp2
-b1=$(cmds mp2 1) b2=$(cmds mp2 2)
+b1=$(path_cmds mp2 1) b2=$(path_cmds mp2 2)
 ((b1 == a1 && b2 > a2)) || fail "mp2 not on path 2: $a1 -> $b1, $a2 -> $b2"
 
 note "128 groups: a 4624-byte ANA log, read whole; ns 128's group found"
@@ -211,9 +169,9 @@ tctl 0 ana-state s0 1 inaccessible 1
 path_ana mp1 1 inaccessible
 path_ana mp1 2 non-optimized
 path_ana mp2 1 non-optimized
-a1=$(cmds mp1 1) a2=$(cmds mp1 2)
+a1=$(path_cmds mp1 1) a2=$(path_cmds mp1 2)
 readall mp1
-b1=$(cmds mp1 1) b2=$(cmds mp1 2)
+b1=$(path_cmds mp1 1) b2=$(path_cmds mp1 2)
 ((b1 == a1 && b2 > a2)) || fail "mp1 not on path 2: $a1 -> $b1, $a2 -> $b2"
 tctl 0 ana-state s0 1 optimized 1
 path_ana mp1 1 optimized
@@ -234,7 +192,7 @@ touch "$T/go"
 ) &
 FIO=$!
 # a failure below: the fio loop goes with the daemons
-trap 'rm -f "$T/go"; kill "$FIO" 2>/dev/null; wait "$FIO" 2>/dev/null; daemon_cleanup' EXIT
+trap 'rm -f "$T/go"; kill "$FIO" 2>/dev/null || true; wait "$FIO" 2>/dev/null || true; daemon_cleanup' EXIT
 sleep 1
 tctl 0 ana-state s0 1 change 1
 start=$(date +%s)
@@ -264,6 +222,7 @@ path_ana mp1 1 optimized
 sleep 1
 rm -f "$T/go"
 wait "$FIO" || { cat "$T/fio.fail" 2>/dev/null; tail -30 "$T"/fio.*.json; fail "fio failed"; }
+trap daemon_cleanup EXIT
 runs=$(cat "$T/fio.runs")
 ((runs >= 1)) || fail "no fio run finished"
 for ((n = 0; n < runs; n++)); do
