@@ -26,11 +26,13 @@ UNITS=(test_threads test_sync test_workers test_control test_budget test_nfs_del
 # nbd_budget, which bounds the daemon's RSS (TSan's shadow and allocator
 # add hundreds of MiB); nvmf_clients (libnvmf and pynvmeof at depth 32 up
 # to 1 MiB: too slow under TSan; nvmf_admin, nvmf_host, nvmf_multipath
-# and nvmf_ana run the NVMe/TCP target's queues on several I/O threads
-# instead; nvmf_ana: ANA states set on the main loop, read by I/O).
+# nvmf_ana and nvmf_ana_groups run the NVMe/TCP target's queues on
+# several I/O threads instead; nvmf_ana(_groups): ANA states, per port
+# and group, set on the main loop, read by I/O).
 SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
 	nbd_mirror nbd_clients nbd_resilience hostbdev_loop sd_tgt
-	iscsi_clients nvmf_admin nvmf_host nvmf_multipath nvmf_ana)
+	iscsi_clients nvmf_admin nvmf_host nvmf_multipath nvmf_ana
+	nvmf_ana_groups)
 # Remote leaves: the nbd driver (libnbd's connections and the reconnect
 # timer against the I/O threads) and the multipath mapper over nbd paths
 # (path state under its lock, flushes fanned out, the queue sent home

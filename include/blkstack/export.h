@@ -142,13 +142,16 @@ struct bs_export_type {
 	/*
 	 * Optional: the states of the export's ports (nvmf: each listener's
 	 * ANA state). With @port and @state (both or neither), set that
-	 * port's state first; then tell every port's state through @kv
-	 * (key: the port, value: its address and state). On the loop. 0 or
-	 * -errno with bs_error(): -EINVAL for an unknown port or state,
-	 * -EOPNOTSUPP when the export reports no states.
+	 * port's state first: of its group @group (nvmf: an ANA group ID),
+	 * or of every group when @group is NULL; then tell every port's
+	 * state through @kv (key: the port, or port and group, value: its
+	 * address and state). On the loop. 0 or -errno with bs_error():
+	 * -EINVAL for an unknown port, group or state, -EOPNOTSUPP when the
+	 * export reports no states.
 	 */
 	int (*set_port_state)(struct bs_export *exp, const char *port,
-			      const char *state, bs_kv_fn kv, void *arg);
+			      const char *state, const char *group,
+			      bs_kv_fn kv, void *arg);
 };
 
 void bs_export_type_register(const struct bs_export_type *type);
@@ -198,12 +201,14 @@ int bs_config_check_exports(struct bs_config *cfg);
 int bs_config_create_exports(struct bs_config *cfg, struct bs_exports *set);
 
 /*
- * Show (@port and @state NULL) or set a port's state of @exp through its
- * type's set_port_state(); -EOPNOTSUPP with bs_error() naming the type
+ * Show (@port and @state NULL) or set a port's state (of group @group, or
+ * every group's with @group NULL) of @exp through its type's
+ * set_port_state(); -EOPNOTSUPP with bs_error() naming the type
  * when it has none.
  */
 int bs_export_port_state(struct bs_export *exp, const char *port,
-			 const char *state, bs_kv_fn kv, void *arg);
+			 const char *state, const char *group, bs_kv_fn kv,
+			 void *arg);
 
 /* Graceful stop of every export (see bs_export_type.shutdown). */
 void bs_exports_shutdown(struct bs_exports *set);

@@ -50,7 +50,8 @@ int bs_opts_check_unused(const struct bs_opts *opts);
  * Before anything reads them: -EINVAL "WHERE: LABEL: unknown key 'k'" for
  * the first key (in order) that is neither in @known (NULL-terminated, may
  * be NULL) nor named at the start of a line of @help, a type's option help
- * ("key=VALUE  text" lines). A @known entry ending in '*' ("unit.*") takes
+ * ("key=VALUE  text" lines; a segment of one capital letter there,
+ * as in "ana_state.N.G=STATE", takes any number). A @known entry ending in '*' ("unit.*") takes
  * every longer key starting with what precedes the '*'. So a misspelled
  * key is named before a missing required one, and before anything is
  * opened or created.

@@ -228,14 +228,38 @@ int bs_opts_check_unused(const struct bs_opts *o)
 	return 0;
 }
 
-/* Is @key named at the start of a line of @help ("key=VALUE  text")? */
+/*
+ * Does help line @l name @key? "key=" at its start; a segment of one
+ * capital letter ("ana_state.N.G=") stands for a number there (one or
+ * more digits in @key).
+ */
+static bool help_names(const char *l, const char *key)
+{
+	char prev = 0;
+
+	while (*l && *l != '=' && *l != '\n') {
+		if (l[0] >= 'A' && l[0] <= 'Z' && prev == '.' &&
+		    (l[1] == '.' || l[1] == '=')) {
+			if (*key < '0' || *key > '9')
+				return false;
+			while (*key >= '0' && *key <= '9')
+				key++;
+			prev = *l++;
+			continue;
+		}
+		prev = *l;
+		if (*l++ != *key++)
+			return false;
+	}
+	return *l == '=' && !*key;
+}
+
 static bool in_help(const char *help, const char *key)
 {
-	size_t n = strlen(key);
 	const char *l;
 
 	for (l = help; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
-		if (!strncmp(l, key, n) && l[n] == '=')
+		if (help_names(l, key))
 			return true;
 	return false;
 }

@@ -633,6 +633,7 @@ static void nvmf_free(struct nvmf *m)
 		free(c->port);
 		free(c->subnqn);
 		free(c->idbuf);
+		free(c->ana_log);
 	}
 	free(m->hostnqn);
 	free(m);
@@ -835,11 +836,13 @@ static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 		snprintf(key, sizeof(key), "path.%u.ana", i + 1);
 		if (c->ana)
 			kv(arg, key, "%s (group %u, change count %llu, ANACAP "
-			   "0x%02x, states seen %llu, path statuses %llu)",
+			   "0x%02x, states seen %llu, path statuses %llu, "
+			   "ANATT %u s, lost to ANATT %llu, log %zu bytes)",
 			   nvmf_ana_state_name(c->ana_state), c->anagrpid,
 			   (unsigned long long)c->ana_chgcnt, c->anacap,
 			   (unsigned long long)c->ana_changes,
-			   (unsigned long long)c->ana_errors);
+			   (unsigned long long)c->ana_errors, c->anatt,
+			   (unsigned long long)c->ana_timeouts, c->ana_have);
 		else
 			kv(arg, key, "not reported (CMIC bit 3 clear): as "
 			   "optimized");

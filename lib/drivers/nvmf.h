@@ -25,6 +25,7 @@
 #define NVMF_MAX_PATHS 8
 #define NVMF_MAX_QUEUES 16
 #define NVMF_ADMIN_DEPTH 32
+#define NVMF_ANA_LOG_MAX (1u << 20)	/* the largest ANA log read */
 
 /* ---- one queue ----------------------------------------------------------- */
 
@@ -125,6 +126,14 @@ struct nvc {
 	/* ANA (nvmf_ana.c) */
 	bool ana;			/* CMIC bit 3: the controller reports it */
 	uint8_t anacap;
+	uint8_t anatt;			/* seconds a change may last */
+	uint32_t nanagrpid, nn;		/* Identify Controller: size the log */
+	uint8_t *ana_log;		/* the log as read */
+	size_t ana_size;		/* its bound (allocated) */
+	size_t ana_have;		/* bytes read so far */
+	uint32_t ana_want;		/* bytes of the part asked for */
+	uint64_t ana_change_ns;		/* entered change, 0 = not in it */
+	uint64_t ana_timeouts;		/* lost for a change past ANATT */
 	uint8_t ana_state;		/* BS_NVME_ANA_*; 0 = not reported */
 	uint64_t ana_chgcnt;		/* of our group, as last read */
 	uint64_t ana_read_ns;		/* the log was last read */
@@ -164,9 +173,23 @@ int nvmf_ana_best_rank(const uint8_t *states, const bool *live, unsigned n);
  * -EPROTO. */
 int nvmf_ana_find(const uint8_t *log, size_t len, uint32_t grpid,
 		  uint32_t nsid, uint8_t *state, uint64_t *chgcnt);
-/* Get Log Page 0Ch of @len bytes, RAE clear. */
-void nvmf_ana_log_sqe(uint8_t *sqe, uint32_t len);
-/* The log is in c->idbuf (@status 0) or was refused: take our state. */
+/* Get Log Page 0Ch of @len bytes (a multiple of 4) from byte @off, RAE
+ * clear. */
+void nvmf_ana_log_sqe(uint8_t *sqe, uint32_t len, uint64_t off);
+/* The most an ANA log can be for @nanagrpid groups and @nn namespaces
+ * (Identify Controller), at most NVMF_ANA_LOG_MAX, a multiple of 4. */
+size_t nvmf_ana_log_bound(uint32_t nanagrpid, uint32_t nn);
+/* The most one Get Log Page may carry: MDTS in minimum pages (0: no
+ * limit), at most NVMF_ANA_LOG_MAX. */
+uint32_t nvmf_ana_log_chunk(uint8_t mdts, uint8_t mpsmin);
+/* How long the log whose first @have bytes are @log is as far as they
+ * tell: more than @have while groups the header counts are missing. */
+size_t nvmf_ana_log_need(const uint8_t *log, size_t have);
+/* A path in @state since @since_ns (0: not in change): has the change
+ * lasted longer than @anatt seconds at @now? */
+bool nvmf_ana_expired(uint8_t state, uint64_t since_ns, uint8_t anatt,
+		      uint64_t now);
+/* The log is in c->ana_log (@status 0) or was refused: take our state. */
 void nvc_ana_log_read(struct nvc *c, int status);
 /* A command came back with the path status of state @st. */
 void nvc_ana_status(struct nvc *c, uint8_t st);

@@ -18,10 +18,17 @@
  * waits for one, up to the request's deadline) without counting as a
  * retry: the user's I/O does not fail for it.
  *
- * Limits: the log is read into 4 KiB, so a group after ~1000 NSIDs of
- * other groups is not seen (the path then counts as without ANA); ANATT
- * is not enforced: a path stays in change until the next notice or the
- * next read (every second while it is unusable).
+ * The whole log is read: its size bound from Identify Controller
+ * (16-byte header, NANAGRPID group descriptors of 32 bytes, 4 bytes for
+ * each of NN namespaces; at most NVMF_ANA_LOG_MAX), in Get Log Page
+ * commands of at most MDTS bytes at growing offsets, stopping once the
+ * groups the header counts are all in (nvmf_ana_log_need()).
+ *
+ * ANATT: a path in change (from the log or an ANA Transition status)
+ * reads the log again every second and on every change notice; if it is
+ * still in change ANATT seconds after it entered it, the path is
+ * treated as failed (lost: its commands go to another path, and it
+ * connects again later), as Linux resets such a controller.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -123,13 +130,61 @@ int nvmf_ana_find(const uint8_t *log, size_t len, uint32_t grpid,
 	return -ENOENT;
 }
 
-void nvmf_ana_log_sqe(uint8_t *sqe, uint32_t len)
+void nvmf_ana_log_sqe(uint8_t *sqe, uint32_t len, uint64_t off)
 {
+	uint32_t numd = len / 4 - 1;
+
 	memset(sqe, 0, 64);
 	sqe[0] = BS_NVME_ADMIN_GET_LOG_PAGE;
 	put32(sqe + 4, 0xffffffff);
-	/* RAE clear: reading re-arms the change notice */
-	put32(sqe + 40, BS_NVME_LOG_ANA | (len / 4 - 1) << 16);
+	/* RAE clear: reading re-arms the change notice; NUMDL in CDW10
+	 * 31:16, NUMDU in CDW11 15:0, the offset in CDW12/13 */
+	put32(sqe + 40, BS_NVME_LOG_ANA | (numd & 0xffff) << 16);
+	put32(sqe + 44, numd >> 16);
+	put64(sqe + 48, off);
+}
+
+size_t nvmf_ana_log_bound(uint32_t nanagrpid, uint32_t nn)
+{
+	uint64_t size = sizeof(struct bs_nvme_ana_log_hdr) +
+			(uint64_t)nanagrpid *
+				sizeof(struct bs_nvme_ana_group_desc) +
+			4 * (uint64_t)nn;
+
+	/* a controller without the fields: the header and one group */
+	if (size < sizeof(struct bs_nvme_ana_log_hdr) +
+			   sizeof(struct bs_nvme_ana_group_desc))
+		size = sizeof(struct bs_nvme_ana_log_hdr) +
+		       sizeof(struct bs_nvme_ana_group_desc);
+	if (size > NVMF_ANA_LOG_MAX)
+		size = NVMF_ANA_LOG_MAX;
+	return (size + 3) & ~(size_t)3;
+}
+
+uint32_t nvmf_ana_log_chunk(uint8_t mdts, uint8_t mpsmin)
+{
+	uint64_t max = NVMF_ANA_LOG_MAX;
+
+	if (mdts && mdts < 32)
+		max = (4096ull << (mpsmin > 15 ? 15 : mpsmin)) << mdts;
+	return (uint32_t)(max < NVMF_ANA_LOG_MAX ? max : NVMF_ANA_LOG_MAX);
+}
+
+size_t nvmf_ana_log_need(const uint8_t *log, size_t have)
+{
+	size_t off = sizeof(struct bs_nvme_ana_log_hdr);
+	unsigned ngrps, g;
+
+	if (have < off)
+		return off;
+	ngrps = bs_nvme_get16(log + 8);
+	for (g = 0; g < ngrps; g++) {
+		if (off + sizeof(struct bs_nvme_ana_group_desc) > have)
+			return off + sizeof(struct bs_nvme_ana_group_desc);
+		off += sizeof(struct bs_nvme_ana_group_desc) +
+		       4 * (size_t)bs_nvme_get32(log + off + 4);
+	}
+	return off;
 }
 
 /* ---- a path's state ----------------------------------------------------- */
@@ -141,6 +196,11 @@ static void set_state(struct nvc *c, uint8_t st)
 
 	if (c->ana_state == st)
 		return;
+	/* ANATT counts from the first sight of the change state */
+	if (st == BS_NVME_ANA_CHANGE)
+		c->ana_change_ns = bs_now_ns();
+	else
+		c->ana_change_ns = 0;
 	c->ana_changes++;
 	c->ana_state = st;
 	nvmf_path_ana(m, c, was >= 0, nvmf_ana_rank(st) >= 0);
@@ -157,7 +217,8 @@ void nvc_ana_log_read(struct nvc *c, int status)
 			 "status 0x%03x", status);
 		return;
 	}
-	if (nvmf_ana_find(c->idbuf, 4096, c->anagrpid, c->nsid, &st, &cnt)) {
+	if (nvmf_ana_find(c->ana_log, c->ana_have, c->anagrpid, c->nsid, &st,
+			  &cnt)) {
 		/* our group is not in the log: as without ANA */
 		st = 0;
 	}
@@ -176,4 +237,14 @@ bool nvc_ana_stale(const struct nvc *c, uint64_t now)
 {
 	return c->ana && nvmf_ana_rank(c->ana_state) < 0 &&
 	       now - c->ana_read_ns > 1000000000ull;
+}
+
+bool nvmf_ana_expired(uint8_t state, uint64_t since_ns, uint8_t anatt,
+		      uint64_t now)
+{
+	/* a controller that gives no ANATT: the target default, 10 s */
+	uint64_t limit = (anatt ? anatt : 10) * 1000000000ull;
+
+	return state == BS_NVME_ANA_CHANGE && since_ns &&
+	       now - since_ns > limit;
 }

@@ -12,7 +12,8 @@
  *   -> Set Features Number of Queues -> Set Features Async Event
  *      Configuration (namespace attribute notices, ANA change notices
  *      when OAES has them; optional)
- *   -> with ANA (CMIC bit 3): Get Log Page ANA (0Ch), the path's state
+ *   -> with ANA (CMIC bit 3): Get Log Page ANA (0Ch), whole (in parts
+ *      of at most MDTS), the path's state
  *   -> each I/O queue: TCP + ICReq + Connect (qid n, that controller ID)
  *   -> live: an Asynchronous Event Request kept posted, Keep Alive every
  *      KATO/2.
@@ -65,15 +66,17 @@ static uint16_t cqe_status(const uint8_t *cqe)
 	return (uint16_t)(get16(cqe + 14) >> 1) & 0x7ff;
 }
 
-static int admin(struct nvc *c, uint8_t *sqe, uint32_t in_len,
-		 const struct iovec *out, uint32_t out_len)
+/* An admin command reading @in_len bytes into @in (or writing @out). */
+static int admin_buf(struct nvc *c, uint8_t *sqe, uint8_t *in,
+		     uint32_t in_len, const struct iovec *out,
+		     uint32_t out_len)
 {
 	int err;
 
 	if (in_len) {
-		c->idiov.iov_base = c->idbuf;
+		c->idiov.iov_base = in;
 		c->idiov.iov_len = in_len;
-		memset(c->idbuf, 0, 4096);
+		memset(in, 0, in_len);
 	}
 	err = nvq_submit(&c->admin, sqe, out, out ? 1 : 0,
 			 in_len ? &c->idiov : NULL, in_len ? 1 : 0,
@@ -81,6 +84,59 @@ static int admin(struct nvc *c, uint8_t *sqe, uint32_t in_len,
 	if (err)
 		nvc_lost(c, "admin queue full or closed");
 	return err;
+}
+
+static int admin(struct nvc *c, uint8_t *sqe, uint32_t in_len,
+		 const struct iovec *out, uint32_t out_len)
+{
+	return admin_buf(c, sqe, c->idbuf, in_len, out, out_len);
+}
+
+/*
+ * The ANA log, whole (nvmf_ana.c): the next part from c->ana_have, at
+ * most MDTS bytes. The buffer is sized from Identify Controller.
+ */
+static void ana_read_next(struct nvc *c)
+{
+	uint8_t sqe[64];
+	uint32_t chunk = nvmf_ana_log_chunk(c->facts.mdts, c->facts.mpsmin);
+	size_t left = c->ana_size - c->ana_have;
+	uint32_t len = left < chunk ? (uint32_t)left : chunk;
+
+	nvmf_ana_log_sqe(sqe, len, c->ana_have);
+	admin_buf(c, sqe, c->ana_log + c->ana_have, len, NULL, 0);
+	c->ana_want = len;
+}
+
+static void ana_read_start(struct nvc *c)
+{
+	size_t size = nvmf_ana_log_bound(c->nanagrpid, c->nn);
+
+	if (size != c->ana_size || !c->ana_log) {
+		uint8_t *p = realloc(c->ana_log, size);
+
+		if (!p) {
+			nvc_lost(c, "out of memory for the ANA log");
+			return;
+		}
+		c->ana_log = p;
+		c->ana_size = size;
+	}
+	c->ana_have = 0;
+	ana_read_next(c);
+}
+
+/* A part came (@st 0): true when more is to read (and asked for). */
+static bool ana_read_more(struct nvc *c, uint16_t st)
+{
+	if (st)
+		return false;
+	c->ana_have += c->ana_want;
+	if (nvmf_ana_log_need(c->ana_log, c->ana_have) <= c->ana_have ||
+	    c->ana_have >= c->ana_size)
+		return false;
+	ana_read_next(c);
+	return true;
 }
 
 static void connect_data(struct nvc *c, uint8_t *d, uint16_t cntlid)
@@ -169,7 +225,11 @@ static void read_ctrl(struct nvc *c)
 	c->cmic = d[76];
 	c->ana = c->cmic & BS_NVME_CMIC_ANA;
 	c->anacap = d[343];
+	c->anatt = d[342];
+	c->nanagrpid = get32(d + 348);
+	c->nn = get32(d + 516);
 	c->ana_state = 0;
+	c->ana_change_ns = 0;
 	c->reana = false;
 	c->facts.mdts = d[77];
 	c->oaes_lo = (uint16_t)get32(d + 92);
@@ -330,8 +390,7 @@ static void step(struct nvc *c)
 		return;
 	case S_ANA:
 	case S_RE_ANA:
-		nvmf_ana_log_sqe(sqe, 4096);
-		admin(c, sqe, 4096, NULL, 0);
+		ana_read_start(c);
 		return;
 	case S_IOQ:
 		c->io_ready = 0;
@@ -528,10 +587,14 @@ static void admin_done(void *arg, const uint8_t *cqe, int err)
 		c->step = c->ana ? S_ANA : S_IOQ;
 		break;
 	case S_ANA:
+		if (ana_read_more(c, st))
+			return;
 		nvc_ana_log_read(c, st);
 		c->step = S_IOQ;
 		break;
 	case S_RE_ANA:
+		if (ana_read_more(c, st))
+			return;
 		nvc_ana_log_read(c, st);
 		c->step = S_LIVE;
 		if (c->reidentify) {
@@ -630,6 +693,9 @@ void nvc_stop(struct nvc *c)
 	close_queues(c);
 	free(c->idbuf);
 	c->idbuf = NULL;
+	free(c->ana_log);
+	c->ana_log = NULL;
+	c->ana_size = c->ana_have = 0;
 }
 
 void nvc_lost(struct nvc *c, const char *why)
@@ -726,6 +792,18 @@ void nvc_tick(struct nvc *c)
 			nvc_lost(c, "a command got no answer in time");
 			return;
 		}
+	}
+	/* ANATT: in change for longer than the controller said a change
+	 * lasts: the path has failed (Linux resets the controller) */
+	if (c->state == NVC_LIVE &&
+	    nvmf_ana_expired(c->ana_state, c->ana_change_ns, c->anatt, now)) {
+		char why[96];
+
+		c->ana_timeouts++;
+		snprintf(why, sizeof(why), "ANA state change for more than "
+			 "ANATT (%u s)", c->anatt ? c->anatt : 10);
+		nvc_lost(c, why);
+		return;
 	}
 	/* after the checks above: a command sent now is newer than now */
 	if (c->state == NVC_LIVE && nvc_ana_stale(c, now))

@@ -131,15 +131,16 @@ struct bs_export *bs_export_find(struct bs_exports *set, const char *name)
 }
 
 int bs_export_port_state(struct bs_export *exp, const char *port,
-			 const char *state, bs_kv_fn kv, void *arg)
+			 const char *state, const char *group, bs_kv_fn kv,
+			 void *arg)
 {
 	if (!exp->type->set_port_state)
 		return bs_error(-EOPNOTSUPP, "export %s: type %s has no port "
 				"states", exp->name, exp->type->name);
-	if (!port != !state)
+	if (!port != !state || (group && !port))
 		return bs_error(-EINVAL, "export %s: give a port and a state",
 				exp->name);
-	return exp->type->set_port_state(exp, port, state, kv, arg);
+	return exp->type->set_port_state(exp, port, state, group, kv, arg);
 }
 
 struct bs_export *bs_export_next(struct bs_exports *set,

@@ -113,7 +113,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint8_t v = off < size ? data[off++] : 0;
 
 			pthread_mutex_lock(&t.ss.lock);
-			nvmf_ana_set(&t.ss.ports[0], states[v % 5]);
+			/* every group's, or group 1's (the namespace's) */
+			nvmf_ana_set(&t.ss.ports[0], (v >> 4) & 1,
+				     states[v % 5]);
 			pthread_mutex_unlock(&t.ss.lock);
 		} else {
 			const uint8_t *sqe;

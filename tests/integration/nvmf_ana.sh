@@ -14,17 +14,11 @@
 #   - port 1 non-optimized, port 2 optimized: reads go to port 2 only.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nvmf_ana.bash"
 need python3 fio jq qemu-io
 has_type nvmf || skip "blkstack built without the nvmf driver"
 fio --enghelp=nbd >/dev/null 2>&1 || skip "fio has no nbd engine"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [[ -z ${PEERS:-} ]]; then
-	for PEERS in "$ROOT/../shared/peers" "$ROOT/../../shared/peers"; do
-		[[ -d $PEERS ]] && break
-	done
-fi
-export PYNVMEOF=$PEERS/pynvmeof BUILD
-PY="python3 $(dirname "$0")/lib/nvmf_py.py"
+nvmf_peers
 daemon_setup
 daemon_threads 2
 
@@ -53,12 +47,6 @@ listen.2 = 127.0.0.1:$P2
 EOC
 start_other_daemon "$T/t.ini" "$T/t.log"
 
-# tctl ARGS: blkstack -s $TCTL ARGS, output in $OUT
-tctl() {
-	local want=$1
-	shift
-	run_bs "$want" -s "$TCTL" "$@"
-}
 
 note "ana-state shows both ports optimized (ana on: two listeners)"
 tctl 0 ana-state s0
@@ -110,16 +98,6 @@ EOC
 start_daemon "$T/d.ini"
 NBD=nbd://127.0.0.1:$PORT
 
-# path_ana N STATE: wait (5 s) until `info mp` says path N is in STATE
-path_ana() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		ctl 0 info mp
-		[[ $OUT =~ path\.$1\.ana[^$'\n']*\ $2\ \( ]] && return 0
-		sleep 0.1
-	done
-	fail "path $1 not $2: $OUT"
-}
 
 note "two paths live, both optimized; explain names the states"
 for ((i = 0; i < 50; i++)); do
@@ -128,8 +106,8 @@ for ((i = 0; i < 50; i++)); do
 	sleep 0.1
 done
 [[ $OUT == *"(2 live)"* ]] || fail "not two live paths: $OUT"
-path_ana 1 optimized
-path_ana 2 optimized
+path_ana mp 1 optimized
+path_ana mp 2 optimized
 ctl 0 explain mp
 [[ $OUT == *"paths 1 live/optimized, 2 live/optimized"* ]] || fail "explain: $OUT"
 
@@ -143,13 +121,13 @@ FIO=$!
 for k in 1 2 3; do
 	sleep 1
 	tctl 0 ana-state s0 2 inaccessible
-	path_ana 2 inaccessible
+	path_ana mp 2 inaccessible
 	ctl 0 explain mp
 	[[ $OUT == *"paths 1 live/optimized, 2 live/inaccessible"* ]] ||
 		fail "round $k: explain: $OUT"
 	sleep 1
 	tctl 0 ana-state s0 2 optimized
-	path_ana 2 optimized
+	path_ana mp 2 optimized
 done
 wait "$FIO" || { tail -40 "$T/fio.json"; fail "fio failed"; }
 errs=$(jq '[.jobs[].error] | add' "$T/fio.json")
@@ -162,8 +140,8 @@ ctl 0 info mp
 note "both ports inaccessible: a write waits, then completes on port 1"
 tctl 0 ana-state s0 2 inaccessible
 tctl 0 ana-state s0 1 inaccessible
-path_ana 1 inaccessible
-path_ana 2 inaccessible
+path_ana mp 1 inaccessible
+path_ana mp 2 inaccessible
 head -c 1M /dev/urandom >"$T/pat"
 timeout 60 qemu-io -f raw "$NBD" -c "write -P 0x3c 40M 1M" >"$T/qio.log" 2>&1 &
 QIO=$!
@@ -180,26 +158,20 @@ ctl 0 explain mp
 note "port 1 non-optimized, port 2 optimized: reads go to port 2"
 tctl 0 ana-state s0 2 optimized
 tctl 0 ana-state s0 1 non-optimized
-path_ana 1 non-optimized
-path_ana 2 optimized
-# cmds N: the I/O commands the host sent on path N so far
-cmds() {
-	ctl 0 info mp
-	[[ $OUT =~ path\.$1\ [^$'\n']*commands\ ([0-9]+) ]] || fail "no count: $OUT"
-	echo "${BASH_REMATCH[1]}"
-}
-a1=$(cmds 1) a2=$(cmds 2)
+path_ana mp 1 non-optimized
+path_ana mp 2 optimized
+a1=$(path_cmds mp 1) a2=$(path_cmds mp 2)
 qemu-io -f raw "$NBD" -c "read 0 8M" >"$T/qio.log" 2>&1 &&
 	! grep -qi -e fail -e error "$T/qio.log" || { cat "$T/qio.log"; fail "read"; }
-b1=$(cmds 1) b2=$(cmds 2)
+b1=$(path_cmds mp 1) b2=$(path_cmds mp 2)
 ((b1 == a1)) || fail "path 1 (non-optimized) got commands: $a1 -> $b1"
 ((b2 > a2)) || fail "path 2 (optimized) got no commands: $a2 -> $b2"
 note "... and with port 2 inaccessible, to port 1 (non-optimized is used when alone)"
 tctl 0 ana-state s0 2 inaccessible
-path_ana 2 inaccessible
+path_ana mp 2 inaccessible
 qemu-io -f raw "$NBD" -c "read 0 8M" >"$T/qio.log" 2>&1 &&
 	! grep -qi -e fail -e error "$T/qio.log" || { cat "$T/qio.log"; fail "read"; }
-c1=$(cmds 1) c2=$(cmds 2)
+c1=$(path_cmds mp 1) c2=$(path_cmds mp 2)
 ((c1 > b1 && c2 == b2)) || fail "not on path 1: $b1 -> $c1, $b2 -> $c2"
 ctl 0 info mp
 [[ $OUT == *"errors"*" 0"* ]] || fail "device errors: $OUT"

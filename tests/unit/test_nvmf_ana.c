@@ -8,8 +8,11 @@
  * one, whose NSATTR is byte 8: this target once wrote it into byte 6),
  * the path status of each state on an I/O command, and the ANA change
  * notice: sent once to the controllers of the port whose host enabled
- * it, masked until the log is read without RAE. The config keys of the
- * ports (listen.N, ana, ana_state.N) and their refusals.
+ * it, masked until the log is read without RAE. Namespaces in two
+ * groups with a state per port and group; a log of 256 namespaces in
+ * 128 groups (past 4 KiB) read whole and at an offset. The config keys
+ * of the ports (listen.N, ana, ana_state.N, ana_state.N.G,
+ * ana_group.NSID, anatt) and their refusals.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,11 +64,14 @@ static int setup(void **state)
 	f->ss.qdepth = 128;
 	f->ss.max_ioq = 1;
 	f->ss.ana = true;
+	f->ss.anatt = NVMF_ANATT;
+	f->ss.ana_maxgrp = 1;
 	f->ss.nports = 2;
 	for (i = 0; i < 2; i++) {
 		f->ss.ports[i].ss = &f->ss;
 		f->ss.ports[i].index = i + 1;
-		f->ss.ports[i].ana_state = BS_NVME_ANA_OPTIMIZED;
+		nvmf_ana_port_init(&f->ss.ports[i],
+				   BS_NVME_ANA_OPTIMIZED);
 	}
 	f->ctrl.ss = f->ctrl2.ss = &f->ss;
 	f->ctrl.port = &f->ss.ports[1];
@@ -209,8 +215,8 @@ static void log_page_bytes(void **state)
 
 	/* port 2 (controller 1's) goes inaccessible: counted once */
 	pthread_mutex_lock(&f->ss.lock);
-	nvmf_ana_set(&f->ss.ports[1], BS_NVME_ANA_INACCESSIBLE);
-	nvmf_ana_set(&f->ss.ports[1], BS_NVME_ANA_INACCESSIBLE);
+	nvmf_ana_set(&f->ss.ports[1], 0, BS_NVME_ANA_INACCESSIBLE);
+	nvmf_ana_set(&f->ss.ports[1], 0, BS_NVME_ANA_INACCESSIBLE);
 	pthread_mutex_unlock(&f->ss.lock);
 	settle(f);
 	p = ana_log(f, &f->aq, 56, 0, true);
@@ -327,9 +333,9 @@ static void io_status_per_state(void **state)
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		pthread_mutex_lock(&f->ss.lock);
-		nvmf_ana_set(&f->ss.ports[1], rows[i].st);
+		nvmf_ana_set(&f->ss.ports[1], 0, rows[i].st);
 		pthread_mutex_unlock(&f->ss.lock);
-		assert_int_equal(nvmf_ana_io_status(&f->ctrl), rows[i].sf);
+		assert_int_equal(nvmf_ana_io_status(&f->ctrl, &f->ns[0]), rows[i].sf);
 		assert_int_equal(read8(f), rows[i].sf);
 		assert_int_equal(BS_NVME_SCT(rows[i].sf),
 				 rows[i].sf ? BS_NVME_SCT_PATH : 0);
@@ -366,7 +372,7 @@ static void change_notice(void **state)
 	nvmf_out_drop_all(&f->aq);
 
 	pthread_mutex_lock(&f->ss.lock);
-	nvmf_ana_set(&f->ss.ports[1], BS_NVME_ANA_INACCESSIBLE);
+	nvmf_ana_set(&f->ss.ports[1], 0, BS_NVME_ANA_INACCESSIBLE);
 	pthread_mutex_unlock(&f->ss.lock);
 	settle(f);
 	assert_int_equal(responses(&f->aq), 1);
@@ -383,7 +389,7 @@ static void change_notice(void **state)
 	nvmf_admin(cmd(&f->aq, BS_NVME_ADMIN_ASYNC_EVENT, 0, 0, 0, 0));
 	nvmf_out_drop_all(&f->aq);
 	pthread_mutex_lock(&f->ss.lock);
-	nvmf_ana_set(&f->ss.ports[1], BS_NVME_ANA_OPTIMIZED);
+	nvmf_ana_set(&f->ss.ports[1], 0, BS_NVME_ANA_OPTIMIZED);
 	pthread_mutex_unlock(&f->ss.lock);
 	settle(f);
 	assert_int_equal(responses(&f->aq), 0);
@@ -397,12 +403,156 @@ static void change_notice(void **state)
 
 	/* unmasked: the next change is told at once (the AER held) */
 	pthread_mutex_lock(&f->ss.lock);
-	nvmf_ana_set(&f->ss.ports[1], BS_NVME_ANA_CHANGE);
+	nvmf_ana_set(&f->ss.ports[1], 0, BS_NVME_ANA_CHANGE);
 	pthread_mutex_unlock(&f->ss.lock);
 	settle(f);
 	assert_int_equal(responses(&f->aq), 1);
 	assert_int_equal(last_rsp(&f->aq, &dw0, NULL), 0);
 	assert_int_equal((dw0 >> 8) & 0xff, BS_NVME_AER_NOTICE_ANA);
+}
+
+
+/* ns 1 in group 1, ns 2 in group 2; port 2 (controller 1's):
+ * group 1 optimized, group 2 non-optimized, then group 2 in change */
+static void two_groups(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl ic;
+	struct bs_nvme_id_ns ns;
+	const uint8_t *raw = (const uint8_t *)&ic;
+	const uint8_t *p;
+
+	f->ns[1].anagrpid = 2;
+	f->ss.ana_maxgrp = 2;
+	nvmf_id_ctrl(&f->aq, &ic);
+	assert_int_equal(bs_nvme_get32(raw + 344), 2);	/* ANAGRPMAX */
+	assert_int_equal(bs_nvme_get32(raw + 348), 2);	/* NANAGRPID */
+	nvmf_id_ns(&f->ns[1], &ns);
+	assert_int_equal(bs_nvme_get32((const uint8_t *)&ns + 92), 2);
+
+	pthread_mutex_lock(&f->ss.lock);
+	assert_int_equal(nvmf_ana_set(&f->ss.ports[1], 2,
+				      BS_NVME_ANA_NONOPTIMIZED), 1);
+	/* the same again: no change, no count */
+	assert_int_equal(nvmf_ana_set(&f->ss.ports[1], 2,
+				      BS_NVME_ANA_NONOPTIMIZED), 0);
+	pthread_mutex_unlock(&f->ss.lock);
+	settle(f);
+	/* header, group 1 + NSID 1, group 2 + NSID 2 */
+	assert_int_equal(nvmf_ana_log(&f->ctrl, false, NULL),
+			 16 + 2 * (32 + 4));
+	p = ana_log(f, &f->aq, 88, 0, true);
+	assert_int_equal(bs_nvme_get64(p), 1);		/* change count */
+	assert_int_equal(bs_nvme_get16(p + 8), 2);	/* groups */
+	assert_int_equal(bs_nvme_get32(p + 16), 1);
+	assert_int_equal(bs_nvme_get32(p + 20), 1);
+	assert_int_equal(bs_nvme_get64(p + 24), 0);
+	assert_int_equal(p[32], BS_NVME_ANA_OPTIMIZED);
+	assert_int_equal(bs_nvme_get32(p + 48), 1);
+	assert_int_equal(bs_nvme_get32(p + 52), 2);	/* group 2 */
+	assert_int_equal(bs_nvme_get32(p + 56), 1);
+	assert_int_equal(bs_nvme_get64(p + 60), 1);
+	assert_int_equal(p[68], BS_NVME_ANA_NONOPTIMIZED);
+	assert_int_equal(bs_nvme_get32(p + 84), 2);
+	/* port 1's controller: both optimized */
+	p = ana_log(f, &f->aq2, 88, 0, true);
+	assert_int_equal(p[32], BS_NVME_ANA_OPTIMIZED);
+	assert_int_equal(p[68], BS_NVME_ANA_OPTIMIZED);
+	/* RGO: two descriptors, no NSIDs */
+	assert_int_equal(nvmf_ana_log(&f->ctrl, true, NULL), 16 + 2 * 32);
+
+	/* group 2 in change on port 2: ns 2's I/O gets 303h, ns 1's none */
+	pthread_mutex_lock(&f->ss.lock);
+	nvmf_ana_set(&f->ss.ports[1], 2, BS_NVME_ANA_CHANGE);
+	pthread_mutex_unlock(&f->ss.lock);
+	assert_int_equal(nvmf_ana_io_status(&f->ctrl, &f->ns[1]),
+			 BS_NVME_SC_ANA_TRANSITION);
+	assert_int_equal(nvmf_ana_io_status(&f->ctrl, &f->ns[0]), 0);
+	assert_int_equal(nvmf_ana_io_status(&f->ctrl2, &f->ns[1]), 0);
+	assert_int_equal(read8(f), 0);		/* a Read of NSID 1 */
+
+	/* every group on port 2: one count in the header, one in each
+	 * group that changed */
+	pthread_mutex_lock(&f->ss.lock);
+	assert_int_equal(nvmf_ana_set(&f->ss.ports[1], 0,
+				      BS_NVME_ANA_INACCESSIBLE), 2);
+	pthread_mutex_unlock(&f->ss.lock);
+	settle(f);
+	p = ana_log(f, &f->aq, 88, 0, true);
+	assert_int_equal(bs_nvme_get64(p), 3);
+	assert_int_equal(bs_nvme_get64(p + 24), 1);
+	assert_int_equal(p[32], BS_NVME_ANA_INACCESSIBLE);
+	assert_int_equal(bs_nvme_get64(p + 60), 3);
+	assert_int_equal(p[68], BS_NVME_ANA_INACCESSIBLE);
+}
+
+/* 256 namespaces in 128 groups: 16 + 128 x 32 + 256 x 4 = 5136 bytes,
+ * more than one 4 KiB read; the second part read at an offset. */
+static void big_log(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_ns *many = calloc(256, sizeof(*many));
+	struct bs_nvme_id_ctrl ic;
+	uint8_t *whole;
+	const uint8_t *p;
+	size_t size, off;
+	unsigned i, g;
+
+	assert_non_null(many);
+	for (i = 0; i < 256; i++) {
+		many[i].nsid = i + 1;
+		many[i].unit = &f->unit[0];
+		/* ns 1 and 129 in group 1, ..., 128 and 256 in 128 */
+		many[i].anagrpid = i % 128 + 1;
+	}
+	f->ss.ns = many;
+	f->ss.nns = 256;
+	f->ss.ana_maxgrp = 128;
+	nvmf_id_ctrl(&f->aq, &ic);
+	assert_int_equal(bs_nvme_le32(ic.nanagrpid), 128);
+	size = nvmf_ana_log(&f->ctrl, false, NULL);
+	assert_int_equal(size, 16 + 128 * 32 + 256 * 4);
+	pthread_mutex_lock(&f->ss.lock);
+	nvmf_ana_set(&f->ss.ports[1], 128, BS_NVME_ANA_NONOPTIMIZED);
+	pthread_mutex_unlock(&f->ss.lock);
+	settle(f);
+	whole = malloc(size);
+	assert_non_null(whole);
+	pthread_mutex_lock(&f->ss.lock);
+	nvmf_ana_log(&f->ctrl, false, whole);
+	pthread_mutex_unlock(&f->ss.lock);
+	assert_int_equal(bs_nvme_get16(whole + 8), 128);
+	for (g = 1, off = 16; g <= 128; g++) {
+		assert_int_equal(bs_nvme_get32(whole + off), g);
+		assert_int_equal(bs_nvme_get32(whole + off + 4), 2);
+		assert_int_equal(whole[off + 16], g == 128 ?
+				 BS_NVME_ANA_NONOPTIMIZED :
+				 BS_NVME_ANA_OPTIMIZED);
+		assert_int_equal(bs_nvme_get32(whole + off + 32), g);
+		assert_int_equal(bs_nvme_get32(whole + off + 36), g + 128);
+		off += 40;
+	}
+	assert_int_equal(off, size);
+	/* Get Log Page: the first 4 KiB, then the rest from offset 4096 */
+	p = ana_log(f, &f->aq, 4096, 0, true);
+	assert_memory_equal(p, whole, 4096);
+	drop_output(&f->aq);
+	{
+		uint32_t rest = (uint32_t)(size - 4096);
+		struct nvmf_cmd *c = cmd(&f->aq, BS_NVME_ADMIN_GET_LOG_PAGE,
+					 0xffffffffu, BS_NVME_LOG_ANA |
+					 BS_NVME_LOG_RAE |
+					 (rest / 4 - 1) << 16, 0, rest);
+
+		c->sqe.cdw12 = bs_nvme_cpu_to_le32(4096);
+		nvmf_admin(c);
+		assert_int_equal(last_rsp(&f->aq, NULL, NULL), 0);
+		assert_memory_equal(last_data(&f->aq), whole + 4096, rest);
+	}
+	free(whole);
+	f->ss.ns = f->ns;
+	f->ss.nns = 2;
+	free(many);
 }
 
 /* The nvmf type's check of "k=v" pairs: 0, or -errno with the reason
@@ -449,6 +599,65 @@ static void port_keys(void **state)
 	check((const char *const[]){ "listen.2", "127.0.0.1:4421", "ana", "0",
 				     NULL },
 	      0, NULL);
+	/* groups: ana_group.NSID, ana_state.N.G, anatt */
+	check((const char *const[]){ "listen.2", "127.0.0.1:4421",
+				     "ana_group.2", "2", "ana_state.1.2",
+				     "non-optimized", "ana_state.2",
+				     "non-optimized", "ana_state.2.2",
+				     "optimized", "anatt", "3", NULL },
+	      0, NULL);
+	/* a group alone turns ANA on */
+	check((const char *const[]){ "ana_group.1", "7", NULL }, 0, NULL);
+	check((const char *const[]){ "ana_group.0", "1", NULL }, -EINVAL,
+	      "give ana_group.NSID");
+	check((const char *const[]){ "ana_group.1", "129", NULL }, -EINVAL,
+	      "give a group ID, 1 to 128");
+	check((const char *const[]){ "ana_group.1", "2", "ana", "0", NULL },
+	      -EINVAL, "with ana = 0");
+	check((const char *const[]){ "ana_state.2.1", "optimized", NULL },
+	      -EINVAL, "no port 2 (1 listener)");
+	check((const char *const[]){ "ana_state.1.1", "fast", NULL }, -EINVAL,
+	      "give optimized, non-optimized");
+	check((const char *const[]){ "ana_state.1.x", "optimized", NULL },
+	      -EINVAL, "give ana_state.PORT.GROUP");
+	check((const char *const[]){ "ana_state.5", "optimized", NULL },
+	      -EINVAL, "give ana_state.PORT, PORT 1 to 4");
+	check((const char *const[]){ "ana_state.01", "optimized", NULL },
+	      -EINVAL, "give ana_state.PORT,");
+	check((const char *const[]){ "ana_group.01", "1", NULL }, -EINVAL,
+	      "give ana_group.NSID");
+	check((const char *const[]){ "ana_group.1", "2", "anatt", "0", NULL },
+	      -EINVAL, "anatt '0': give seconds, 1 to 255");
+}
+
+/* The keys with numbers in them are known keys of the type (its help
+ * names them with N and G); others are not. */
+static void known_keys(void **state)
+{
+	const struct bs_export_type *t = bs_export_type_find("nvmf");
+	static const struct {
+		const char *key;
+		int want;
+	} rows[] = {
+		{ "ana_group.1", 0 },		{ "ana_group.256", 0 },
+		{ "ana_state.2", 0 },		{ "ana_state.2.17", 0 },
+		{ "anatt", 0 },			{ "listen.3", 0 },
+		{ "ana_group.", -EINVAL },	{ "ana_group.x", -EINVAL },
+		{ "ana_state.2.1.1", -EINVAL }, { "ana_group", -EINVAL },
+		{ "ana_state.N", -EINVAL },
+	};
+	struct bs_opts *o;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(bs_opts_new(&o), 0);
+		assert_int_equal(bs_opts_set(o, rows[i].key, "1", "t.ini:1"),
+				 0);
+		if (bs_opts_check_known(o, NULL, t->options) != rows[i].want)
+			fail_msg("key %s", rows[i].key);
+		bs_opts_free(o);
+	}
 }
 
 int main(void)
@@ -462,7 +671,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(change_notice, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(two_groups, setup, teardown),
+		cmocka_unit_test_setup_teardown(big_log, setup, teardown),
 		cmocka_unit_test(port_keys),
+		cmocka_unit_test(known_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

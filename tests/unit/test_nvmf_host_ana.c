@@ -5,7 +5,9 @@
  * when ANAGRPID is 0; a page cut short), which path statuses name which
  * state, and which paths may carry I/O: optimized (or no ANA) first,
  * non-optimized only when no optimized path is live, never
- * inaccessible, persistent loss or change.
+ * inaccessible, persistent loss or change. Logs past 4 KiB: the size
+ * bound from NANAGRPID and NN, parts of at most MDTS, how much of a log
+ * is still missing, groups found after 4 KiB. ANATT expiry.
  */
 #include <errno.h>
 #include <string.h>
@@ -143,12 +145,139 @@ static void log_command(void **state)
 
 	(void)state;
 	memset(sqe, 0xee, sizeof(sqe));
-	nvmf_ana_log_sqe(sqe, 4096);
+	nvmf_ana_log_sqe(sqe, 4096, 0);
 	assert_int_equal(sqe[0], BS_NVME_ADMIN_GET_LOG_PAGE);
 	assert_int_equal(bs_nvme_get32(sqe + 4), 0xffffffffu);
 	/* LID 0Ch, LSP 0, RAE clear, NUMDL 1023 */
 	assert_int_equal(bs_nvme_get32(sqe + 40), 0x0c | 1023u << 16);
 	assert_true(th_is_zero(sqe + 44, 20));
+	/* 1 MiB from byte 8192: NUMD 262143 = NUMDU 3, NUMDL 0xffff;
+	 * LPOL/LPOU the offset */
+	nvmf_ana_log_sqe(sqe, 1u << 20, 8192);
+	assert_int_equal(bs_nvme_get32(sqe + 40), 0x0c | 0xffffu << 16);
+	assert_int_equal(bs_nvme_get32(sqe + 44), 3);
+	assert_int_equal(bs_nvme_get32(sqe + 48), 8192);
+	assert_int_equal(bs_nvme_get32(sqe + 52), 0);
+	nvmf_ana_log_sqe(sqe, 4096, 0x100000000ull);
+	assert_int_equal(bs_nvme_get32(sqe + 48), 0);
+	assert_int_equal(bs_nvme_get32(sqe + 52), 1);
+}
+
+/* How large a log can be, how much one command may read. */
+static void log_sizes(void **state)
+{
+	(void)state;
+	/* 16 + 128 x 32 + 256 x 4 */
+	assert_int_equal(nvmf_ana_log_bound(128, 256), 5136);
+	assert_int_equal(nvmf_ana_log_bound(1, 1), 16 + 32 + 4);
+	/* no fields: the header and one group */
+	assert_int_equal(nvmf_ana_log_bound(0, 0), 48);
+	/* a controller that claims 2^32 - 1 groups: capped */
+	assert_int_equal(nvmf_ana_log_bound(0xffffffffu, 0xffffffffu),
+			 NVMF_ANA_LOG_MAX);
+	/* MDTS in minimum pages: 0 = no limit (the cap) */
+	assert_int_equal(nvmf_ana_log_chunk(0, 0), NVMF_ANA_LOG_MAX);
+	assert_int_equal(nvmf_ana_log_chunk(1, 0), 8192);
+	assert_int_equal(nvmf_ana_log_chunk(8, 0), 1u << 20);
+	assert_int_equal(nvmf_ana_log_chunk(1, 1), 16384);
+	assert_int_equal(nvmf_ana_log_chunk(20, 0), NVMF_ANA_LOG_MAX);
+}
+
+/* A log of @ngrps groups (IDs 1..), @per NSIDs each (group g holds
+ * g, g + ngrps, ...), group @odd non-optimized; returns its size. */
+static size_t big_log(uint8_t *p, size_t cap, unsigned ngrps, unsigned per,
+		      unsigned odd)
+{
+	size_t off = 16;
+	unsigned g, i;
+
+	memset(p, 0, cap);
+	bs_nvme_put64(p, 7);
+	bs_nvme_put16(p + 8, (uint16_t)ngrps);
+	for (g = 1; g <= ngrps; g++) {
+		assert_true(off + 32 + 4 * per <= cap);
+		bs_nvme_put32(p + off, g);
+		bs_nvme_put32(p + off + 4, per);
+		bs_nvme_put64(p + off + 8, g);
+		p[off + 16] = g == odd ? BS_NVME_ANA_NONOPTIMIZED
+				       : BS_NVME_ANA_OPTIMIZED;
+		for (i = 0; i < per; i++)
+			bs_nvme_put32(p + off + 32 + 4 * i, g + i * ngrps);
+		off += 32 + 4 * per;
+	}
+	return off;
+}
+
+static void logs_past_4k(void **state)
+{
+	static uint8_t log[64 * 1024];
+	size_t size;
+	uint8_t st;
+	uint64_t cnt;
+
+	(void)state;
+	/* 128 groups of 2 namespaces: 5136 bytes; the last group's
+	 * descriptor starts at 5096 */
+	size = big_log(log, sizeof(log), 128, 2, 128);
+	assert_int_equal(size, 5136);
+	assert_int_equal(size, nvmf_ana_log_bound(128, 256));
+	/* the first 4 KiB do not hold it: more is needed */
+	assert_true(nvmf_ana_log_need(log, 4096) > 4096);
+	assert_int_equal(nvmf_ana_find(log, 4096, 128, 0, &st, &cnt),
+			 -ENOENT);
+	/* whole: found, by group and by NSID */
+	assert_int_equal(nvmf_ana_log_need(log, size), size);
+	assert_int_equal(nvmf_ana_log_need(log, sizeof(log)), size);
+	assert_int_equal(nvmf_ana_find(log, size, 128, 0, &st, &cnt), 0);
+	assert_int_equal(st, BS_NVME_ANA_NONOPTIMIZED);
+	assert_int_equal(cnt, 128);
+	assert_int_equal(nvmf_ana_find(log, size, 0, 256, &st, &cnt), 0);
+	assert_int_equal(cnt, 128);
+	assert_int_equal(nvmf_ana_find(log, size, 0, 129, &st, &cnt), 0);
+	assert_int_equal(st, BS_NVME_ANA_OPTIMIZED);
+	assert_int_equal(cnt, 1);
+	/* a short header: 16 bytes needed; a header of no groups: done */
+	assert_int_equal(nvmf_ana_log_need(log, 8), 16);
+	/* one group of 4000 namespaces: 16 + 32 + 16000 bytes; what the
+	 * first 4 KiB tell is its whole length */
+	size = big_log(log, sizeof(log), 1, 4000, 0);
+	assert_int_equal(size, 16048);
+	assert_int_equal(nvmf_ana_log_need(log, 4096), 16048);
+	assert_int_equal(nvmf_ana_find(log, 4096, 0, 4000, &st, &cnt),
+			 -ENOENT);
+	assert_int_equal(nvmf_ana_find(log, size, 0, 4000, &st, &cnt), 0);
+	/* many groups with one namespace each (64 KiB of log) */
+	size = big_log(log, sizeof(log), 1800, 1, 1799);
+	assert_int_equal(size, 16 + 1800 * 36);
+	assert_int_equal(nvmf_ana_find(log, size, 1799, 0, &st, &cnt), 0);
+	assert_int_equal(st, BS_NVME_ANA_NONOPTIMIZED);
+	/* a count of groups the page cannot hold: what is there is read,
+	 * no more is claimed than the descriptors say */
+	bs_nvme_put16(log + 8, 0xffff);
+	assert_true(nvmf_ana_log_need(log, size) > size);
+	assert_int_equal(nvmf_ana_find(log, size, 0xfffff, 0, &st, &cnt),
+			 -ENOENT);
+}
+
+static void anatt_expiry(void **state)
+{
+	const uint64_t s = 1000000000ull;
+
+	(void)state;
+	/* in change since t = 100 s, ANATT 2 s */
+	assert_false(nvmf_ana_expired(BS_NVME_ANA_CHANGE, 100 * s, 2,
+				      102 * s));
+	assert_true(nvmf_ana_expired(BS_NVME_ANA_CHANGE, 100 * s, 2,
+				     102 * s + 1));
+	/* another state, or not in change: never */
+	assert_false(nvmf_ana_expired(BS_NVME_ANA_INACCESSIBLE, 100 * s, 2,
+				      200 * s));
+	assert_false(nvmf_ana_expired(BS_NVME_ANA_CHANGE, 0, 2, 200 * s));
+	/* ANATT 0 (not given): 10 s */
+	assert_false(nvmf_ana_expired(BS_NVME_ANA_CHANGE, 100 * s, 0,
+				      110 * s));
+	assert_true(nvmf_ana_expired(BS_NVME_ANA_CHANGE, 100 * s, 0,
+				     111 * s));
 }
 
 int main(void)
@@ -158,6 +287,9 @@ int main(void)
 		cmocka_unit_test(status_to_state),
 		cmocka_unit_test(path_choice),
 		cmocka_unit_test(log_command),
+		cmocka_unit_test(log_sizes),
+		cmocka_unit_test(logs_past_4k),
+		cmocka_unit_test(anatt_expiry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,8 +13,9 @@
  * Write Zeroes and Dataset Management from the devices' capabilities; VWC
  * from their write cache; NMIC shared and CMIC multi-controller so that
  * multipath hosts join paths; MDTS 1 MiB or the smallest max transfer;
- * with ANA (ana.c) CMIC bit 3, ANACAP/ANATT/ANAGRPMAX/NANAGRPID, ANAGRPID
- * 1 in Identify Namespace, the ANA log and its change notice.
+ * with ANA (ana.c) CMIC bit 3, ANACAP/ANATT/ANAGRPMAX/NANAGRPID, each
+ * namespace's ANAGRPID in Identify Namespace, the ANA log and its change
+ * notice.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -129,15 +130,18 @@ void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
 		if (ss->nports > 1)
 			id->cmic |= BS_NVME_CMIC_MULTI_PORT;
 		id->oaes |= bs_nvme_cpu_to_le32(BS_NVME_AEN_CFG_ANA_CHANGE);
-		id->anatt = NVMF_ANATT;
+		id->anatt = ss->anatt ? ss->anatt : NVMF_ANATT;
 		id->anacap = BS_NVME_ANACAP_OPTIMIZED |
 			     BS_NVME_ANACAP_NONOPTIMIZED |
 			     BS_NVME_ANACAP_INACCESSIBLE |
 			     BS_NVME_ANACAP_PERSISTENT_LOSS |
 			     BS_NVME_ANACAP_CHANGE |
 			     BS_NVME_ANACAP_GRPID_FIXED;
-		id->anagrpmax = bs_nvme_cpu_to_le32(1);
-		id->nanagrpid = bs_nvme_cpu_to_le32(1);
+		/* the IDs are 1..the highest in use: a host sizes the
+		 * ANA log from NANAGRPID and NN */
+		id->anagrpmax = bs_nvme_cpu_to_le32(
+			ss->ana_maxgrp ? ss->ana_maxgrp : 1);
+		id->nanagrpid = id->anagrpmax;
 	}
 	id->acl = 3;
 	for (i = 0; i < ss->nns; i++) {

@@ -5,9 +5,10 @@
  * that may unmap; DEAC clear: zeroout NOUNMAP; FUA), Dataset Management
  * deallocate (a zeroout that may unmap where the device has
  * write_zeroes_unmap, so deallocated blocks read as zeroes as DLFEAT
- * says; else a discard, advisory), Compare. On a port whose ANA state is
- * inaccessible, persistent loss or change every one of them gets the
- * path status of that state (ana.c), without DNR.
+ * says; else a discard, advisory), Compare. On a port where the
+ * namespace's ANA group is inaccessible, in persistent loss or in change
+ * every one of them gets the path status of that state (ana.c), without
+ * DNR.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -266,7 +267,7 @@ void nvmf_io(struct nvmf_cmd *c)
 		FAIL(c, BS_NVME_SC_INVALID_NS);
 		return;
 	}
-	sf = nvmf_ana_io_status(c->q->ctrl);
+	sf = nvmf_ana_io_status(c->q->ctrl, c->ns);
 	if (sf) {
 		/* another path may serve it: no DNR */
 		nvmf_cmd_done(c, sf, 0, NULL, 0);

@@ -57,9 +57,11 @@
 #define NVMF_AERL 4		/* AERs held at once */
 #define NVMF_KAS_100MS 10	/* keep alive granularity: 1 s */
 #define NVMF_MAX_PORTS 4	/* listeners of one subsystem */
-/* ANA: one group per subsystem (its namespaces all), ID 1 */
+/* ANA: a namespace's group is `ana_group.NSID` (default 1); group IDs
+ * 1..NVMF_ANA_MAX_GROUPS; a state per port and group */
 #define NVMF_ANAGRPID 1
-#define NVMF_ANATT 10		/* seconds a transition may last */
+#define NVMF_ANA_MAX_GROUPS 128
+#define NVMF_ANATT 10		/* seconds a transition may last (`anatt`) */
 
 struct nvmf_ns {
 	uint32_t nsid;
@@ -83,9 +85,10 @@ struct nvmf_port {
 	char listen[128];
 	struct bs_net_listener *nl;
 	uint16_t portid;		/* in the discovery log */
-	/* BS_NVME_ANA_*: written under ss->lock, read atomically by the
-	 * I/O path */
-	uint8_t ana_state;
+	/* BS_NVME_ANA_* of each group on this port, [ANAGRPID] ([0]
+	 * unused): written under ss->lock, read atomically by the I/O
+	 * path */
+	uint8_t ana_state[NVMF_ANA_MAX_GROUPS + 1];
 };
 
 struct nvmf_subsys {
@@ -103,7 +106,11 @@ struct nvmf_subsys {
 	struct nvmf_port ports[NVMF_MAX_PORTS];
 	unsigned nports;
 	bool ana;			/* ANA reported (CMIC bit 3) */
+	uint8_t anatt;			/* seconds, Identify Controller ANATT */
+	uint32_t ana_maxgrp;		/* the highest ANAGRPID in use */
 	uint64_t ana_chgcnt;		/* ANA log change count (ss->lock) */
+	/* each group's change count, [ANAGRPID] (ss->lock) */
+	uint64_t ana_grp_chgcnt[NVMF_ANA_MAX_GROUPS + 1];
 	struct nvmf_ns *ns;
 	unsigned nns;
 	struct nvmf_ctrl *ctrls;
@@ -301,24 +308,31 @@ void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id);
 void nvmf_id_ns_indep(struct nvmf_ns *ns,
 		      struct bs_nvme_id_ns_cs_indep *id);
 
-/* ana.c: Asymmetric Namespace Access, one group per subsystem, the
- * state per port */
+/* ana.c: Asymmetric Namespace Access: each namespace in a group
+ * (ns->anagrpid), the state per port and group */
 /* "optimized" ... for a BS_NVME_ANA_* state, NULL if none */
 const char *nvmf_ana_name(uint8_t state);
 /* The state called @name, or 0 */
 uint8_t nvmf_ana_parse(const char *name);
-/* The state @ctrl's port has (optimized without a port) */
-uint8_t nvmf_ana_state(const struct nvmf_ctrl *ctrl);
-/* The ANA log page (LID 0Ch) as @ctrl sees it, @rgo: groups only
- * (no NSID lists); returns its size, @page NULL to size it. Under
- * ss->lock. */
+/* Group @grpid's state on @ctrl's port (optimized without a port) */
+uint8_t nvmf_ana_state(const struct nvmf_ctrl *ctrl, uint32_t grpid);
+/* Does a namespace of @ss sit in group @grpid? */
+bool nvmf_ana_group_used(const struct nvmf_subsys *ss, uint32_t grpid);
+/* The ANA log page (LID 0Ch) as @ctrl sees it: every group in use in
+ * ascending ID with its NSIDs (@rgo: groups only, no NSID lists);
+ * returns its size, @page NULL to size it. Under ss->lock. */
 size_t nvmf_ana_log(const struct nvmf_ctrl *ctrl, bool rgo, uint8_t *page);
-/* The path status an I/O command gets on @ctrl's port: 0 when the
- * port is optimized or non-optimized (any thread, no lock) */
-uint16_t nvmf_ana_io_status(const struct nvmf_ctrl *ctrl);
-/* Under ss->lock: set @port's state; when it changed, count it and
- * tell every controller on the port (ANA change notice) */
-void nvmf_ana_set(struct nvmf_port *port, uint8_t state);
+/* The path status an I/O command for @ns gets on @ctrl's port: 0 when
+ * its group is optimized or non-optimized there (any thread, no lock) */
+uint16_t nvmf_ana_io_status(const struct nvmf_ctrl *ctrl,
+			    const struct nvmf_ns *ns);
+/* Every group's state on @port to @state (at open, before queues run) */
+void nvmf_ana_port_init(struct nvmf_port *port, uint8_t state);
+/* Under ss->lock: set group @grpid's state on @port (@grpid 0: every
+ * group's); when a state changed, count it (the log's change count
+ * once, each changed group's own) and tell every controller on the
+ * port (one ANA change notice). Returns the number of groups changed. */
+unsigned nvmf_ana_set(struct nvmf_port *port, uint32_t grpid, uint8_t state);
 
 /* io.c */
 void nvmf_io(struct nvmf_cmd *c);

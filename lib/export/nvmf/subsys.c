@@ -12,10 +12,15 @@
  *   listen = 127.0.0.1:4420       HOST:PORT (default that): port 1
  *   listen.2 = 127.0.0.1:4421     more ports of the subsystem (to .4)
  *   ana = 0|1                     report ANA (default: 1 with more than
- *                                 one port or an ana_state.N line)
- *   ana_state.N = optimized       port N's ANA state (optimized,
- *                                 non-optimized, inaccessible,
- *                                 persistent-loss, change)
+ *                                 one port, an ana_state.N or an
+ *                                 ana_group.NSID line)
+ *   ana_group.NSID = G            namespace NSID's ANA group (1..128,
+ *                                 default 1)
+ *   ana_state.N = optimized       port N's ANA state, every group's
+ *                                 (optimized, non-optimized,
+ *                                 inaccessible, persistent-loss, change)
+ *   ana_state.N.G = STATE         group G's on port N (beats ana_state.N)
+ *   anatt = 10                    ANATT: seconds a change may last
  *   nqn = nqn.2026-12.org.blkstack:s0   (default: that prefix + the name)
  *   allow_hosts = NQN,NQN         host NQNs allowed (default: any host)
  *   header_digest = 0|1           allow CRC32C header digests (default 1)
@@ -55,7 +60,14 @@ struct nvmf_opts {
 	char listen[NVMF_MAX_PORTS][128];
 	unsigned nports;
 	bool ana;
-	uint8_t ana_state[NVMF_MAX_PORTS];
+	uint8_t anatt;
+	/* [port][ANAGRPID]; [port][0] is ana_state.N (every group) */
+	uint8_t ana_state[NVMF_MAX_PORTS][NVMF_ANA_MAX_GROUPS + 1];
+	/* ana_group.NSID: [NSID], 0 = the default group */
+	uint8_t ana_group[BS_EXPORT_MAX_UNITS + 1];
+	uint32_t ana_group_nsid_max;	/* the highest NSID named */
+	/* the groups an ana_state.N.G line names: checked at open */
+	bool grp_named[NVMF_ANA_MAX_GROUPS + 1];
 	char nqn[BS_NVME_NQN_SIZE];
 	char *allow_words;
 	char *allow[NVMF_MAX_ALLOW];
@@ -92,6 +104,107 @@ static int get_count(const char *name, struct bs_opts *opts, const char *key,
 	return 0;
 }
 
+/* A decimal number 1..@max (no sign, no suffix) */
+static int parse_id(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	/* no leading zero: "ana_state.01" is not port 1's key */
+	if (*s < '1' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !v || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ana_state.N (@grp 0) or ana_state.N.G = @v for port @port */
+static int ana_port_state(const char *name, struct nvmf_opts *o,
+			  const char *key, const char *w, unsigned port,
+			  const char *v, unsigned grp)
+{
+	if (port > o->nports)
+		return bs_error(-EINVAL, "%s%sexport %s: %s: no port %u (%u "
+				"listener%s)", w, sep(w), name, key, port,
+				o->nports, o->nports == 1 ? "" : "s");
+	o->ana_state[port - 1][grp] = nvmf_ana_parse(v);
+	if (!o->ana_state[port - 1][grp])
+		return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give "
+				"optimized, non-optimized, inaccessible, "
+				"persistent-loss or change", w, sep(w), name,
+				key, v);
+	return 0;
+}
+
+/*
+ * ana_group.NSID = G and ana_state.N.G = STATE (after ana_state.N, which
+ * they refine). Whether NSID is a namespace and G a group in use is
+ * known at open only (nvmf_open).
+ */
+static int ana_groups(const char *name, struct bs_opts *opts,
+		      struct nvmf_opts *o, bool *any)
+{
+	const char *k, *v, *w;
+	unsigned long nsid, port, grp;
+	char num[16];
+	unsigned i;
+	int err;
+
+	for (i = 0; bs_opts_at(opts, i, &k, &v); i++) {
+		if (!strncmp(k, "ana_group.", 10)) {
+			w = bs_opts_where(opts, k);
+			if (parse_id(k + 10, BS_EXPORT_MAX_UNITS, &nsid))
+				return bs_error(-EINVAL, "%s%sexport %s: %s: "
+						"give ana_group.NSID, NSID 1 "
+						"to %d", w, sep(w), name, k,
+						BS_EXPORT_MAX_UNITS);
+			if (!v || parse_id(v, NVMF_ANA_MAX_GROUPS, &grp))
+				return bs_error(-EINVAL, "%s%sexport %s: %s "
+						"'%s': give a group ID, 1 to "
+						"%d", w, sep(w), name, k,
+						v ? v : "", NVMF_ANA_MAX_GROUPS);
+			bs_opts_get(opts, k);
+			o->ana_group[nsid] = (uint8_t)grp;
+			if (nsid > o->ana_group_nsid_max)
+				o->ana_group_nsid_max = (uint32_t)nsid;
+			*any = true;
+			continue;
+		}
+		if (strncmp(k, "ana_state.", 10))
+			continue;
+		w = bs_opts_where(opts, k);
+		if (!strchr(k + 10, '.')) {
+			/* ana_state.N: read_ports() took ports 1..4 */
+			if (parse_id(k + 10, NVMF_MAX_PORTS, &port))
+				return bs_error(-EINVAL, "%s%sexport %s: %s: "
+						"give ana_state.PORT, PORT 1 "
+						"to %d", w, sep(w), name, k,
+						NVMF_MAX_PORTS);
+			continue;
+		}
+		snprintf(num, sizeof(num), "%.*s",
+			 (int)(strchr(k + 10, '.') - (k + 10)), k + 10);
+		if (parse_id(num, NVMF_MAX_PORTS, &port) ||
+		    parse_id(strchr(k + 10, '.') + 1, NVMF_ANA_MAX_GROUPS,
+			     &grp))
+			return bs_error(-EINVAL, "%s%sexport %s: %s: give "
+					"ana_state.PORT.GROUP, PORT 1 to %d, "
+					"GROUP 1 to %d", w, sep(w), name, k,
+					NVMF_MAX_PORTS, NVMF_ANA_MAX_GROUPS);
+		bs_opts_get(opts, k);
+		err = ana_port_state(name, o, k, w, (unsigned)port, v ? v : "",
+				     (unsigned)grp);
+		if (err)
+			return err;
+		o->grp_named[grp] = true;
+		*any = true;
+	}
+	return 0;
+}
+
 /*
  * listen.2 .. listen.N (after `listen`, port 1), then `ana` and the
  * ports' ana_state.N. Ports are numbered by their keys, without gaps.
@@ -103,6 +216,7 @@ static int read_ports(const char *name, struct bs_opts *opts,
 	const char *v, *w;
 	struct bs_net_addr a;
 	bool any_state = false;
+	unsigned long n;
 	unsigned i, j;
 	int err;
 
@@ -132,33 +246,42 @@ static int read_ports(const char *name, struct bs_opts *opts,
 		snprintf(key, sizeof(key), "ana_state.%u", i);
 		v = bs_opts_get(opts, key);
 		if (i <= o->nports)
-			o->ana_state[i - 1] = BS_NVME_ANA_OPTIMIZED;
+			memset(o->ana_state[i - 1], BS_NVME_ANA_OPTIMIZED,
+			       sizeof(o->ana_state[0]));
 		if (!v)
 			continue;
 		w = bs_opts_where(opts, key);
-		if (i > o->nports)
-			return bs_error(-EINVAL, "%s%sexport %s: %s: no port "
-					"%u (%u listener%s)", w, sep(w), name,
-					key, i, o->nports,
-					o->nports == 1 ? "" : "s");
-		o->ana_state[i - 1] = nvmf_ana_parse(v);
-		if (!o->ana_state[i - 1])
-			return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give "
-					"optimized, non-optimized, "
-					"inaccessible, persistent-loss or "
-					"change", w, sep(w), name, key, v);
+		err = ana_port_state(name, o, key, w, i, v, 0);
+		if (err)
+			return err;
+		memset(o->ana_state[i - 1], o->ana_state[i - 1][0],
+		       sizeof(o->ana_state[0]));
 		any_state = true;
 	}
-	/* on with several ports or a state given, unless `ana = 0` */
+	err = ana_groups(name, opts, o, &any_state);
+	if (err)
+		return err;
+	/* on with several ports or a state or group given, unless
+	 * `ana = 0` */
 	o->ana = o->nports > 1 || any_state;
 	err = bs_opts_get_bool(opts, "ana", &o->ana);
 	if (err < 0)
 		return err;
 	if (any_state && !o->ana) {
 		w = bs_opts_where(opts, "ana");
-		return bs_error(-EINVAL, "%s%sexport %s: ana_state.N with "
-				"ana = 0: hosts could not learn the state", w,
-				sep(w), name);
+		return bs_error(-EINVAL, "%s%sexport %s: ana_state.N or "
+				"ana_group.NSID with ana = 0: hosts could not "
+				"learn the state", w, sep(w), name);
+	}
+	v = bs_opts_get(opts, "anatt");
+	o->anatt = NVMF_ANATT;
+	if (v) {
+		w = bs_opts_where(opts, "anatt");
+		if (parse_id(v, 255, &n))
+			return bs_error(-EINVAL, "%s%sexport %s: anatt '%s': "
+					"give seconds, 1 to 255", w, sep(w),
+					name, v);
+		o->anatt = (uint8_t)n;
 	}
 	return 0;
 }
@@ -370,6 +493,77 @@ static void subsys_free(struct nvmf_subsys *ss)
 	free(ss);
 }
 
+/* What only the units tell: ana_group.NSID of a namespace that is
+ * there, ana_state.N.G of a group a namespace is in. */
+static int check_groups(struct bs_export *exp, struct nvmf_subsys *ss,
+			const struct nvmf_opts *o)
+{
+	unsigned g;
+
+	if (o->ana_group_nsid_max > ss->nns)
+		return bs_error(-EINVAL, "export %s: ana_group.%u: no "
+				"namespace %u (%u unit%s)", exp->name,
+				o->ana_group_nsid_max, o->ana_group_nsid_max,
+				ss->nns, ss->nns == 1 ? "" : "s");
+	for (g = 1; g <= NVMF_ANA_MAX_GROUPS; g++)
+		if (o->grp_named[g] && !nvmf_ana_group_used(ss, g))
+			return bs_error(-EINVAL, "export %s: ana_state.N.%u: "
+					"no namespace is in ANA group %u "
+					"(ana_group.NSID = %u)", exp->name, g,
+					g, g);
+	return 0;
+}
+
+#define STATES_LEN 1024
+
+/* Groups in use of @ss: how many; the lowest at *@first. */
+static unsigned groups_used(const struct nvmf_subsys *ss, uint32_t *first)
+{
+	unsigned n = 0;
+	uint32_t g;
+
+	*first = 0;
+	for (g = 1; g <= ss->ana_maxgrp; g++)
+		if (nvmf_ana_group_used(ss, g)) {
+			if (!n++)
+				*first = g;
+		}
+	return n;
+}
+
+/* @port's states, read atomically: "optimized" when every group in use
+ * has it, else "group 1 optimized, group 2 non-optimized". */
+static void port_states(const struct nvmf_port *pt, char *buf, size_t len)
+{
+	const struct nvmf_subsys *ss = pt->ss;
+	size_t used = 0;
+	uint32_t g, first;
+	uint8_t st, one;
+	bool same = true;
+
+	buf[0] = 0;
+	groups_used(ss, &first);
+	if (!first)
+		return;
+	one = __atomic_load_n(&pt->ana_state[first], __ATOMIC_RELAXED);
+	for (g = first; g <= ss->ana_maxgrp; g++)
+		if (nvmf_ana_group_used(ss, g) &&
+		    __atomic_load_n(&pt->ana_state[g], __ATOMIC_RELAXED) != one)
+			same = false;
+	if (same) {
+		snprintf(buf, len, "%s", nvmf_ana_name(one));
+		return;
+	}
+	for (g = first; g <= ss->ana_maxgrp && used + 1 < len; g++) {
+		if (!nvmf_ana_group_used(ss, g))
+			continue;
+		st = __atomic_load_n(&pt->ana_state[g], __ATOMIC_RELAXED);
+		snprintf(buf + used, len - used, "%sgroup %u %s",
+			 used ? ", " : "", g, nvmf_ana_name(st));
+		used = strlen(buf);
+	}
+}
+
 static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 {
 	struct nvmf_subsys *ss;
@@ -391,12 +585,13 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 	ss->loop = bs_ctx_loop(exp->ctx);
 	snprintf(ss->nqn, sizeof(ss->nqn), "%s", o.nqn);
 	ss->ana = o.ana;
+	ss->anatt = o.anatt;
 	for (i = 0; i < o.nports; i++) {
 		struct nvmf_port *pt = &ss->ports[i];
 
 		pt->ss = ss;
 		pt->index = i + 1;
-		pt->ana_state = o.ana_state[i];
+		memcpy(pt->ana_state, o.ana_state[i], sizeof(pt->ana_state));
 		snprintf(pt->listen, sizeof(pt->listen), "%s", o.listen[i]);
 	}
 	for (i = 0; i < o.nallow; i++) {
@@ -427,9 +622,16 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 		ss->ns[i].unit = &exp->units[i];
 		ss->ns[i].caps = exp->units[i].caps;
 		ns_ids(&ss->ns[i], ss->nqn, exp->units[i].name);
-		if (ss->ana)
-			ss->ns[i].anagrpid = NVMF_ANAGRPID;
+		if (!ss->ana)
+			continue;
+		ss->ns[i].anagrpid = o.ana_group[i + 1] ? o.ana_group[i + 1]
+							 : NVMF_ANAGRPID;
+		if (ss->ns[i].anagrpid > ss->ana_maxgrp)
+			ss->ana_maxgrp = ss->ns[i].anagrpid;
 	}
+	err = check_groups(exp, ss, &o);
+	if (err)
+		goto fail;
 	for (i = 0; i < o.nports; i++) {
 		struct bs_net_listen_cfg cfg = {
 			.addr = ss->ports[i].listen,
@@ -453,15 +655,17 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 		ss->timer = 0;
 	exp->priv = ss;
 	nvmf_disc_add(ss);
-	for (i = 0; i < ss->nports; i++)
+	for (i = 0; i < ss->nports; i++) {
+		char st[STATES_LEN];
+
+		port_states(&ss->ports[i], st, sizeof(st));
 		bs_exports_log(exp->set, "export %s: nvmf subsystem %s port "
 			       "%u on %s%s%s, %u namespace%s", exp->name,
 			       ss->nqn, i + 1,
 			       bs_net_listener_addr(ss->ports[i].nl),
-			       ss->ana ? ", ANA " : "",
-			       ss->ana ? nvmf_ana_name(ss->ports[i].ana_state)
-				       : "",
+			       ss->ana ? ", ANA " : "", ss->ana ? st : "",
 			       ss->nns, ss->nns == 1 ? "" : "s");
+	}
 	return 0;
 fail:
 	free(o.allow_words);
@@ -498,11 +702,36 @@ static void nvmf_close(struct bs_export *exp)
 	subsys_free(ss);
 }
 
+/* "1 (ns 1 3), 2 (ns 2)": each group in use with its NSIDs */
+static void group_list(const struct nvmf_subsys *ss, char *buf, size_t len)
+{
+	size_t used = 0;
+	uint32_t g;
+	unsigned i;
+
+	buf[0] = 0;
+	for (g = 1; g <= ss->ana_maxgrp && used + 1 < len; g++) {
+		if (!nvmf_ana_group_used(ss, g))
+			continue;
+		snprintf(buf + used, len - used, "%s%u (ns", used ? ", " : "",
+			 g);
+		used = strlen(buf);
+		for (i = 0; i < ss->nns && used + 1 < len; i++) {
+			if (ss->ns[i].anagrpid != g)
+				continue;
+			snprintf(buf + used, len - used, " %u", ss->ns[i].nsid);
+			used = strlen(buf);
+		}
+		snprintf(buf + used, len - used, ")");
+		used = strlen(buf);
+	}
+}
+
 static void nvmf_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 {
 	struct nvmf_subsys *ss = exp->priv;
 	struct nvmf_ctrl *c;
-	uint8_t st[NVMF_MAX_PORTS];
+	char st[NVMF_MAX_PORTS][STATES_LEN], grps[STATES_LEN];
 	unsigned n = 0, i;
 	char key[32], addrs[NVMF_MAX_PORTS * 130] = "";
 	size_t used;
@@ -513,7 +742,7 @@ static void nvmf_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 	for (c = ss->ctrls; c; c = c->next)
 		n++;
 	for (i = 0; i < ss->nports; i++)
-		st[i] = ss->ports[i].ana_state;
+		port_states(&ss->ports[i], st[i], sizeof(st[i]));
 	pthread_mutex_unlock(&ss->lock);
 	kv(arg, "nqn", "%s", ss->nqn);
 	/* every port, comma-separated, in port order */
@@ -524,10 +753,15 @@ static void nvmf_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 		used = strlen(addrs);
 	}
 	kv(arg, "listen", "%s", addrs);
-	kv(arg, "ana", "%s", ss->ana ? "on (one group)" : "off");
+	if (ss->ana) {
+		group_list(ss, grps, sizeof(grps));
+		kv(arg, "ana", "on (ANATT %u s; groups %s)", ss->anatt, grps);
+	} else {
+		kv(arg, "ana", "off");
+	}
 	for (i = 0; ss->ana && i < ss->nports; i++) {
 		snprintf(key, sizeof(key), "ana_state.%u", i + 1);
-		kv(arg, key, "%s", nvmf_ana_name(st[i]));
+		kv(arg, key, "%s", st[i]);
 	}
 	kv(arg, "namespaces", "%u", ss->nns);
 	kv(arg, "controllers", "%u", n);
@@ -568,17 +802,21 @@ static void nvmf_caps_changed(struct bs_export *exp, struct bs_export_unit *u,
 }
 
 /*
- * `blkstack ana-state EXPORT [PORT STATE]`: PORT is the port's number
- * (1 = `listen`, N = `listen.N`) or its address as configured or bound.
+ * `blkstack ana-state EXPORT [PORT STATE [GROUP]]`: PORT is the port's
+ * number (1 = `listen`, N = `listen.N`) or its address as configured or
+ * bound; GROUP an ANA group ID in use (without: every group).
  */
 static int nvmf_set_port_state(struct bs_export *exp, const char *port,
-			       const char *state, bs_kv_fn kv, void *arg)
+			       const char *state, const char *group,
+			       bs_kv_fn kv, void *arg)
 {
 	struct nvmf_subsys *ss = exp->priv;
 	struct nvmf_port *pt = NULL;
-	uint8_t st[NVMF_MAX_PORTS], old;
-	unsigned i;
-	char key[32];
+	char st[NVMF_MAX_PORTS][NVMF_ANA_MAX_GROUPS + 1];
+	char was[STATES_LEN], now[STATES_LEN], key[32];
+	unsigned long grp = 0;
+	uint32_t g, first;
+	unsigned i, ngrps;
 
 	if (!ss)
 		return bs_error(-ENODEV, "export %s: not open", exp->name);
@@ -586,6 +824,7 @@ static int nvmf_set_port_state(struct bs_export *exp, const char *port,
 		return bs_error(-EOPNOTSUPP, "export %s: ANA is not reported "
 				"(one listener and no ana_state.N, or ana = "
 				"0)", exp->name);
+	ngrps = groups_used(ss, &first);
 	if (port) {
 		uint8_t v = nvmf_ana_parse(state);
 
@@ -608,24 +847,42 @@ static int nvmf_set_port_state(struct bs_export *exp, const char *port,
 					"state (optimized, non-optimized, "
 					"inaccessible, persistent-loss, "
 					"change)", exp->name, state);
+		if (group && (parse_id(group, NVMF_ANA_MAX_GROUPS, &grp) ||
+			      !nvmf_ana_group_used(ss, (uint32_t)grp)))
+			return bs_error(-EINVAL, "export %s: no ANA group '%s' "
+					"(a namespace's ana_group)", exp->name,
+					group);
 		pthread_mutex_lock(&ss->lock);
-		old = pt->ana_state;
-		nvmf_ana_set(pt, v);
+		port_states(pt, was, sizeof(was));
+		if (nvmf_ana_set(pt, (uint32_t)grp, v))
+			port_states(pt, now, sizeof(now));
+		else
+			now[0] = 0;
 		pthread_mutex_unlock(&ss->lock);
-		if (old != v)
+		if (now[0])
 			bs_exports_log(exp->set, "export %s: port %u (%s): ANA "
 				       "%s -> %s", exp->name, pt->index,
-				       bs_net_listener_addr(pt->nl),
-				       nvmf_ana_name(old), nvmf_ana_name(v));
+				       bs_net_listener_addr(pt->nl), was, now);
 	}
 	pthread_mutex_lock(&ss->lock);
 	for (i = 0; i < ss->nports; i++)
-		st[i] = ss->ports[i].ana_state;
+		for (g = 1; g <= ss->ana_maxgrp; g++)
+			st[i][g] = (char)ss->ports[i].ana_state[g];
 	pthread_mutex_unlock(&ss->lock);
+	/* one line a port, or with several groups one a port and group */
 	for (i = 0; i < ss->nports; i++) {
-		snprintf(key, sizeof(key), "port.%u", i + 1);
-		kv(arg, key, "%s %s", bs_net_listener_addr(ss->ports[i].nl),
-		   nvmf_ana_name(st[i]));
+		for (g = first; g && g <= ss->ana_maxgrp; g++) {
+			if (!nvmf_ana_group_used(ss, g))
+				continue;
+			if (ngrps == 1)
+				snprintf(key, sizeof(key), "port.%u", i + 1);
+			else
+				snprintf(key, sizeof(key), "port.%u.%u", i + 1,
+					 g);
+			kv(arg, key, "%s %s",
+			   bs_net_listener_addr(ss->ports[i].nl),
+			   nvmf_ana_name((uint8_t)st[i][g]));
+		}
 	}
 	return 0;
 }
@@ -638,12 +895,15 @@ const struct bs_export_type nvmf_export_type = {
 		"listen.2=HOST:PORT  a second port of the subsystem\n"
 		"listen.3=HOST:PORT  a third port\n"
 		"listen.4=HOST:PORT  a fourth port (the most)\n"
-		"ana=0|1  report ANA, one group (default 1 with several ports)\n"
-		"ana_state.1=STATE  port 1's ANA state: optimized (default),\n"
-		"  non-optimized, inaccessible, persistent-loss, change\n"
-		"ana_state.2=STATE  port 2's\n"
-		"ana_state.3=STATE  port 3's\n"
-		"ana_state.4=STATE  port 4's\n"
+		"ana=0|1  report ANA (default 1 with several ports, an\n"
+		"  ana_state or an ana_group line)\n"
+		"ana_group.N=G  namespace N's ANA group ID, 1..128 (default 1)\n"
+		"ana_state.N=STATE  port N's ANA state, every group's:\n"
+		"  optimized (default), non-optimized, inaccessible,\n"
+		"  persistent-loss, change\n"
+		"ana_state.N.G=STATE  group G's on port N (beats ana_state.N)\n"
+		"anatt=SECONDS  ANA transition time hosts wait, 1..255\n"
+		"  (default 10)\n"
 		"nqn=NQN  subsystem NQN (default nqn.2026-12.org.blkstack:NAME)\n"
 		"allow_hosts=NQN,...  host NQNs allowed (default any)\n"
 		"header_digest=0|1  allow CRC32C header digests (default 1)\n"

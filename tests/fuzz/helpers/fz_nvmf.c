@@ -35,9 +35,11 @@ int fz_nvmf_setup(struct fz_nvmf *t, struct bs_loop *loop,
 	ss->nports = 1;
 	ss->ports[0].ss = ss;
 	ss->ports[0].index = 1;
-	ss->ports[0].ana_state = BS_NVME_ANA_OPTIMIZED;
+	nvmf_ana_port_init(&ss->ports[0], BS_NVME_ANA_OPTIMIZED);
 	strcpy(ss->ports[0].listen, "127.0.0.1:4420");
 	ss->ana = true;
+	ss->anatt = NVMF_ANATT;
+	ss->ana_maxgrp = NVMF_ANAGRPID;
 	t->ns.anagrpid = NVMF_ANAGRPID;
 	ctrl = calloc(1, sizeof(*ctrl));
 	if (!ctrl)
