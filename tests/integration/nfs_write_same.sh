@@ -7,7 +7,8 @@
 #   afterwards passes e2fsck, debugfs shows no unwritten extents in the
 #   file (written zeroes, not ZERO_RANGE-style extents), and so does the
 #   kernel's ext4 (root only: a read-only loop mount, filefrag -v), which
-#   also reads zeroes at the beginning, middle and end of the 10 GiB;
+#   also reads zeroes at the beginning, middle and end of the 10 GiB, as
+#   do 1 MiB NFS READs across it (lib/nfs42_backend.py, pynfs's client);
 # - the same with write_zeroes_unmap = 0: zeroes written (the image grows);
 # - a pattern with block numbers, read back through NFS and the fs layer;
 # - a host directory: written zeroes (du, SEEK_DATA: no holes);
@@ -101,6 +102,17 @@ run_bs 0 nfs ls "$U1/"
 grep -Eq " 10737418240 .* z\$" <<<"$OUT" || fail "ext4 zero: size: $OUT"
 head_of "$U1/z" $((16 << 20)) "$T/h"
 is_zero "$T/h" 0 $((16 << 20)) || fail "ext4 zero: bytes not zero"
+# and 1 MiB READs across the 10 GiB (pynfs's client: `nfs cat` has no offset)
+if pynfs_ready; then
+	out=$(PYNFS=$(cd "$PY" && pwd) PATH=/usr/bin:/bin timeout 120 python3 \
+		"$(dirname "$0")/lib/nfs42_backend.py" zeroes "$P1" z $((16 << 20)) \
+		$((3 << 30)) $((5 << 30)) $((8 << 30)) $(((10 << 30) - (1 << 20))) 2>&1) ||
+		{ echo "$out" >&2; fail "ext4 zero: READ across the 10 GiB"; }
+	grep -qx PASS <<<"$out" || { echo "$out" >&2; fail "nfs42_backend.py zeroes: no PASS"; }
+	note "ext4 zero: READ of 1 MiB at 16 MiB, 3, 5, 8 GiB and the end: zeroes"
+else
+	note "$PYNFS_WHY: the READs across the 10 GiB are left out"
+fi
 
 # a pattern with block numbers over the first 64 KiB, UNSTABLE
 run_bs 0 nfs write-same -b 4K -n 16 --pattern a5c3 --block-number-offset 0 \
