@@ -18,7 +18,13 @@
 #   - the server restarted read-only (nbdkit -r): writes through the
 #     export fail with a read-only error; restarted read-write: writes
 #     work again (the device follows the server), while a second device
-#     on the same server configured "readonly = 1" stays read-only.
+#     on the same server configured "readonly = 1" stays read-only;
+#   - bounded reconnect (device kd: timeout = 30, down_after = 2): with
+#     the server gone, a read waiting for a connection fails with EIO once
+#     the device is down (about 2 s, not the 30 s timeout), later ones at
+#     once; the daemon's log, info and explain say the server is
+#     unreachable; attempts go on, and the restarted server is used again
+#     (log line, info, explain back to the decision, the bytes read).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need nbdkit qemu-io
@@ -68,10 +74,22 @@ timeout = 4
 reconnect_ms = 200
 readonly = 1
 
+[device kd]
+type = nbd
+uri = nbd+unix:///?socket=$T/k.sock
+timeout = 30
+reconnect_ms = 200
+down_after = 2
+
 [export k]
 type = nbd
 device = k
 socket = $T/ek.sock
+
+[export kd]
+type = nbd
+device = kd
+socket = $T/ekd.sock
 EOC
 start_daemon "$T/d.ini"
 EK="nbd+unix:///k?socket=$T/ek.sock"
@@ -224,6 +242,54 @@ timeout 20 qemu-io -f raw "$EK" -c "write -P 0x65 4M 64K" -c "read -P 0x65 4M 64
 	>"$T/q9.log" 2>&1 || { cat "$T/q9.log"; fail "write after the read-write restart"; }
 grep -q "Pattern verification failed\|error\|not permitted" "$T/q9.log" &&
 	{ cat "$T/q9.log"; fail "bytes after the read-write restart"; }
+
+note "bounded reconnect: down after down_after, EIO at once, up again"
+EKD="nbd+unix:///kd?socket=$T/ekd.sock"
+# kd went down and up with the restarts above: wait until it is up
+for ((i = 0; i < 100; i++)); do
+	ctl 0 info kd
+	[[ $OUT == *"reachable"*"yes (down"* ]] && break
+	sleep 0.1
+done
+[[ $OUT == *"down_after 2 s"* ]] || fail "policy lacks down_after: $OUT"
+[[ $OUT == *"reachable"*"yes (down"* ]] || fail "kd not reachable: $OUT"
+timeout 20 qemu-io -f raw "$EKD" -c "write -P 0x66 5M 64K" >"$T/q10.log" 2>&1 ||
+	{ cat "$T/q10.log"; fail "write through kd"; }
+ndown=$(grep -c "kd: nbd .*server unreachable for 2 s" "$T/d.log" || true)
+kill_nbdkit
+t0=$(date +%s%N)
+timeout 60 qemu-io -f raw "$EKD" -c "read -P 0x66 5M 64K" >"$T/q11.log" 2>&1 || true
+ms=$((($(date +%s%N) - t0) / 1000000))
+grep -q "Input/output error" "$T/q11.log" || { cat "$T/q11.log"; fail "kd: no EIO with the server gone"; }
+# the waiting read fails when the device goes down (2 s), not at its 30 s
+((ms >= 1500 && ms <= 10000)) || fail "kd: EIO after $ms ms, want about 2 s"
+note "waiting read failed after $ms ms"
+ctl 0 info kd
+[[ $OUT == *"reachable"*"no: down for"*"requests fail at once with EIO"* ]] ||
+	fail "info does not say down: $OUT"
+ctl 0 explain kd
+[[ $OUT == *"nbd server unreachable over 2 s (down_after)"* ]] || fail "explain: $OUT"
+(($(grep -c "kd: nbd .*server unreachable for 2 s" "$T/d.log" || true) > ndown)) ||
+	{ tail -5 "$T/d.log"; fail "no log line for the device going down"; }
+t0=$(date +%s%N)
+timeout 60 qemu-io -f raw "$EKD" -c "read -P 0x66 5M 64K" >"$T/q12.log" 2>&1 || true
+ms=$((($(date +%s%N) - t0) / 1000000))
+grep -q "Input/output error" "$T/q12.log" || { cat "$T/q12.log"; fail "kd down: no EIO"; }
+((ms < 2000)) || fail "kd down: EIO after $ms ms, not at once"
+note "down: EIO after $ms ms"
+start_nbdkit
+for ((i = 0; i < 100; i++)); do
+	ctl 0 info kd
+	[[ $OUT == *"reachable"*"yes (down"* ]] && break
+	sleep 0.1
+done
+[[ $OUT == *"reachable"*"yes (down"* ]] || fail "kd not back: $OUT"
+grep -q "kd: nbd .*connected again after" "$T/d.log" || fail "no log line for the device back"
+ctl 0 explain kd
+[[ $OUT == *"can_zero=1"* ]] || fail "explain after the server came back: $OUT"
+timeout 20 qemu-io -f raw "$EKD" -c "read -P 0x66 5M 64K" >"$T/q13.log" 2>&1 ||
+	{ cat "$T/q13.log"; fail "read through kd after the server came back"; }
+grep -q "Pattern verification failed\|error" "$T/q13.log" && { cat "$T/q13.log"; fail "kd: bytes after the server came back"; }
 
 stop_daemon
 note "PASS"
