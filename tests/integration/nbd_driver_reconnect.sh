@@ -57,6 +57,15 @@ kill_nbdkit() {
 	wait "$KPID" 2>/dev/null || true
 	KPID=
 }
+# read_eio URI OFFSET LOG: a qemu-io read of 64K that must fail with EIO;
+# MS is how long it took
+read_eio() {
+	local t0
+	t0=$(date +%s%N)
+	timeout 60 qemu-io -f raw "$1" -c "read $2 64K" >"$3" 2>&1 || true
+	MS=$((($(date +%s%N) - t0) / 1000000))
+	grep -q "Input/output error" "$3" || { cat "$3"; fail "no EIO from $1"; }
+}
 
 truncate -s 32M "$T/k.img"
 start_nbdkit
@@ -103,16 +112,12 @@ timeout 20 qemu-io -f raw "$EK" -c "write -P 0x61 0 1M" >"$T/q.log" 2>&1 ||
 
 note "server gone: EIO, after the timeout"
 kill_nbdkit
-t0=$(date +%s%N)
-timeout 30 qemu-io -f raw "$EK" -c "read -P 0x61 0 64K" >"$T/q1.log" 2>&1 || true
-t1=$(date +%s%N)
-ms=$(((t1 - t0) / 1000000))
-grep -q "Input/output error" "$T/q1.log" || { cat "$T/q1.log"; fail "no EIO with the server gone"; }
-((ms >= 3000)) || fail "EIO after $ms ms, before the 4 s timeout"
+read_eio "$EK" 0 "$T/q1.log"
+((MS >= 3000)) || fail "EIO after $MS ms, before the 4 s timeout"
 # qemu-io sends two reads here (its open reads the first block), each
 # waiting its 4 s: about 8 s plus start-up
-((ms <= 12000)) || fail "EIO after $ms ms, long past the 4 s timeout"
-note "EIO after $ms ms"
+((MS <= 12000)) || fail "EIO after $MS ms, long past the 4 s timeout"
+note "EIO after $MS ms"
 
 note "server back within the timeout: the waiting read is retried"
 timeout 30 qemu-io -f raw "$EK" -c "read -P 0x61 0 64K" >"$T/q2.log" 2>&1 &
@@ -257,13 +262,10 @@ timeout 20 qemu-io -f raw "$EKD" -c "write -P 0x66 5M 64K" >"$T/q10.log" 2>&1 ||
 	{ cat "$T/q10.log"; fail "write through kd"; }
 ndown=$(grep -c "kd: nbd .*server unreachable for 2 s" "$T/d.log" || true)
 kill_nbdkit
-t0=$(date +%s%N)
-timeout 60 qemu-io -f raw "$EKD" -c "read -P 0x66 5M 64K" >"$T/q11.log" 2>&1 || true
-ms=$((($(date +%s%N) - t0) / 1000000))
-grep -q "Input/output error" "$T/q11.log" || { cat "$T/q11.log"; fail "kd: no EIO with the server gone"; }
+read_eio "$EKD" 5M "$T/q11.log"
 # the waiting read fails when the device goes down (2 s), not at its 30 s
-((ms >= 1500 && ms <= 10000)) || fail "kd: EIO after $ms ms, want about 2 s"
-note "waiting read failed after $ms ms"
+((MS >= 1500 && MS <= 10000)) || fail "kd: EIO after $MS ms, want about 2 s"
+note "waiting read failed after $MS ms"
 ctl 0 info kd
 [[ $OUT == *"reachable"*"no: down for"*"requests fail at once with EIO"* ]] ||
 	fail "info does not say down: $OUT"
@@ -271,12 +273,9 @@ ctl 0 explain kd
 [[ $OUT == *"nbd server unreachable over 2 s (down_after)"* ]] || fail "explain: $OUT"
 (($(grep -c "kd: nbd .*server unreachable for 2 s" "$T/d.log" || true) > ndown)) ||
 	{ tail -5 "$T/d.log"; fail "no log line for the device going down"; }
-t0=$(date +%s%N)
-timeout 60 qemu-io -f raw "$EKD" -c "read -P 0x66 5M 64K" >"$T/q12.log" 2>&1 || true
-ms=$((($(date +%s%N) - t0) / 1000000))
-grep -q "Input/output error" "$T/q12.log" || { cat "$T/q12.log"; fail "kd down: no EIO"; }
-((ms < 2000)) || fail "kd down: EIO after $ms ms, not at once"
-note "down: EIO after $ms ms"
+read_eio "$EKD" 5M "$T/q12.log"
+((MS < 2000)) || fail "kd down: EIO after $MS ms, not at once"
+note "down: EIO after $MS ms"
 start_nbdkit
 for ((i = 0; i < 100; i++)); do
 	ctl 0 info kd

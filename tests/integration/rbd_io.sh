@@ -20,38 +20,15 @@ daemon_setup
 ceph_setup
 
 M=$((1024 * 1024))
-cat >>"$T/d.ini" <<EOC
-[device r]
-type = rbd
-image = rbd/io
-conf = $CEPH_CONF
-create = 64M
-
-[export r]
-type = nbd
-device = r
-listen = 127.0.0.1:$PORT
-EOC
+rbd_nbd_config rbd/io 64M
 start_daemon "$T/d.ini"
 U=nbd://127.0.0.1:$PORT/r
 R="rbd:rbd/io:conf=$CEPH_CONF"
 wait_live r
-qio() {
-	local out
-	out=$(timeout 120 qemu-io -f raw "$@" 2>&1) || { echo "$out" >&2; return 1; }
-	if grep -qiE 'error|fail|mismatch' <<<"$out"; then
-		echo "$out" >&2
-		return 1
-	fi
-}
 
 note "fio crc32c verify at depth 16, two jobs (many requests in flight)"
-timeout 300 fio --name=r --ioengine=nbd --uri="$U" --size=24M \
-	--offset=8M --offset_increment=28M --numjobs=2 --iodepth=16 \
-	--rw=randwrite --bsrange=4k-256k --verify=crc32c --verify_fatal=1 \
-	--do_verify=1 --verify_state_save=0 --output-format=json \
-	--output="$T/fio.json" || { tail -30 "$T/fio.json"; fail "fio failed"; }
-(($(jq '[.jobs[].error] | add' "$T/fio.json") == 0)) || fail "fio errors"
+fio_verify r "$U" --size=24M --offset=8M --offset_increment=28M \
+	--numjobs=2 --iodepth=16
 ctl 0 info r
 [[ $OUT =~ inflight\ +0\ \(peak\ ([0-9]+)\) ]] || fail "no in-flight count: $OUT"
 peak=${BASH_REMATCH[1]}

@@ -39,6 +39,34 @@ ceph_setup() {
 	export CEPH_CONF=$CEPH_DIR/ceph.conf
 }
 
+# rbd_nbd_config POOL/IMAGE SIZE: device r on the image (made with SIZE
+# when missing), exported over NBD on 127.0.0.1:$PORT, added to $T/d.ini.
+rbd_nbd_config() {
+	cat >>"$T/d.ini" <<EOC
+[device r]
+type = rbd
+image = $1
+conf = $CEPH_CONF
+create = $2
+
+[export r]
+type = nbd
+device = r
+listen = 127.0.0.1:$PORT
+EOC
+}
+
+# qio ARGS...: qemu-io -f raw, bounded in time; fails (with its output on
+# stderr) when it fails or says error, fail or mismatch.
+qio() {
+	local out
+	out=$(timeout 120 qemu-io -f raw "$@" 2>&1) || { echo "$out" >&2; return 1; }
+	if grep -qiE 'error|fail|mismatch' <<<"$out"; then
+		echo "$out" >&2
+		return 1
+	fi
+}
+
 # rbd_used POOL/IMAGE: bytes `rbd du` counts as used.
 rbd_used() {
 	timeout 60 rbd du --format json "$1" | jq -r '.images[0].used_size'
