@@ -567,6 +567,7 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 		return err;
 	}
 	d->loop = bs_ctx_loop(d->ctx);
+	bs_ctx_set_log(d->ctx, export_log, d);
 	err = apply_budget(d);
 	if (!err)
 		err = bs_ctx_start_threads(d->ctx, d->threads_set ? d->threads
