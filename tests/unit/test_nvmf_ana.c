@@ -536,7 +536,7 @@ static void big_log(void **state)
 	/* Get Log Page: the first 4 KiB, then the rest from offset 4096 */
 	p = ana_log(f, &f->aq, 4096, 0, true);
 	assert_memory_equal(p, whole, 4096);
-	drop_output(&f->aq);
+	nvmf_out_drop_all(&f->aq);
 	{
 		uint32_t rest = (uint32_t)(size - 4096);
 		struct nvmf_cmd *c = cmd(&f->aq, BS_NVME_ADMIN_GET_LOG_PAGE,
