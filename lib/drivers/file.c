@@ -348,23 +348,22 @@ struct file_req {
  */
 static off_t punch_start(struct file_dev *f, off_t off, off_t end)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[1];
-	} m;
+	/* a struct fiemap and room for one extent after it */
+	uint64_t m[(sizeof(struct fiemap) + sizeof(struct fiemap_extent)) / 8];
+	struct fiemap *fm = (struct fiemap *)m;
 
 	if (__atomic_load_n(&f->punching, __ATOMIC_ACQUIRE))
 		return off;
-	memset(&m, 0, sizeof(m));
-	m.fm.fm_start = (uint64_t)off;
-	m.fm.fm_length = (uint64_t)(end - off);
-	m.fm.fm_extent_count = 1;
-	if (ioctl(f->fd, FS_IOC_FIEMAP, &m.fm) < 0)
+	memset(m, 0, sizeof(m));
+	fm->fm_start = (uint64_t)off;
+	fm->fm_length = (uint64_t)(end - off);
+	fm->fm_extent_count = 1;
+	if (ioctl(f->fd, FS_IOC_FIEMAP, fm) < 0)
 		return off;
-	if (m.fm.fm_mapped_extents == 0)
+	if (fm->fm_mapped_extents == 0)
 		return -1;
-	if ((off_t)m.fm.fm_extents[0].fe_logical > off)
-		off = (off_t)m.fm.fm_extents[0].fe_logical;
+	if ((off_t)fm->fm_extents[0].fe_logical > off)
+		off = (off_t)fm->fm_extents[0].fe_logical;
 	return off < end ? off : -1;
 }
 
