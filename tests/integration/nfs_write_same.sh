@@ -105,11 +105,9 @@ head_of "$U1/z" $((16 << 20)) "$T/h"
 is_zero "$T/h" 0 $((16 << 20)) || fail "ext4 zero: bytes not zero"
 # and 1 MiB READs across the 10 GiB (pynfs's client: `nfs cat` has no offset)
 if pynfs_ready; then
-	out=$(PYNFS=$(cd "$PY" && pwd) PATH=/usr/bin:/bin timeout 120 python3 \
-		"$(dirname "$0")/lib/nfs42_backend.py" zeroes "$P1" z $((16 << 20)) \
-		$((3 << 30)) $((5 << 30)) $((8 << 30)) $(((10 << 30) - (1 << 20))) 2>&1) ||
-		{ echo "$out" >&2; fail "ext4 zero: READ across the 10 GiB"; }
-	grep -qx PASS <<<"$out" || { echo "$out" >&2; fail "nfs42_backend.py zeroes: no PASS"; }
+	pynfs_py "ext4 zero: READ across the 10 GiB" nfs42_backend.py zeroes \
+		"$P1" z $((16 << 20)) $((3 << 30)) $((5 << 30)) $((8 << 30)) \
+		$(((10 << 30) - (1 << 20)))
 	note "ext4 zero: READ of 1 MiB at 16 MiB, 3, 5, 8 GiB and the end: zeroes"
 else
 	note "$PYNFS_WHY: the READs across the 10 GiB are left out"
@@ -184,11 +182,7 @@ note "INVAL / FBIG from the server"
 
 # ---- stateids, by pynfs's client
 if pynfs_ready; then
-	out=$(PYNFS=$(cd "$PY" && pwd) PATH=/usr/bin:/bin timeout 120 python3 \
-		"$(dirname "$0")/lib/nfs42_ws_state.py" "$PORT" "$T/share" 2>&1) ||
-		{ echo "$out" >&2; fail "stateid rules (nfs42_ws_state.py)"; }
-	grep '^ok' <<<"$out" | sed 's/^/   /'
-	grep -qx PASS <<<"$out" || fail "nfs42_ws_state.py: no PASS"
+	pynfs_py "stateid rules" nfs42_ws_state.py "$PORT" "$T/share"
 	note "stateid rules hold (pynfs client)"
 else
 	note "$PYNFS_WHY: the stateid part is left out"

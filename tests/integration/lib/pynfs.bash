@@ -30,3 +30,17 @@ pynfs_ready() {
 		touch "$PY/.built"
 	fi
 }
+
+# pynfs_py WHAT SCRIPT ARGS...: tests/integration/lib/SCRIPT ARGS on the
+# built pynfs (pynfs_ready first), Debian's python3, bounded to 120 s; its
+# "ok" lines shown; a failed exit or no PASS line fails the test as WHAT.
+# The whole output is left in $PYOUT.
+pynfs_py() {
+	local what=$1 script=$2
+	shift 2
+	PYOUT=$(PYNFS=$(cd "$PY" && pwd) PATH=/usr/bin:/bin timeout 120 python3 \
+		"$(dirname "${BASH_SOURCE[0]}")/$script" "$@" 2>&1) ||
+		{ echo "$PYOUT" >&2; fail "$what ($script)"; }
+	grep '^ok' <<<"$PYOUT" | sed 's/^/   /'
+	grep -qx PASS <<<"$PYOUT" || { echo "$PYOUT" >&2; fail "$what: $script said no PASS"; }
+}
