@@ -21,7 +21,7 @@ set -euo pipefail
 bench_dir
 NFSIO=$BUILD/bench/nfsio
 HAVE_NFSIO=0
-"$BENCH_ROOT/bench/tools/build-nfsio.sh" "$NFSIO" && HAVE_NFSIO=1 || true
+if "$BENCH_ROOT/bench/tools/build-nfsio.sh" "$NFSIO"; then HAVE_NFSIO=1; fi
 
 GIB=$(pick 1 "${NFS_RW_GIB:-2}")
 SHARE=$BENCH_DIR/rwshare
@@ -173,6 +173,7 @@ ganesha_by_op() {	# NAME-OF-AN-ASSOCIATIVE-ARRAY ROW...
 	shift
 	for r in "$@"; do
 		IFS='|' read -r -a f <<<"$r"
+		# shellcheck disable=SC2034,SC2004 # by_op: the caller's associative array
 		[[ ${f[0]} == nfs-ganesha ]] && by_op[${f[1]}]=${f[2]}
 	done
 	return 0
