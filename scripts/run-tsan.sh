@@ -40,6 +40,10 @@ SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
 # about 80). mpath_sd passed under TSan too (86 s) and is left out to
 # keep the stage short (sd_tgt covers the iscsi driver's hand-over).
 SCRIPTS+=(nbd_driver nbd_driver_reconnect mpath_nbd)
+# The rbd driver: librbd completes requests on its own threads (fio at
+# depth 16 through an NBD export, and discard): about 55 s under TSan,
+# most of it the test cluster's start (tests/tsan.supp: libceph-common).
+SCRIPTS+=(rbd_io)
 
 source scripts/lib/runner.bash
 

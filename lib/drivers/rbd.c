@@ -671,9 +671,16 @@ static void rbdd_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	if (!s)
 		return;
 	kv(arg, "pool", "%s", s->pool);
-	kv(arg, "image", "%s%s", s->image, s->created ? " (created here)" : "");
+	/* while the open job runs on a worker it owns created, img and err
+	 * (open_done() on this loop hands them back) */
+	kv(arg, "image", "%s%s", s->image,
+	   !s->job_running && s->created ? " (created here)" : "");
 	kv(arg, "conf", "%s", s->conf ? s->conf : "default");
 	kv(arg, "client", "client.%s", s->id ? s->id : "admin");
+	if (s->job_running) {
+		kv(arg, "open", "connecting, on a worker");
+		return;
+	}
 	if (!s->img) {
 		if (s->err[0])
 			kv(arg, "last_error", "%s", s->err);

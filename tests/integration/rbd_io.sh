@@ -11,6 +11,7 @@
 #     zeroes, the bytes outside the range are unchanged, and the partial
 #     pieces inside it keep their data (rbd_skip_partial_discard, as
 #     docs/drivers.md says: discard is advisory, never zeroing).
+# In the ThreadSanitizer stage too (scripts/run-tsan.sh).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/ceph.bash"
