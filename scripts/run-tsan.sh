@@ -24,7 +24,7 @@ UNITS=(test_threads test_sync test_workers test_control test_budget test_nfs_del
 # on the control thread, many NBD connections: the I/O threads once
 # `threads = N` exists); mt_*.sh: any later multi-thread test. Left out:
 # nbd_budget, which bounds the daemon's RSS (TSan's shadow and allocator
-# add hundreds of MiB); nvmf_clients (libnvmf and pynvmeof at depth 32 up
+# add hundreds of MiB); nvmf_clients and nvmf_budget (libnvmf and pynvmeof at depth 32 up
 # to 1 MiB: too slow under TSan; nvmf_admin, nvmf_host, nvmf_multipath
 # nvmf_ana and nvmf_ana_groups run the NVMe/TCP target's queues on
 # several I/O threads instead; nvmf_ana(_groups): ANA states, per port

@@ -9,7 +9,9 @@
  *   byte 0   configuration: bit 0 digests allowed; bits 1-2 the device
  *            (mem 4K chunks; zeroes=write; 4 KiB blocks with a write
  *            cache; no zeroing, no discard); bit 3 keep output unread
- *            until the queue stops taking input
+ *            until the queue stops taking input; bit 4 the server budget
+ *            has only 256 KiB left (another holder has the rest until
+ *            the stream ends), so commands wait for it
  *   byte 1   feed granularity: bytes per feed is 1 + byte * 61
  *   rest     the host's byte stream
  *
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/loop.h>
 #include <blkstack/opts.h>
 
@@ -48,6 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct bs_dev *dev = NULL;
 	struct bs_loop *loop;
 	struct fz_nvmf t;
+	struct bs_budget *b = NULL;
+	struct bs_budget_holder other;
 	void *q = NULL;
 	size_t step, off;
 
@@ -60,6 +65,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    fz_nvmf_setup(&t, loop, dev, data[0] & 1))
 		goto out;
 
+	/* the queue takes its payload from the context's budget */
+	t.exp.ctx = ctx;
+	b = bs_ctx_budget(ctx);
+	memset(&other, 0, sizeof(other));
+	if (b && (data[0] & 16) &&
+	    !bs_budget_configure(b, BS_BUDGET_MIN, 0))
+		bs_budget_take(b, &other, BS_BUDGET_MIN - (256 << 10));
 	if (nvmf_net_proto.start(&t.ss.ports[0], NULL, &q))
 		goto free_fixture;
 	step = 1 + (size_t)data[1] * 61;
@@ -80,11 +92,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!(data[0] & 8))
 			fz_nvmf_drain(q);
 	}
+	/* the other holder's bytes come back: waiting commands go on */
+	if (b && other.held) {
+		bs_budget_leave(b, &other);
+		bs_loop_run_once(loop, 0);
+	}
 	/* commands in the device complete; ones waiting for data that
 	 * never comes are dropped by close */
 	fz_nvmf_settle(loop, q);
 	nvmf_net_proto.close(q, "fuzz input ended");
 free_fixture:
+	if (b && other.held)
+		bs_budget_leave(b, &other);
 	/* the controller made by a Connect in the stream went with the queue;
 	 * ours is the last one left */
 	fz_nvmf_teardown(&t);

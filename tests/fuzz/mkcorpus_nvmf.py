@@ -118,6 +118,18 @@ def io(dg=False):
     return s
 
 
+def budget(dg=False):
+    """With cfg bit 4 (256 KiB of budget left): the second 192 KiB read
+    waits until the first one's data is sent; then a 192 KiB write whose
+    R2T goes once its bytes are held."""
+    s = icreq(3 if dg else 0) + connect(1, 1, dg)
+    s += cap(sqe(2, 2, nsid=1, c10=0, c12=383, sgl_len=196608), dg=dg)
+    s += cap(sqe(2, 3, nsid=1, c10=512, c12=383, sgl_len=196608), dg=dg)
+    s += cap(sqe(1, 4, nsid=1, c10=1024, c12=383, sgl_len=196608), dg=dg)
+    s += h2c(4, 0, 0, bytes([0xC3]) * 196608, dg)
+    return s
+
+
 def write(name, cfg, gran, stream):
     data = bytes([cfg, gran]) + stream
     h = hashlib.sha1(data).hexdigest()[:12]
@@ -132,6 +144,8 @@ write("io", 0, 0, io())
 write("io-dg", 1, 200, io(True))
 write("io-4k", 4, 1, io())
 write("io-nozero", 6, 0, io())
+write("io-budget", 16, 0, budget())
+write("io-budget-dg", 17, 100, budget(True))
 write("bad-hlen", 0, 0, icreq() + bytes([4, 0, 64, 0, 72, 0, 0, 0]) + bytes(64))
 write("bad-type", 0, 0, icreq() + bytes([0x42, 0, 24, 0, 24, 0, 0, 0]) +
       bytes(16))

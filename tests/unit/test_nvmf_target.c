@@ -13,7 +13,8 @@
  * H2CData PDU's data goes straight into the write's buffer (zero-copy
  * input), its data digest checked where it landed; a read that finds the
  * server budget full waits, and its queue takes no input, until bytes
- * are given back.
+ * are given back; a queue holding a write's bytes without sending its
+ * data is evicted while another holder waits.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -522,6 +523,35 @@ static void read_waits_for_the_budget(void **state)
 	bs_budget_leave(b, &other);
 }
 
+/* A queue that holds a write's bytes (R2T sent) and never sends its data
+ * is evicted while another holder waits: ended, its output dropped, its
+ * bytes back once it closes. */
+static void stalled_write_is_evicted(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	int i;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
+	q = ops_queue(f, &port, false);
+	put_capsule(f, q, BS_NVME_CMD_WRITE, 4, MiB);
+	assert_int_equal(q->out_tail->hdr[0], BS_NVME_TCP_R2T);
+	assert_int_equal(bs_budget_used(b), MiB);
+	memset(&other, 0, sizeof(other));
+	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
+	for (i = 0; i < 500 && !q->ended; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_true(q->ended);
+	assert_non_null(strstr(q->reason, "no progress for"));
+	assert_null(q->out_head);
+	ops_close(q);
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_budget_leave(b, &other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +569,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(h2c_data_zero_copy_bad_digest,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(read_waits_for_the_budget,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(stalled_write_is_evicted,
 						setup, teardown),
 	};
 

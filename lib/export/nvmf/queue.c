@@ -147,7 +147,6 @@ static void wait_run(struct nvmf_queue *q)
 
 /* ---- output ---------------------------------------------------------------- */
 
-
 static struct nvmf_out *out_new(void)
 {
 	return calloc(1, sizeof(struct nvmf_out));
@@ -650,7 +649,12 @@ static bool r2t_pending(const struct nvmf_queue *q)
  */
 static bool budget_blocked(const struct nvmf_queue *q)
 {
-	return q->hdr_held || (q->wait_head && !r2t_pending(q));
+	if (q->hdr_held)
+		return true;
+	/* a PDU begun is read to its end (its bytes are held) */
+	if (q->in_rest || q->have)
+		return false;
+	return q->wait_head && !r2t_pending(q);
 }
 
 static void progress(struct nvmf_queue *q)
@@ -716,8 +720,8 @@ static size_t feed(struct nvmf_queue *q, const uint8_t *buf, size_t len)
 				q->in_rest = true;
 			continue;
 		}
-		/* at a PDU boundary: nothing new while waiting for bytes */
-		if (!q->have && budget_blocked(q))
+		/* nothing new while waiting for bytes */
+		if (budget_blocked(q))
 			break;
 		if (used == len)
 			break;
