@@ -567,6 +567,7 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 		return err;
 	}
 	d->loop = bs_ctx_loop(d->ctx);
+	bs_ctx_set_log(d->ctx, export_log, d);
 	err = apply_budget(d);
 	if (!err)
 		err = bs_ctx_start_threads(d->ctx, d->threads_set ? d->threads
@@ -658,6 +659,15 @@ static int stop(struct bsd *d, struct bs_config *cfg)
 	bs_exports_free(d->set);
 	d->set = NULL;
 	if (d->ctx) {
+		struct bs_budget *b = bs_ctx_budget(d->ctx);
+
+		/* what the clients held at most, and how often they waited */
+		if (b)
+			bsd_log("in-flight payload budget: peak %llu bytes of "
+				"%llu, %llu requests waited",
+				(unsigned long long)bs_budget_peak(b),
+				(unsigned long long)bs_budget_limit(b),
+				(unsigned long long)bs_budget_waits(b));
 		for (dev = bs_dev_next(d->ctx, NULL); dev;
 		     dev = bs_dev_next(d->ctx, dev)) {
 			int err;

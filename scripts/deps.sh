@@ -12,7 +12,7 @@ PKGS=(
 	ceph-mon ceph-osd ceph-common librbd-dev qemu-block-extra
 	fio clang libclang-rt-14-dev valgrind
 	util-linux bsdutils coreutils iproute2 jq python3 python3-ply tshark
-	nfs-ganesha nfs-ganesha-vfs libnfs-utils
+	nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev
 )
 
 missing=()

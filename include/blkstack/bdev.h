@@ -406,6 +406,17 @@ void bs_ctx_free(struct bs_ctx *ctx);
 struct bs_loop *bs_ctx_loop(struct bs_ctx *ctx);
 
 /*
+ * Where a device tells of an event the user should see without asking
+ * (a remote server given up on, and back): blkstackd sets its log, set
+ * before the devices are made; none set, nothing is told (the CLI).
+ * bs_dev_log() prefixes "DEV: " and calls it, from any thread.
+ */
+typedef void (*bs_ctx_log_fn)(void *arg, const char *msg);
+void bs_ctx_set_log(struct bs_ctx *ctx, bs_ctx_log_fn fn, void *arg);
+void bs_dev_log(struct bs_dev *dev, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
  * Create device @name of type @type (NULL: take "type" from @opts). Core
  * options handled here for every type: "type", "devices" (stacked types:
  * space-separated names of existing devices), "readonly = 0|1",

@@ -107,6 +107,27 @@ struct bs_loop *bs_ctx_loop(struct bs_ctx *ctx)
 	return ctx->loop;
 }
 
+void bs_ctx_set_log(struct bs_ctx *ctx, bs_ctx_log_fn fn, void *arg)
+{
+	ctx->log = fn;
+	ctx->log_arg = arg;
+}
+
+void bs_dev_log(struct bs_dev *dev, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	if (!dev->ctx->log)
+		return;
+	n = snprintf(msg, sizeof(msg), "%s: ", dev->name);
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	dev->ctx->log(dev->ctx->log_arg, msg);
+}
+
 int bs_ctx_wait(struct bs_ctx *ctx, const bool *flag)
 {
 	int err = 0;

@@ -26,6 +26,8 @@ struct bs_ctx {
 	void *zero_buf;		/* BS_ZERO_BUF_SIZE of zeroes, shared, lazy */
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
 	struct bs_budget *budget;	/* bs_ctx_budget(), lazy */
+	bs_ctx_log_fn log;		/* bs_ctx_set_log(), NULL: none */
+	void *log_arg;
 };
 
 /*

@@ -19,7 +19,10 @@
  * retrying) to the loop: nothing is sent on a handle from inside it.
  *
  * Reconnect: a lost connection is closed and made anew every
- * reconnect_ms, for as long as the device lives. Its requests in flight
+ * reconnect_ms, for as long as the device lives, but bounded: with no
+ * connection ready for down_after seconds the device is down (log line,
+ * explain, info) and requests fail at once with EIO instead of each
+ * waiting its timeout, until a connection is ready again. Its requests in flight
  * are sent again on another connection or on the new one: reads, writes,
  * zeroes and trims are idempotent, and a request not completed to its
  * submitter has no order to keep with later ones. The one thing a
@@ -195,6 +198,15 @@ void nbdc_issue(struct nbdc_req *r)
 		return;
 	}
 	c = pick_conn(s);
+	if (!c && s->down) {
+		/* bounded reconnect: no waiting while the server is gone */
+		s->down_failed++;
+		bs_error(-EIO, "%s: nbd %s: %s: server unreachable over %u s "
+			 "(down_after): %s", s->dev->name, s->o.uri,
+			 bs_op_name(req->op), s->o.down_after_s, s->down_why);
+		nbdc_finish(r, -EIO);
+		return;
+	}
 	if (!c) {
 		r->waiting = true;
 		return;
@@ -297,6 +309,7 @@ void nbdc_watchdog(struct nbdc *s)
 	uint64_t now = bs_now_ns();
 	struct nbdc_req *r, *next;
 
+	nbdc_check_down(s);
 	for (r = s->reqs; r; r = next) {
 		next = r->next;
 		if (r->expired || now < r->deadline_ns)
@@ -451,8 +464,24 @@ static void nbdc_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 		   c->last_error[0] ? ", last error: " : "", c->last_error);
 	}
 	kv(arg, "policy", "timeout %u s, reconnect_ms %u, max_retries %u, "
-	   "max_io %u", s->o.timeout_s, s->o.reconnect_ms, s->o.max_retries,
-	   s->o.max_io);
+	   "down_after %u s%s, max_io %u", s->o.timeout_s, s->o.reconnect_ms,
+	   s->o.max_retries, s->o.down_after_s,
+	   s->o.down_after_s ? "" : " (never)", s->o.max_io);
+	if (s->down)
+		kv(arg, "reachable", "no: down for %llu s (no connection for "
+		   "down_after %u s before): requests fail at once with EIO "
+		   "(%llu so far); reconnecting every %u ms; last error: %s",
+		   (unsigned long long)((bs_now_ns() - s->down_ns) /
+					1000000000ull),
+		   s->o.down_after_s, (unsigned long long)s->down_failed,
+		   s->o.reconnect_ms, s->last_error);
+	else if (s->unreach_ns)
+		kv(arg, "reachable", "no connection for %llu ms (down after "
+		   "%u s)", (unsigned long long)((bs_now_ns() - s->unreach_ns) /
+						 1000000ull), s->o.down_after_s);
+	else
+		kv(arg, "reachable", "yes (down %llu times)",
+		   (unsigned long long)s->downs);
 	if (!s->have_facts)
 		return;
 	kv(arg, "server", "size %llu, read_only %d, can_flush %d, can_fua %d, "
@@ -500,6 +529,8 @@ static const struct bs_dev_type nbd_type = {
 		"                    open may take; then -EIO (30)\n"
 		"reconnect_ms=MS     delay between connect attempts (1000)\n"
 		"max_retries=N       failed connects before the open gives up (5)\n"
+		"down_after=SECONDS  no connection this long: requests fail at\n"
+		"                    once (EIO) until one is made again (60; 0 never)\n"
 		"max_io=SIZE         largest READ/WRITE, below the server's (1M)\n",
 	.open = nbdc_open,
 	.close = nbdc_close,

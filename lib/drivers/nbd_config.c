@@ -45,7 +45,7 @@ int nbdc_opts_parse(struct bs_opts *opts, const char *name,
 		    struct nbdc_opts *out)
 {
 	const char *uri = bs_opts_get(opts, "uri");
-	uint32_t conns = 4, timeout = 30, rms = 1000, retries = 5;
+	uint32_t conns = 4, timeout = 30, rms = 1000, retries = 5, down = 60;
 	uint64_t max_io = 1u << 20;
 	int err;
 
@@ -54,6 +54,7 @@ int nbdc_opts_parse(struct bs_opts *opts, const char *name,
 	    (err = bs_opts_get_u32(opts, "timeout", &timeout)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "reconnect_ms", &rms)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "max_retries", &retries)) < 0 ||
+	    (err = bs_opts_get_u32(opts, "down_after", &down)) < 0 ||
 	    (err = bs_opts_get_size(opts, "max_io", &max_io)) < 0)
 		return err;
 	if (!uri || !*uri)
@@ -68,10 +69,10 @@ int nbdc_opts_parse(struct bs_opts *opts, const char *name,
 		return bs_error(-EINVAL, "%s: nbd: connections %u: 1..%u", name,
 				conns, NBDC_MAX_CONNS);
 	if (timeout < 1 || timeout > 3600 || rms < 10 || rms > 600000 ||
-	    retries > 100)
+	    retries > 100 || down > 86400)
 		return bs_error(-EINVAL, "%s: nbd: timeout 1..3600 s, "
-				"reconnect_ms 10..600000, max_retries 0..100",
-				name);
+				"reconnect_ms 10..600000, max_retries 0..100, "
+				"down_after 0..86400 s", name);
 	if (max_io < 4096 || max_io > (32u << 20) || !pow2(max_io))
 		return bs_error(-EINVAL, "%s: nbd: max_io %llu: a power of two "
 				"in 4K..32M", name, (unsigned long long)max_io);
@@ -82,6 +83,7 @@ int nbdc_opts_parse(struct bs_opts *opts, const char *name,
 	out->timeout_s = timeout;
 	out->reconnect_ms = rms;
 	out->max_retries = retries;
+	out->down_after_s = down;
 	out->max_io = (uint32_t)max_io;
 	return 0;
 }

@@ -27,6 +27,7 @@ struct nbdc_opts {
 	unsigned timeout_s;		/* one request (retries included), open */
 	unsigned reconnect_ms;		/* between connect attempts */
 	unsigned max_retries;		/* failed connects before open gives up */
+	unsigned down_after_s;		/* no connection this long: down (0 never) */
 	uint32_t max_io;		/* bytes per READ/WRITE we send */
 };
 
@@ -64,7 +65,8 @@ struct nbdc_config {
 /*
  * Read the driver's options from @opts (@name labels messages): uri
  * (required), connections (4, 1..16), timeout (30 s, 1..3600),
- * reconnect_ms (1000, 10..600000), max_retries (5, 0..100), max_io (1M,
+ * reconnect_ms (1000, 10..600000), max_retries (5, 0..100), down_after
+ * (60 s, 0..86400, 0 = never), max_io (1M,
  * 4K..32M, power of two). 0, or -EINVAL / -ENOMEM with bs_error() set.
  * Free with nbdc_opts_free().
  */

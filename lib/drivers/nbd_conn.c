@@ -224,11 +224,74 @@ static int apply(struct nbdc *s, const struct nbdc_facts *f)
 	/* follow the server both ways (it may restart read-only, then
 	 * read-write again), but never undo the user's "readonly = 1" */
 	dev->readonly = s->user_readonly || cfg.readonly;
-	if (!dev->wz_broken)
-		bs_dev_set_reason(dev, "nbd can_zero=%d can_fast_zero=%d "
-				  "can_trim=%d: %s", f->can_zero,
-				  f->can_fast_zero, f->can_trim, cfg.why);
+	nbdc_set_reason(s);
 	return 0;
+}
+
+void nbdc_set_reason(struct nbdc *s)
+{
+	const struct nbdc_facts *f = &s->facts;
+
+	if (s->dev->wz_broken)
+		return;		/* the core's reason stands */
+	if (s->down)
+		bs_dev_set_reason(s->dev, "nbd server unreachable over %u s "
+				  "(down_after): I/O fails at once with EIO, "
+				  "reconnecting every %u ms; last error: %s",
+				  s->o.down_after_s, s->o.reconnect_ms,
+				  s->down_why);
+	else
+		bs_dev_set_reason(s->dev, "nbd can_zero=%d can_fast_zero=%d "
+				  "can_trim=%d: %s", f->can_zero,
+				  f->can_fast_zero, f->can_trim, s->cfg.why);
+}
+
+/* ---- bounded reconnect: down after down_after --------------------------- */
+
+static bool any_ready(const struct nbdc *s)
+{
+	unsigned i;
+
+	for (i = 0; i < NBDC_MAX_CONNS; i++)
+		if (s->conns[i].state == NC_READY)
+			return true;
+	return false;
+}
+
+void nbdc_check_down(struct nbdc *s)
+{
+	uint64_t now = bs_now_ns();
+
+	if (s->down || !s->unreach_ns || !s->o.down_after_s ||
+	    now - s->unreach_ns < s->o.down_after_s * 1000000000ull)
+		return;
+	s->down = true;
+	s->down_ns = now;
+	s->downs++;
+	snprintf(s->down_why, sizeof(s->down_why), "%s",
+		 s->last_error[0] ? s->last_error : "no connection");
+	nbdc_set_reason(s);
+	bs_dev_log(s->dev, "nbd %s: server unreachable for %u s (%s): "
+		   "requests fail at once with EIO until a connection is "
+		   "made again; reconnecting every %u ms", s->o.uri,
+		   s->o.down_after_s, s->down_why, s->o.reconnect_ms);
+	/* what waits for a connection fails now (nbdc_issue sees down) */
+	nbdc_issue_waiting(s);
+}
+
+/* A connection is ready: reachable again; up if the device was down. */
+static void reachable(struct nbdc *s)
+{
+	s->unreach_ns = 0;
+	if (!s->down)
+		return;
+	s->down = false;
+	nbdc_set_reason(s);
+	bs_dev_log(s->dev, "nbd %s: connected again after %llu s down; "
+		   "requests are served (%llu failed while down)", s->o.uri,
+		   (unsigned long long)((bs_now_ns() - s->down_ns) /
+					1000000000ull),
+		   (unsigned long long)s->down_failed);
 }
 
 static bool facts_differ(const struct nbdc_facts *a, const struct nbdc_facts *b)
@@ -259,11 +322,14 @@ static void conn_ready(struct nbdc_conn *c)
 		open_finish(s, err);
 		if (err)
 			return;
-	} else if (s->have_facts && facts_differ(&f, &s->facts)) {
-		/* the server changed (restarted with other flags, resized):
-		 * decide again and tell everything above */
-		if (apply(s, &f) == 0)
-			bs_dev_limits_changed(s->dev);
+	} else {
+		reachable(s);
+		if (s->have_facts && facts_differ(&f, &s->facts)) {
+			/* the server changed (restarted with other flags,
+			 * resized): decide again and tell everything above */
+			if (apply(s, &f) == 0)
+				bs_dev_limits_changed(s->dev);
+		}
 	}
 	/* multi-conn: the others, once the first told us it may */
 	for (i = 1; i < wanted(s); i++)
@@ -349,6 +415,8 @@ static void lost_now(void *arg)
 	}
 	c->was_ready = false;
 	teardown(c);
+	if (!s->opening && !s->unreach_ns && !any_ready(s))
+		s->unreach_ns = bs_now_ns();
 	if (c->idx == 0 && s->opening) {
 		s->failed_connects++;
 		if (s->failed_connects > s->o.max_retries) {

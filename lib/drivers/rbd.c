@@ -76,6 +76,7 @@ struct rbdd {
 	struct rbd_facts facts;
 	struct rbd_config cfg;
 	uint64_t inflight;		/* atomic */
+	uint64_t inflight_peak;		/* atomic: the most at once */
 	uint64_t wz_thick;		/* atomic: write-zeroes sent thick */
 	uint64_t wz_unmap;		/* atomic: write-zeroes that may unmap */
 	uint64_t status_calls;		/* atomic: block status calls */
@@ -104,6 +105,18 @@ static void aio_done(rbd_completion_t c, void *arg)
 	bs_req_complete(req, ret < 0 ? (int)ret : 0);
 }
 
+/* One more in flight; the peak shows that requests overlap (info). */
+static void note_inflight(struct rbdd *s)
+{
+	uint64_t n = __atomic_add_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
+	uint64_t peak = __atomic_load_n(&s->inflight_peak, __ATOMIC_RELAXED);
+
+	while (n > peak &&
+	       !__atomic_compare_exchange_n(&s->inflight_peak, &peak, n, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 static void rbdd_submit(struct bs_dev *dev, struct bs_req *req)
 {
 	struct rbdd *s = dev->priv;
@@ -118,7 +131,7 @@ static void rbdd_submit(struct bs_dev *dev, struct bs_req *req)
 		bs_req_complete(req, err);
 		return;
 	}
-	__atomic_fetch_add(&s->inflight, 1, __ATOMIC_RELAXED);
+	note_inflight(s);
 	switch (req->op) {
 	case BS_OP_READ:
 		err = rbd_lib.rbd_aio_readv(s->img, req->iov, req->iovcnt,
@@ -698,8 +711,10 @@ static void rbdd_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   (unsigned long long)__atomic_load_n(&s->status_calls,
 					       __ATOMIC_RELAXED),
 	   s->status_budget_ms, s->status_budget_ms ? "" : ": no bound");
-	kv(arg, "inflight", "%llu",
-	   (unsigned long long)__atomic_load_n(&s->inflight, __ATOMIC_RELAXED));
+	kv(arg, "inflight", "%llu (peak %llu)",
+	   (unsigned long long)__atomic_load_n(&s->inflight, __ATOMIC_RELAXED),
+	   (unsigned long long)__atomic_load_n(&s->inflight_peak,
+					       __ATOMIC_RELAXED));
 }
 
 static const struct bs_dev_type rbd_type = {

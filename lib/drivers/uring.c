@@ -270,7 +270,7 @@ static bool queue_sqe(struct drv_uring_ring *rg, struct bs_req *req)
 			io_uring_sqe_set_data(sqe, NULL);
 			rg->inflight++;
 			rg->dirty = true;
-			bs_req_complete(req, err);
+			bs_req_complete(req, err == DRV_URING_DONE ? 0 : err);
 			return true;
 		}
 	}
@@ -412,6 +412,9 @@ static void uring_reap(void *arg, uint32_t events)
 		rg->inflight--;
 		if (!req)
 			continue; /* a no-op for a request already completed */
+		if (req->op != BS_OP_READ && req->op != BS_OP_WRITE &&
+		    req->op != BS_OP_FLUSH && u->ops && u->ops->reaped)
+			u->ops->reaped(u->dev, req);
 		if (res == -EAGAIN || res == -EINTR)
 			goto again;
 		if (res < 0) {

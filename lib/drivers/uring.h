@@ -42,14 +42,23 @@ static inline struct drv_uring_req *drv_uring_req(const struct bs_req *req)
 	return bs_req_drv(req);
 }
 
+/* prep(): the request is done, successfully, with no SQE needed. */
+#define DRV_URING_DONE 1
+
 struct drv_uring_ops {
 	/*
 	 * Prepare @sqe for @req (an op other than READ, WRITE, FLUSH) over
 	 * [req->offset, +req->len). Return 0, or -errno to complete @req
-	 * with that error without asking the kernel.
+	 * with that error without asking the kernel, or DRV_URING_DONE to
+	 * complete it with success without asking the kernel (nothing to do).
 	 */
 	int (*prep)(struct bs_dev *dev, struct bs_req *req,
 		    struct io_uring_sqe *sqe);
+	/*
+	 * Optional: the kernel answered an SQE that prep() filled (called
+	 * once per successful prep, before again() or the completion).
+	 */
+	void (*reaped)(struct bs_dev *dev, struct bs_req *req);
 	/*
 	 * Optional: @req (not READ/WRITE) succeeded; return true to queue
 	 * it again for a next step (prep() then sees the state it left).

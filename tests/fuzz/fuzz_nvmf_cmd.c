@@ -120,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pthread_mutex_unlock(&t.ss.lock);
 		} else {
 			const uint8_t *sqe;
+			uint8_t *buf;
 			uint32_t dlen;
 
 			if (size - off < 64 + 2)
@@ -132,7 +133,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				dlen = NVMF_INCAPSULE;
 			if (dlen > size - off)
 				dlen = (uint32_t)(size - off);
-			nvmf_capsule(q, sqe, data + off, dlen);
+			buf = NULL;
+			if (dlen && nvmf_buf_get(q, dlen, &buf))
+				break;
+			if (dlen)
+				memcpy(buf, data + off, dlen);
+			nvmf_capsule(q, sqe, buf, dlen);
 			off += dlen;
 		}
 		bs_loop_run_once(loop, 0);

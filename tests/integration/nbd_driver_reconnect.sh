@@ -18,7 +18,13 @@
 #   - the server restarted read-only (nbdkit -r): writes through the
 #     export fail with a read-only error; restarted read-write: writes
 #     work again (the device follows the server), while a second device
-#     on the same server configured "readonly = 1" stays read-only.
+#     on the same server configured "readonly = 1" stays read-only;
+#   - bounded reconnect (device kd: timeout = 30, down_after = 2): with
+#     the server gone, a read waiting for a connection fails with EIO once
+#     the device is down (about 2 s, not the 30 s timeout), later ones at
+#     once; the daemon's log, info and explain say the server is
+#     unreachable; attempts go on, and the restarted server is used again
+#     (log line, info, explain back to the decision, the bytes read).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need nbdkit qemu-io
@@ -51,6 +57,15 @@ kill_nbdkit() {
 	wait "$KPID" 2>/dev/null || true
 	KPID=
 }
+# read_eio URI OFFSET LOG: a qemu-io read of 64K that must fail with EIO;
+# MS is how long it took
+read_eio() {
+	local t0
+	t0=$(date +%s%N)
+	timeout 60 qemu-io -f raw "$1" -c "read $2 64K" >"$3" 2>&1 || true
+	MS=$((($(date +%s%N) - t0) / 1000000))
+	grep -q "Input/output error" "$3" || { cat "$3"; fail "no EIO from $1"; }
+}
 
 truncate -s 32M "$T/k.img"
 start_nbdkit
@@ -68,10 +83,22 @@ timeout = 4
 reconnect_ms = 200
 readonly = 1
 
+[device kd]
+type = nbd
+uri = nbd+unix:///?socket=$T/k.sock
+timeout = 30
+reconnect_ms = 200
+down_after = 2
+
 [export k]
 type = nbd
 device = k
 socket = $T/ek.sock
+
+[export kd]
+type = nbd
+device = kd
+socket = $T/ekd.sock
 EOC
 start_daemon "$T/d.ini"
 EK="nbd+unix:///k?socket=$T/ek.sock"
@@ -85,16 +112,12 @@ timeout 20 qemu-io -f raw "$EK" -c "write -P 0x61 0 1M" >"$T/q.log" 2>&1 ||
 
 note "server gone: EIO, after the timeout"
 kill_nbdkit
-t0=$(date +%s%N)
-timeout 30 qemu-io -f raw "$EK" -c "read -P 0x61 0 64K" >"$T/q1.log" 2>&1 || true
-t1=$(date +%s%N)
-ms=$(((t1 - t0) / 1000000))
-grep -q "Input/output error" "$T/q1.log" || { cat "$T/q1.log"; fail "no EIO with the server gone"; }
-((ms >= 3000)) || fail "EIO after $ms ms, before the 4 s timeout"
+read_eio "$EK" 0 "$T/q1.log"
+((MS >= 3000)) || fail "EIO after $MS ms, before the 4 s timeout"
 # qemu-io sends two reads here (its open reads the first block), each
 # waiting its 4 s: about 8 s plus start-up
-((ms <= 12000)) || fail "EIO after $ms ms, long past the 4 s timeout"
-note "EIO after $ms ms"
+((MS <= 12000)) || fail "EIO after $MS ms, long past the 4 s timeout"
+note "EIO after $MS ms"
 
 note "server back within the timeout: the waiting read is retried"
 timeout 30 qemu-io -f raw "$EK" -c "read -P 0x61 0 64K" >"$T/q2.log" 2>&1 &
@@ -224,6 +247,51 @@ timeout 20 qemu-io -f raw "$EK" -c "write -P 0x65 4M 64K" -c "read -P 0x65 4M 64
 	>"$T/q9.log" 2>&1 || { cat "$T/q9.log"; fail "write after the read-write restart"; }
 grep -q "Pattern verification failed\|error\|not permitted" "$T/q9.log" &&
 	{ cat "$T/q9.log"; fail "bytes after the read-write restart"; }
+
+note "bounded reconnect: down after down_after, EIO at once, up again"
+EKD="nbd+unix:///kd?socket=$T/ekd.sock"
+# kd_up: wait (10 s at most) until info says kd is reachable; info in $OUT
+kd_up() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		ctl 0 info kd
+		[[ $OUT == *"reachable"*"yes (down"* ]] && return 0
+		sleep 0.1
+	done
+	fail "kd not reachable: $OUT"
+}
+# kd went down and up with the restarts above
+kd_up
+[[ $OUT == *"down_after 2 s"* ]] || fail "policy lacks down_after: $OUT"
+timeout 20 qemu-io -f raw "$EKD" -c "write -P 0x66 5M 64K" >"$T/q10.log" 2>&1 ||
+	{ cat "$T/q10.log"; fail "write through kd"; }
+ndown=$(grep -c "kd: nbd .*server unreachable for 2 s" "$T/d.log" || true)
+kill_nbdkit
+read_eio "$EKD" 5M "$T/q11.log"
+# the waiting read fails when the device goes down (2 s), not at its 30 s
+((MS >= 1500 && MS <= 10000)) || fail "kd: EIO after $MS ms, want about 2 s"
+note "waiting read failed after $MS ms"
+ctl 0 info kd
+[[ $OUT == *"reachable"*"no: down for"*"requests fail at once with EIO"* ]] ||
+	fail "info does not say down: $OUT"
+ctl 0 explain kd
+[[ $OUT == *"nbd server unreachable over 2 s (down_after)"* ]] || fail "explain: $OUT"
+(($(grep -c "kd: nbd .*server unreachable for 2 s" "$T/d.log" || true) > ndown)) ||
+	{ tail -5 "$T/d.log"; fail "no log line for the device going down"; }
+read_eio "$EKD" 5M "$T/q12.log"
+# at once: well below the 30 s timeout (qemu-io starts in the time)
+((MS < 5000)) || fail "kd down: EIO after $MS ms, not at once"
+note "down: EIO after $MS ms"
+nup=$(grep -c "kd: nbd .*connected again after" "$T/d.log" || true)
+start_nbdkit
+kd_up
+(($(grep -c "kd: nbd .*connected again after" "$T/d.log" || true) > nup)) ||
+	{ tail -5 "$T/d.log"; fail "no log line for the device back"; }
+ctl 0 explain kd
+[[ $OUT == *"can_zero=1"* ]] || fail "explain after the server came back: $OUT"
+timeout 20 qemu-io -f raw "$EKD" -c "read -P 0x66 5M 64K" >"$T/q13.log" 2>&1 ||
+	{ cat "$T/q13.log"; fail "read through kd after the server came back"; }
+grep -q "Pattern verification failed\|error" "$T/q13.log" && { cat "$T/q13.log"; fail "kd: bytes after the server came back"; }
 
 stop_daemon
 note "PASS"

@@ -16,16 +16,9 @@
 #   with peers/libnvmf-c2h-partial.patch (its bug, not ours).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nvmf_peers.bash"
 need python3 make cc patch
-# ../shared/peers from the project root (a worktree may sit one deeper)
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [[ -z ${PEERS:-} ]]; then
-	for PEERS in "$ROOT/../shared/peers" "$ROOT/../../shared/peers"; do
-		[[ -d $PEERS ]] && break
-	done
-fi
-[[ -d $PEERS/pynvmeof/src ]] || skip "no pynvmeof in $PEERS"
-export PYNVMEOF=$PEERS/pynvmeof BUILD
+nvmf_peers
 PY="python3 $(dirname "$0")/lib/nvmf_py.py"
 daemon_setup
 cat >>"$T/d.ini" <<EOC
@@ -54,24 +47,7 @@ note "writes read back byte-exact (in capsule and R2T)"
 out=$(timeout 60 $PY "$PORT" "$NQN" rw 2>&1) || fail "rw: $out"
 
 note "libnvmf nvmf-fio with and without digests"
-if [[ -d $PEERS/libnvmf ]]; then
-	mkdir -p "$BUILD/peers"
-	# libnvmf at the vendored commit corrupts its own stream when a
-	# C2HData PDU arrives in more than one read (readv with a stale
-	# iovec: see docs/nvmf.md); built with the two-line fix below
-	PATCH=$(dirname "$0")/peers/libnvmf-c2h-partial.patch
-	STAMP=$BUILD/peers/libnvmf/.blkstack-patch
-	if [[ ! -x $BUILD/peers/libnvmf/examples/nvmf-fio ]] ||
-		! cmp -s "$PATCH" "$STAMP"; then
-		rm -rf "$BUILD/peers/libnvmf"
-		cp -r "$PEERS/libnvmf" "$BUILD/peers/"
-		patch -s -d "$BUILD/peers/libnvmf" -p1 <"$PATCH" &&
-			cp "$PATCH" "$STAMP" || fail "patching libnvmf"
-		make -C "$BUILD/peers/libnvmf/lib" >/dev/null 2>&1 &&
-			make -C "$BUILD/peers/libnvmf/examples" fio >/dev/null 2>&1 ||
-			fail "building libnvmf"
-	fi
-	FIO=$BUILD/peers/libnvmf/examples/nvmf-fio
+if nvmf_fio_build; then
 	URL=nvmf-tcp://127.0.0.1:$PORT/$NQN/1
 	for args in "--randrw" "--randrw --hdgst --ddgst" "--randdiscard" \
 		"--randdiscard --ddgst" "--randwritezeroes" \

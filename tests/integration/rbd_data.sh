@@ -20,29 +20,10 @@ daemon_setup
 ceph_setup
 
 M=$((1024 * 1024))
-cat >>"$T/d.ini" <<EOC
-[device r]
-type = rbd
-image = rbd/v1
-conf = $CEPH_CONF
-create = 64M
-
-[export r]
-type = nbd
-device = r
-listen = 127.0.0.1:$PORT
-EOC
+rbd_nbd_config rbd/v1 64M
 start_daemon "$T/d.ini"
 U=nbd://127.0.0.1:$PORT/r
 R="rbd:rbd/v1:conf=$CEPH_CONF"
-qio() {
-	local out
-	out=$(timeout 120 qemu-io -f raw "$@" 2>&1) || { echo "$out" >&2; return 1; }
-	if grep -qiE 'error|fail|mismatch' <<<"$out"; then
-		echo "$out" >&2
-		return 1
-	fi
-}
 
 note "explain and NBD flags: unmap zeroing from librbd's write_zeroes"
 wait_live r

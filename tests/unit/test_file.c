@@ -343,6 +343,94 @@ static void direct_unaligned(void **state)
 }
 
 /* An explicit size=0 is an error, not "use the file's size". */
+static void kv_skipped(void *arg, const char *key, const char *fmt, ...)
+{
+	unsigned long long *n = arg;
+	char buf[128];
+	va_list ap;
+
+	if (strcmp(key, "punches_skipped"))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	*n = strtoull(buf, NULL, 10);
+}
+
+static unsigned long long skipped(struct bs_dev *d)
+{
+	unsigned long long n = ~0ull;
+
+	bs_dev_describe(d, kv_skipped, &n);
+	assert_true(n != ~0ull);
+	return n;
+}
+
+static long long allocated(struct fx *x)
+{
+	struct stat st;
+
+	assert_int_equal(stat(x->path, &st), 0);
+	return (long long)st.st_blocks * 512;
+}
+
+/*
+ * Zeroing that may unmap, and discard, of a range that holds no data send
+ * no punch (it would take the inode lock and drain direct I/O for
+ * nothing); a range with data is punched from its first data on, and the
+ * bytes before the range stay; NOUNMAP zeroing of a hole still allocates,
+ * and what it allocated is freed again by zeroing that may unmap.
+ */
+static void punch_skips_holes(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = open_file(x, "");
+	uint8_t *buf = malloc(2 * MiB), *got = malloc(2 * MiB);
+	unsigned long long s0 = skipped(d);
+	long long a0;
+
+	th_fill(buf, 2 * MiB, 9);
+	assert_int_equal(bs_write_sync(d, buf, MiB, 4 * MiB), 0);
+	assert_int_equal(bs_flush_sync(d), 0);
+	/* never written: no punch */
+	assert_int_equal(bs_zeroout_sync(d, 8 * MiB, 4 * MiB, 0, NULL, NULL), 0);
+	assert_true(skipped(d) > s0);
+	s0 = skipped(d);
+	assert_int_equal(bs_fallocate_sync(d, BS_FALLOC_PUNCH_HOLE |
+					   BS_FALLOC_KEEP_SIZE, 12 * MiB, MiB,
+					   NULL, NULL), 0);
+	assert_true(skipped(d) > s0);
+	s0 = skipped(d);
+	/* data in the middle of the range: punched, reads zeroes */
+	a0 = allocated(x);
+	assert_int_equal(bs_zeroout_sync(d, 2 * MiB, 4 * MiB, 0, NULL, NULL), 0);
+	assert_int_equal(skipped(d), s0);
+	assert_true(allocated(x) <= a0 - (long long)MiB);
+	assert_int_equal(bs_read_sync(d, got, 2 * MiB, 3 * MiB), 0);
+	assert_true(th_is_zero(got, 2 * MiB));
+	/* the range starts inside data: what is before it stays */
+	assert_int_equal(bs_write_sync(d, buf, 2 * MiB, 16 * MiB), 0);
+	assert_int_equal(bs_zeroout_sync(d, 17 * MiB, 2 * MiB, 0, NULL, NULL), 0);
+	assert_int_equal(bs_read_sync(d, got, 2 * MiB, 16 * MiB), 0);
+	assert_memory_equal(got, buf, MiB);
+	assert_true(th_is_zero(got + MiB, MiB));
+	/* NOUNMAP over a hole allocates, whatever unmap zeroing skipped */
+	a0 = allocated(x);
+	assert_int_equal(bs_zeroout_sync(d, 24 * MiB, 2 * MiB, BS_ZERO_NOUNMAP,
+					 NULL, NULL), 0);
+	assert_true(allocated(x) >= a0 + 2 * (long long)MiB);
+	assert_int_equal(bs_read_sync(d, got, 2 * MiB, 24 * MiB), 0);
+	assert_true(th_is_zero(got, 2 * MiB));
+	/* allocated zeroes (unwritten extents: no data to SEEK_DATA) are
+	 * still freed by zeroing that may unmap */
+	s0 = skipped(d);
+	assert_int_equal(bs_zeroout_sync(d, 24 * MiB, 2 * MiB, 0, NULL, NULL), 0);
+	assert_int_equal(skipped(d), s0);
+	assert_true(allocated(x) <= a0);
+	free(buf);
+	free(got);
+}
+
 static void size_zero_refused(void **state)
 {
 	struct fx *x = *state;
@@ -363,6 +451,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(errors_and_knob, setup, teardown),
 		cmocka_unit_test_setup_teardown(zeroes_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(block_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(punch_skips_holes, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(direct_unaligned, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(size_zero_refused, setup,

@@ -27,7 +27,8 @@ static struct nbdc_opts def_opts(void)
 {
 	struct nbdc_opts o = {
 		.uri = (char *)"nbd://x", .connections = 4, .timeout_s = 30,
-		.reconnect_ms = 1000, .max_retries = 5, .max_io = 1 << 20,
+		.reconnect_ms = 1000, .max_retries = 5, .down_after_s = 60,
+		.max_io = 1 << 20,
 	};
 	return o;
 }
@@ -224,15 +225,17 @@ static void options(void **state)
 		assert_int_equal(o.connections, 4);
 		assert_int_equal(o.timeout_s, 30);
 		assert_int_equal(o.reconnect_ms, 1000);
+		assert_int_equal(o.down_after_s, 60);
 		assert_int_equal(o.max_io, 1 << 20);
 		nbdc_opts_free(&o);
 	}
 	{
 		const char *kv[] = { "uri", "nbd://h:10809/x", "connections", "8",
 				     "timeout", "5", "reconnect_ms", "50",
-				     "max_io", "4M", NULL };
+				     "max_io", "4M", "down_after", "0", NULL };
 
 		assert_int_equal(parse(kv, &o), 0);
+		assert_int_equal(o.down_after_s, 0);
 		assert_int_equal(o.connections, 8);
 		assert_int_equal(o.timeout_s, 5);
 		assert_int_equal(o.reconnect_ms, 50);
@@ -247,6 +250,8 @@ static void options(void **state)
 		const char *t0[] = { "uri", "nbd://h", "timeout", "0", NULL };
 		const char *io[] = { "uri", "nbd://h", "max_io", "3M", NULL };
 		const char *r5[] = { "uri", "nbd://h", "reconnect_ms", "5", NULL };
+		const char *dn[] = { "uri", "nbd://h", "down_after", "86401",
+				     NULL };
 
 		assert_int_equal(parse(none, &o), -EINVAL);
 		assert_non_null(strstr(bs_last_error(), "needs uri"));
@@ -257,6 +262,8 @@ static void options(void **state)
 		assert_int_equal(parse(t0, &o), -EINVAL);
 		assert_int_equal(parse(io, &o), -EINVAL);
 		assert_int_equal(parse(r5, &o), -EINVAL);
+		assert_int_equal(parse(dn, &o), -EINVAL);
+		assert_non_null(strstr(bs_last_error(), "down_after 0..86400"));
 	}
 	assert_true(nbdc_uri_scheme_ok("nbds+unix:///?socket=/s"));
 	assert_true(nbdc_uri_scheme_ok("nbd+vsock:///"));

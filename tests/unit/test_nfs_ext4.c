@@ -6,7 +6,9 @@
  * and client/server times with GETATTR reading them back to the
  * nanosecond, and EXCLUSIVE4 OPEN (the verifier kept in the times: the
  * same verifier opens again, another is EXIST), and RFC 8276 xattrs
- * (ext4's user.* names; XATTR2BIG past one block; xattr_support). The
+ * (ext4's user.* names; XATTR2BIG past one block; xattr_support), and
+ * SEEK over written extents and holes (RFC 7862: data in a trailing
+ * hole not found is NFS4_OK with sr_eof; NXIO at and past EOF). The
  * image is e2fsck -fn clean after each.
  */
 #include <errno.h>
@@ -175,6 +177,18 @@ static int setup(void **state)
 	/* a regular file to link and set: CREATE makes no regular files */
 	assert_int_equal(bs_fs_create(fs, "/f", 0644, &ino), 0);
 	assert_int_equal(bs_fs_write(fs, ino, "data", 4, 0), 4);
+	/* /sp: data [0, 64K) and [192K, 256K), holes to its size 512K */
+	{
+		static char a[65536];
+
+		memset(a, 'a', sizeof(a));
+		assert_int_equal(bs_fs_create(fs, "/sp", 0644, &ino), 0);
+		assert_int_equal(bs_fs_write(fs, ino, a, sizeof(a), 0),
+				 sizeof(a));
+		assert_int_equal(bs_fs_write(fs, ino, a, sizeof(a), 192 << 10),
+				 sizeof(a));
+		assert_int_equal(bs_fs_truncate(fs, ino, 512 << 10), 0);
+	}
 	assert_int_equal(bs_fs_close(fs), 0);
 	start(f);
 	*state = f;
@@ -666,6 +680,72 @@ static void xattrs(void **state)
 	assert_int_equal(bs_fs_close(fs), 0);
 }
 
+/* ---- SEEK ------------------------------------------------------------------ */
+
+/* SEEK @what from @off in /sp with the anonymous stateid */
+static uint32_t seek(struct fix *f, uint32_t what, uint64_t off, bool *eof,
+		     uint64_t *at)
+{
+	static const uint8_t zero[12];
+	uint8_t b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint32_t st;
+
+	head(f, &e, b, sizeof(b), nops_of("sp") + 1);
+	put_path(&e, "sp");
+	xdr_put_u32(&e, OP_SEEK);
+	xdr_put_u32(&e, 0);
+	xdr_put_fixed(&e, zero, sizeof(zero));
+	xdr_put_u64(&e, off);
+	xdr_put_u32(&e, what);
+	st = run(f, &e, &d);
+	if (!st) {
+		*eof = xdr_get_bool(&d);
+		*at = xdr_get_u64(&d);
+		assert_int_equal(xdr_dec_err(&d), 0);
+	}
+	return st;
+}
+
+static void seek_data_hole(void **state)
+{
+	struct fix *f = *state;
+	static const struct {
+		uint32_t what;
+		uint64_t off, at;
+		uint32_t st;
+		bool eof;
+	} c[] = {
+		{ NFS4_CONTENT_DATA, 0, 0, NFS4_OK, false },
+		{ NFS4_CONTENT_DATA, 4096, 4096, NFS4_OK, false },
+		{ NFS4_CONTENT_DATA, 100 << 10, 192 << 10, NFS4_OK, false },
+		{ NFS4_CONTENT_HOLE, 0, 64 << 10, NFS4_OK, false },
+		{ NFS4_CONTENT_HOLE, 100 << 10, 100 << 10, NFS4_OK, false },
+		{ NFS4_CONTENT_HOLE, 200 << 10, 256 << 10, NFS4_OK, false },
+		/* no data after 300K: found nothing, the size and sr_eof */
+		{ NFS4_CONTENT_DATA, 300 << 10, 512 << 10, NFS4_OK, true },
+		{ NFS4_CONTENT_DATA, 512 << 10, 0, NFS4ERR_NXIO, false },
+		{ NFS4_CONTENT_HOLE, 512 << 10, 0, NFS4ERR_NXIO, false },
+		{ NFS4_CONTENT_HOLE, 1 << 20, 0, NFS4ERR_NXIO, false },
+	};
+	uint64_t at;
+	bool eof;
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		eof = false;
+		at = ~0ull;
+		assert_int_equal(seek(f, c[i].what, c[i].off, &eof, &at),
+				 c[i].st);
+		if (c[i].st)
+			continue;
+		assert_int_equal(at, c[i].at);
+		assert_int_equal(eof, c[i].eof);
+	}
+	stop_fsck(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +755,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(exclusive_open, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(xattrs, setup, teardown),
+		cmocka_unit_test_setup_teardown(seek_data_hole, setup,
+						teardown),
 	};
 
 	if (sh("command -v e2fsck >/dev/null"))

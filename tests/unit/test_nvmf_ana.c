@@ -94,26 +94,13 @@ static int setup(void **state)
 	return 0;
 }
 
-static void drop_output(struct nvmf_queue *q)
-{
-	while (q->out_head) {
-		struct nvmf_out *o = q->out_head;
-
-		q->out_head = o->next;
-		free(o->data);
-		free(o);
-	}
-	q->out_tail = NULL;
-	q->out_bytes = 0;
-}
-
 static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	drop_output(&f->aq);
-	drop_output(&f->q);
-	drop_output(&f->aq2);
+	nvmf_out_drop_all(&f->aq);
+	nvmf_out_drop_all(&f->q);
+	nvmf_out_drop_all(&f->aq2);
 	th_ctx_teardown((void **)&f->ctx);
 	pthread_mutex_destroy(&f->ss.lock);
 	free(f);
@@ -198,7 +185,7 @@ static const uint8_t *ana_log(struct fx *f, struct nvmf_queue *q,
 			 (rae ? BS_NVME_LOG_RAE : 0) | (len / 4 - 1) << 16;
 
 	(void)f;
-	drop_output(q);
+	nvmf_out_drop_all(q);
 	nvmf_admin(cmd(q, BS_NVME_ADMIN_GET_LOG_PAGE, 0xffffffffu, cdw10, 0,
 		       len));
 	assert_int_equal(last_rsp(q, NULL, NULL), 0);
@@ -250,7 +237,7 @@ static void log_page_bytes(void **state)
 
 	/* without ANA the page does not exist */
 	f->ss.ana = false;
-	drop_output(&f->aq);
+	nvmf_out_drop_all(&f->aq);
 	nvmf_admin(cmd(&f->aq, BS_NVME_ADMIN_GET_LOG_PAGE, 0xffffffffu,
 		       BS_NVME_LOG_ANA | (56 / 4 - 1) << 16, 0, 56));
 	assert_int_equal(last_rsp(&f->aq, NULL, NULL),
@@ -318,7 +305,7 @@ static uint16_t read8(struct fx *f)
 	int i;
 	struct nvmf_cmd *c = cmd(&f->q, BS_NVME_CMD_READ, 1, 0, 0, 4096);
 
-	drop_output(&f->q);
+	nvmf_out_drop_all(&f->q);
 	c->sqe.cdw12 = bs_nvme_cpu_to_le32(7);	/* NLB 0's based */
 	nvmf_io(c);
 	for (i = 0; i < 2000 && f->q.cmds; i++)
@@ -382,7 +369,7 @@ static void change_notice(void **state)
 	nvmf_admin(c);
 	/* controller 2 (port 1) posts one too, without enabling */
 	nvmf_admin(cmd(&f->aq2, BS_NVME_ADMIN_ASYNC_EVENT, 0, 0, 0, 0));
-	drop_output(&f->aq);
+	nvmf_out_drop_all(&f->aq);
 
 	pthread_mutex_lock(&f->ss.lock);
 	nvmf_ana_set(&f->ss.ports[1], 0, BS_NVME_ANA_INACCESSIBLE);
@@ -400,19 +387,19 @@ static void change_notice(void **state)
 
 	/* masked until the log is read without RAE */
 	nvmf_admin(cmd(&f->aq, BS_NVME_ADMIN_ASYNC_EVENT, 0, 0, 0, 0));
-	drop_output(&f->aq);
+	nvmf_out_drop_all(&f->aq);
 	pthread_mutex_lock(&f->ss.lock);
 	nvmf_ana_set(&f->ss.ports[1], 0, BS_NVME_ANA_OPTIMIZED);
 	pthread_mutex_unlock(&f->ss.lock);
 	settle(f);
 	assert_int_equal(responses(&f->aq), 0);
 	ana_log(f, &f->aq, 56, 0, true);	/* RAE: still masked */
-	drop_output(&f->aq);
+	nvmf_out_drop_all(&f->aq);
 	settle(f);
 	assert_int_equal(responses(&f->aq), 0);
 	assert_int_equal(ana_log(f, &f->aq, 56, 0, false)[32],
 			 BS_NVME_ANA_OPTIMIZED);
-	drop_output(&f->aq);
+	nvmf_out_drop_all(&f->aq);
 
 	/* unmasked: the next change is told at once (the AER held) */
 	pthread_mutex_lock(&f->ss.lock);
@@ -549,7 +536,7 @@ static void big_log(void **state)
 	/* Get Log Page: the first 4 KiB, then the rest from offset 4096 */
 	p = ana_log(f, &f->aq, 4096, 0, true);
 	assert_memory_equal(p, whole, 4096);
-	drop_output(&f->aq);
+	nvmf_out_drop_all(&f->aq);
 	{
 		uint32_t rest = (uint32_t)(size - 4096);
 		struct nvmf_cmd *c = cmd(&f->aq, BS_NVME_ADMIN_GET_LOG_PAGE,

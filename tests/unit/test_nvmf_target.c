@@ -9,7 +9,11 @@
  * lists every port of every subsystem of the process, each at its own
  * address, reads
  * at any dword offset, and its generation counter moves when one joins
- * or leaves.
+ * or leaves. Through the session ops the network server drives: an
+ * H2CData PDU's data goes straight into the write's buffer (zero-copy
+ * input), its data digest checked where it landed; a read that finds the
+ * server budget full waits, and its queue takes no input, until bytes
+ * are given back.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,8 +23,10 @@
 #include <unistd.h>
 
 #include <blkstack/attr.h>
+#include <blkstack/budget.h>
 #include <blkstack/loop.h>
 
+#include "core/crc32c.h"
 #include "export/nvmf/nvmf.h"
 #include "helpers/th.h"
 
@@ -77,13 +83,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
-	while (f->q.out_head) {
-		struct nvmf_out *o = f->q.out_head;
-
-		f->q.out_head = o->next;
-		free(o->data);
-		free(o);
-	}
+	nvmf_out_drop_all(&f->q);
 	th_ctx_teardown((void **)&f->ctx);
 	pthread_mutex_destroy(&f->ss.lock);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
@@ -160,7 +160,8 @@ static uint16_t run(struct fx *f, uint8_t opc, uint64_t slba, uint32_t nlb,
 	c->sqe.cdw12 = bs_nvme_cpu_to_le32((nlb - 1) | cdw12_flags);
 	c->len = len;
 	if (data) {
-		c->buf = malloc(len);
+		assert_int_equal(nvmf_buf_get(&f->q, len, &c->buf), 0);
+		c->buf_len = len;
 		memcpy(c->buf, data, len);
 		c->got = len;
 	}
@@ -318,6 +319,209 @@ static void discovery_lists_every_subsystem(void **state)
 	nvmf_disc_remove(&b);
 }
 
+/* ---- through the session ops ------------------------------------------- */
+
+/* A queue as the network server starts it (no connection), attached to
+ * the fixture's controller as I/O queue 1, ICReq done. */
+static struct nvmf_queue *ops_queue(struct fx *f, struct nvmf_port *port,
+				    bool ddgst)
+{
+	void *sess = NULL;
+	struct nvmf_queue *q;
+
+	f->exp.ctx = f->ctx;
+	f->ss.exp = &f->exp;
+	memset(port, 0, sizeof(*port));
+	port->ss = &f->ss;
+	assert_int_equal(nvmf_net_proto.start(port, NULL, &sess), 0);
+	q = sess;
+	q->ctrl = &f->ctrl;
+	q->qid = 1;
+	q->sqsize = 31;
+	q->pp.ic_done = true;
+	q->pp.ddgst = ddgst;
+	return q;
+}
+
+/* A CapsuleCmd without in-capsule data: @opc of @len bytes at LBA 0. */
+static void put_capsule(struct fx *f, struct nvmf_queue *q, uint8_t opc,
+			uint16_t cid, uint32_t len)
+{
+	uint8_t pdu[BS_NVME_TCP_CMD_HLEN] = { BS_NVME_TCP_CMD, 0,
+					     BS_NVME_TCP_CMD_HLEN, 0 };
+	struct bs_nvme_sqe sqe;
+	uint32_t lbs;
+	uint64_t size;
+	bool wzu;
+
+	nvmf_ns_geometry(&f->ss, &f->ns, &lbs, &size, &wzu);
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = opc;
+	sqe.flags = BS_NVME_SQE_PSDT_SGL;
+	sqe.cid = cid;
+	sqe.nsid = bs_nvme_cpu_to_le32(1);
+	sqe.cdw12 = bs_nvme_cpu_to_le32(len / lbs - 1);
+	sqe.dptr.type = BS_NVME_SGL_TCP_TRANSPORT;
+	sqe.dptr.length = bs_nvme_cpu_to_le32(len);
+	bs_nvme_put32(pdu + 4, BS_NVME_TCP_CMD_HLEN);
+	memcpy(pdu + 8, &sqe, sizeof(sqe));
+	assert_int_equal(nvmf_net_proto.input(q, pdu, sizeof(pdu)),
+			 sizeof(pdu));
+}
+
+/* The status of the last response queued on @q (-1: none). */
+static int last_status(struct nvmf_queue *q)
+{
+	struct nvmf_out *o, *rsp = NULL;
+	struct bs_nvme_cqe cqe;
+
+	for (o = q->out_head; o; o = o->next)
+		if (o->hdr[0] == BS_NVME_TCP_RSP)
+			rsp = o;
+	if (!rsp)
+		return -1;
+	memcpy(&cqe, rsp->hdr + 8, sizeof(cqe));
+	return bs_nvme_le16(cqe.status) >> 1;
+}
+
+/* Close @q as the network server does (not attached for real: detach
+ * it first). */
+static void ops_close(struct nvmf_queue *q)
+{
+	q->ctrl = NULL;
+	nvmf_net_proto.close(q, "test over");
+}
+
+static void settle(struct fx *f, struct nvmf_queue *q)
+{
+	int i;
+
+	for (i = 0; i < 2000 && q->cmds; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_null(q->cmds);
+}
+
+/* A 64 KiB write's data after its R2T: zero-copy, @bad: a wrong digest. */
+static void h2c_direct(struct fx *f, bool ddgst, bool bad)
+{
+	const uint32_t len = 64 * 1024;
+	struct nvmf_port port;
+	struct nvmf_queue *q = ops_queue(f, &port, ddgst);
+	uint8_t hdr[BS_NVME_TCP_DATA_HLEN] = { BS_NVME_TCP_H2C_DATA, 0,
+					       BS_NVME_TCP_DATA_HLEN,
+					       BS_NVME_TCP_DATA_HLEN };
+	uint8_t *dst, *want = malloc(len), *got = malloc(len), dg[4];
+	struct nvmf_out *o;
+	uint16_t cid = 9, ttag;
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		want[i] = (uint8_t)(i * 7 + ddgst + bad);
+	put_capsule(f, q, BS_NVME_CMD_WRITE, cid, len);
+	/* the R2T asks for all of it */
+	o = q->out_tail;
+	assert_non_null(o);
+	assert_int_equal(o->hdr[0], BS_NVME_TCP_R2T);
+	assert_int_equal(bs_nvme_get32(o->hdr + 16), len);
+	memcpy(&ttag, o->hdr + 10, 2);
+
+	if (ddgst)
+		hdr[1] = BS_NVME_TCP_F_DDGST;
+	bs_nvme_put32(hdr + 4, BS_NVME_TCP_DATA_HLEN + len + (ddgst ? 4 : 0));
+	memcpy(hdr + 8, &cid, 2);
+	memcpy(hdr + 10, &ttag, 2);
+	bs_nvme_put32(hdr + 16, len);
+	/* no room before the header is in */
+	assert_non_null(nvmf_net_proto.in_direct);
+	assert_non_null(nvmf_net_proto.in_direct_done);
+	assert_int_equal(nvmf_net_proto.in_direct(q, &dst), 0);
+	assert_int_equal(nvmf_net_proto.input(q, hdr, 10), 10);
+	assert_int_equal(nvmf_net_proto.in_direct(q, &dst), 0);
+	assert_int_equal(nvmf_net_proto.input(q, hdr + 10, sizeof(hdr) - 10),
+			 sizeof(hdr) - 10);
+	/* the rest of the PDU goes straight into the command's buffer */
+	assert_int_equal(nvmf_net_proto.in_direct(q, &dst), len);
+	assert_ptr_equal(dst, q->cmds->buf);
+	memcpy(dst, want, 4096);
+	nvmf_net_proto.in_direct_done(q, 4096);
+	assert_int_equal(nvmf_net_proto.in_direct(q, &dst), len - 4096);
+	assert_ptr_equal(dst, q->cmds->buf + 4096);
+	memcpy(dst, want + 4096, len - 4096);
+	nvmf_net_proto.in_direct_done(q, len - 4096);
+	assert_int_equal(nvmf_net_proto.in_direct(q, &dst), 0);
+	if (ddgst) {
+		/* the data digest comes through the input buffer, checked
+		 * over the data where it landed */
+		bs_nvme_put32(dg, bs_crc32c(want, len) ^ (bad ? 1 : 0));
+		assert_int_equal(nvmf_net_proto.input(q, dg, 4), 4);
+	}
+	if (bad) {
+		assert_true(q->ended);
+		assert_string_equal(q->reason, "data digest mismatch");
+	} else {
+		settle(f, q);
+		assert_int_equal(last_status(q), 0);
+		assert_int_equal(bs_read_sync(f->dev, got, len, 0), 0);
+		assert_memory_equal(got, want, len);
+	}
+	ops_close(q);
+	free(want);
+	free(got);
+}
+
+static void h2c_data_zero_copy(void **state)
+{
+	h2c_direct(*state, false, false);
+}
+
+static void h2c_data_zero_copy_digest(void **state)
+{
+	h2c_direct(*state, true, false);
+}
+
+static void h2c_data_zero_copy_bad_digest(void **state)
+{
+	h2c_direct(*state, true, true);
+}
+
+/* A read that finds the budget full waits for it, and its queue reads no
+ * new PDU meanwhile; bytes given back wake it and it completes. */
+static void read_waits_for_the_budget(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	int i;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, BS_BUDGET_MIN - 512 * 1024));
+	q = ops_queue(f, &port, false);
+	put_capsule(f, q, BS_NVME_CMD_READ, 3, MiB);
+	for (i = 0; i < 20; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 1);
+	/* waiting: no answer, no read in the device, no input */
+	assert_non_null(q->cmds);
+	assert_false(q->cmds->in_core);
+	assert_int_equal(last_status(q), -1);
+	assert_false(nvmf_net_proto.wants_input(q));
+	assert_true(bs_budget_used(b) <= BS_BUDGET_MIN);
+
+	bs_budget_give(b, &other, BS_BUDGET_MIN - 512 * 1024);
+	settle(f, q);
+	assert_int_equal(last_status(q), 0);
+	assert_int_equal(q->out_head->hdr[0], BS_NVME_TCP_C2H_DATA);
+	assert_int_equal(q->out_head->data_len, MiB);
+	assert_true(nvmf_net_proto.wants_input(q));
+	/* the read data holds its bytes until sent */
+	assert_int_equal(bs_budget_used(b), MiB);
+	ops_close(q);
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_budget_leave(b, &other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +532,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(write_zeroes_deac_mapping,
 						setup, teardown),
 		cmocka_unit_test(discovery_lists_every_subsystem),
+		cmocka_unit_test_setup_teardown(h2c_data_zero_copy, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(h2c_data_zero_copy_digest,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(h2c_data_zero_copy_bad_digest,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(read_waits_for_the_budget,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

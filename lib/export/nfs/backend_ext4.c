@@ -435,8 +435,9 @@ static int x_seek(struct nfs_backend *b, const struct nfs_fh *fh,
 	if (off >= st.size)
 		return -ENXIO;
 	s.bs = bs_fs_block_size(FS(b));
+	/* sk_one's 1 (found, stop) comes back from bs_fs_map: not an error */
 	err = bs_fs_map(FS(b), st.ino, sk_one, &s);
-	if (err)
+	if (err < 0)
 		return err;
 	if (whence == SEEK_DATA && (!s.found || s.pos >= st.size))
 		return -ENXIO;

@@ -231,6 +231,15 @@ uint32_t nfs_op_seek(struct nfs_compound *c, struct xdr_dec *a,
 	err = c->srv->be.ops->seek(&c->srv->be, &c->cfh, off,
 				   what == NFS4_CONTENT_DATA ? SEEK_DATA :
 				   SEEK_HOLE, &res);
+	/*
+	 * RFC 7862 15.11.3: NXIO is for an offset past the end; from inside
+	 * the file, content not found (no data after a trailing hole) is
+	 * NFS4_OK with sr_eof. lseek and the backends say ENXIO for both.
+	 */
+	if (err == -ENXIO && off < at.size) {
+		err = 0;
+		res = at.size;
+	}
 	if (err)
 		return nfs_errno(err);
 	xdr_put_bool(r, res >= at.size);

@@ -43,9 +43,8 @@ static void req_done(struct bs_req *req)
 	if (op == BS_NVME_CMD_DSM && c->err == -EOPNOTSUPP)
 		sf = 0;		/* deallocate is advisory */
 	if (!sf && op == BS_NVME_CMD_READ) {
-		data = c->buf;
+		data = c->buf;	/* moves to the C2HData PDU */
 		len = c->len;
-		c->buf = NULL;
 	}
 	if (!sf && op == BS_NVME_CMD_COMPARE) {
 		/* c->buf: the host's data, then what the device holds */
@@ -101,15 +100,13 @@ void nvmf_io_exec(struct nvmf_cmd *c)
 		return;
 	}
 	if (c->sqe.opcode == BS_NVME_CMD_COMPARE) {
-		uint8_t *b = realloc(c->buf, 2 * (size_t)c->len);
-
-		if (!b) {
-			FAIL(c, BS_NVME_SC_INTERNAL);
+		/* room for what the device holds behind the host's data
+		 * (held with the R2T already unless the data came in the
+		 * capsule) */
+		if (!nvmf_cmd_hold(c, 2 * c->len, nvmf_io_exec))
 			return;
-		}
-		c->buf = b;
-		bs_req_init(&c->req, BS_OP_READ, 0, off, len, b + c->len,
-			    req_done, c);
+		bs_req_init(&c->req, BS_OP_READ, 0, off, len,
+			    c->buf + c->len, req_done, c);
 		submit(c, &c->req);
 		return;
 	}
@@ -118,6 +115,13 @@ void nvmf_io_exec(struct nvmf_cmd *c)
 	bs_req_init(&c->req, BS_OP_WRITE, flags, off, len, c->buf, req_done,
 		    c);
 	submit(c, &c->req);
+}
+
+static void rw(struct nvmf_cmd *c, bool write);
+
+static void read_resume(struct nvmf_cmd *c)
+{
+	rw(c, false);
 }
 
 static void rw(struct nvmf_cmd *c, bool write)
@@ -150,11 +154,10 @@ static void rw(struct nvmf_cmd *c, bool write)
 		FAIL(c, BS_NVME_SC_SGL_INVALID_TYPE);
 		return;
 	}
-	c->buf = malloc(len);
-	if (!c->buf) {
-		FAIL(c, BS_NVME_SC_INTERNAL);
+	/* the read's buffer comes from the server budget: without room the
+	 * command waits (and so do the queue's next ones) */
+	if (!nvmf_cmd_hold(c, c->len, read_resume))
 		return;
-	}
 	bs_req_init(&c->req, BS_OP_READ, 0, off, len, c->buf, req_done, c);
 	submit(c, &c->req);
 }

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/caps.h>
 #include <blkstack/export.h>
 #include <blkstack/net.h>
@@ -50,6 +51,9 @@
 /* ICResp MAXH2CDATA: the largest transfer, so that one R2T (and one
  * H2CData PDU) can carry all of a write's data (see queue.c) */
 #define NVMF_MAXH2CDATA NVMF_MAX_XFER
+/* PDU data from this many bytes goes straight from the socket into its
+ * payload buffer (zero-copy input) */
+#define NVMF_DIRECT_MIN (16u << 10)
 #define NVMF_AERL 4		/* AERs held at once */
 #define NVMF_KAS_100MS 10	/* keep alive granularity: 1 s */
 #define NVMF_MAX_PORTS 4	/* listeners of one subsystem */
@@ -149,6 +153,9 @@ struct nvmf_out {
 	uint8_t hdr[BS_NVME_TCP_TERM_PLEN_MAX];
 	size_t hdr_len;
 	uint8_t *data;			/* owned, freed once sent */
+	uint32_t data_pool;		/* data is a payload buffer of this
+					   many bytes (nvmf_buf_get()); 0:
+					   malloc'd */
 	size_t data_off, data_len;
 	uint8_t ddgst[4];
 	size_t dd_len;
@@ -161,7 +168,8 @@ struct nvmf_cmd {
 	struct nvmf_cmd *next;
 	struct bs_nvme_sqe sqe;
 	struct nvmf_ns *ns;
-	uint8_t *buf;
+	uint8_t *buf;			/* payload buffer (nvmf_buf_get()) */
+	uint32_t buf_len;		/* its bytes, taken from the budget */
 	uint32_t len;			/* data bytes of the command */
 	uint32_t got;			/* H2C bytes received so far */
 	uint32_t r2t_len;		/* bytes of the outstanding R2T */
@@ -173,6 +181,10 @@ struct nvmf_cmd {
 	uint16_t sf;			/* status field to answer */
 	struct bs_req req;
 	struct bs_req *reqs;		/* DSM: one per range */
+	/* waiting for the budget (nvmf_cmd_hold()): the queue's FIFO */
+	struct nvmf_cmd *wnext;
+	void (*resume)(struct nvmf_cmd *c);
+	bool parked;
 };
 
 struct nvmf_queue {
@@ -189,12 +201,29 @@ struct nvmf_queue {
 	uint16_t sqsize;
 	bool sqflow_off;
 	struct nvmf_pdu_params pp;
-	/* input */
+	/* input: the header, then the rest of the PDU in three parts:
+	 * padding up to PDO (skipped), the data (into a payload buffer,
+	 * maybe straight from the socket: p_in_direct()), its digest */
 	uint8_t hdr[BS_NVME_TCP_HLEN_MAX + BS_NVME_TCP_DIGEST_LEN];
 	size_t have;
 	struct nvmf_pdu_layout lay;
-	uint8_t *rbuf;			/* rest of the PDU after the header */
-	size_t rlen, rhave;
+	bool in_rest;			/* the header is done */
+	bool hdr_held;			/* in-capsule data waits for budget */
+	uint32_t pad_left;
+	uint8_t *ddst;			/* NULL: the data is skipped */
+	uint32_t dhave;
+	uint32_t skip_crc;		/* CRC32C of skipped data so far */
+	uint8_t dgst[BS_NVME_TCP_DIGEST_LEN];
+	uint32_t dgst_have;
+	uint8_t *icbuf;			/* in-capsule data (nvmf_buf_get()) */
+	uint32_t icbuf_len;
+	struct nvmf_cmd *h2c;		/* the H2CData PDU's command */
+	/* the server-wide payload budget (NULL: none, unit tests) */
+	struct bs_budget *budget;
+	struct bs_budget_holder bh;
+	struct nvmf_cmd *wait_head, *wait_tail;
+	bool wait_refused;		/* the head asked again, refused */
+	bool evicted;
 	/* output */
 	struct nvmf_out *out_head, *out_tail;
 	size_t out_bytes;
@@ -214,13 +243,33 @@ extern const struct bs_net_proto nvmf_net_proto;
 void nvmf_queue_end(struct nvmf_queue *q, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Complete @c: C2HData of @data/@len first when @len (owned by the
- * queue afterwards, freed), then the response. */
+ * queue afterwards, freed: c->buf, a payload buffer, or malloc'd), then
+ * the response. */
 void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
 		   uint8_t *data, uint32_t len);
 /* Free @c without an answer (an AER kept by its CID). */
 void nvmf_cmd_forget(struct nvmf_cmd *c);
-/* Ask for the rest of a write's data (R2T). */
+/* Ask for the rest of a write's data (R2T): once c->buf holds all of
+ * it (taking the bytes from the budget may make @c wait first). */
 void nvmf_cmd_want_data(struct nvmf_cmd *c);
+/*
+ * Payload buffers: @len bytes (> 0) from the buffer pool, taken from the
+ * server-wide budget first. 0, -EAGAIN (the budget is full: the queue's
+ * holder is woken when it may try again) or -ENOMEM.
+ */
+int nvmf_buf_get(struct nvmf_queue *q, uint32_t len, uint8_t **out);
+void nvmf_buf_put(struct nvmf_queue *q, uint8_t *buf, uint32_t len);
+/*
+ * c->buf of at least @len bytes (what it holds is kept). True: go on.
+ * False: @c waits in the queue's FIFO for the budget and @resume runs
+ * when it may try again, or @c was answered (out of memory); either
+ * way the caller leaves @c alone.
+ */
+bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
+		   void (*resume)(struct nvmf_cmd *c));
+/* Free a queued output PDU (and its data); all of @q's output. */
+void nvmf_out_free(struct nvmf_queue *q, struct nvmf_out *o);
+void nvmf_out_drop_all(struct nvmf_queue *q);
 /* Send a response capsule for command @cid without a command object. */
 void nvmf_queue_respond(struct nvmf_queue *q, uint16_t cid, uint16_t sf,
 			uint64_t result);
@@ -231,9 +280,11 @@ uint16_t nvmf_errno_sf(int err, bool write);
 void nvmf_queue_send_close(struct nvmf_queue *q, const char *why);
 void nvmf_queue_send_aen(struct nvmf_queue *q);
 /* A complete command capsule: the 64-byte @sqe and its @dlen bytes of
- * in-capsule @data, checked and dispatched (fabrics, admin or I/O). */
-void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
-		  const uint8_t *data, uint32_t dlen);
+ * in-capsule data in @buf (from nvmf_buf_get(q, dlen), owned by the
+ * command now; NULL when the data was not kept), checked and dispatched
+ * (fabrics, admin or I/O). */
+void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
+		  uint32_t dlen);
 /* Length of the data the SGL of @sqe describes, and whether in capsule. */
 int nvmf_sgl(const struct bs_nvme_sqe *sqe, uint32_t *len, bool *incapsule);
 

@@ -10,15 +10,143 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/bufpool.h>
 #include <blkstack/loop.h>
 
+#include "core/crc32c.h"
 #include "export/nvmf/nvmf.h"
 
+/* ---- payload buffers and the server budget --------------------------------- */
+
+int nvmf_buf_get(struct nvmf_queue *q, uint32_t len, uint8_t **out)
+{
+	uint8_t *b;
+
+	if (q->budget && !bs_budget_take(q->budget, &q->bh, len))
+		return -EAGAIN;
+	/* page aligned (drivers may do direct I/O from it) and pooled:
+	 * warm, already mapped, no heap left at its high-water mark */
+	b = bs_buf_get(len);
+	if (!b) {
+		if (q->budget)
+			bs_budget_give(q->budget, &q->bh, len);
+		return -ENOMEM;
+	}
+	*out = b;
+	return 0;
+}
+
+void nvmf_buf_put(struct nvmf_queue *q, uint8_t *buf, uint32_t len)
+{
+	if (!buf)
+		return;
+	bs_buf_put(buf, len);
+	if (q->budget)
+		bs_budget_give(q->budget, &q->bh, len);
+}
+
+static void cmd_unpark(struct nvmf_cmd *c)
+{
+	struct nvmf_queue *q = c->q;
+	struct nvmf_cmd **pp, *prev = NULL;
+
+	if (!c->parked)
+		return;
+	for (pp = &q->wait_head; *pp; prev = *pp, pp = &(*pp)->wnext)
+		if (*pp == c) {
+			*pp = c->wnext;
+			if (q->wait_tail == c)
+				q->wait_tail = prev;
+			break;
+		}
+	c->parked = false;
+	c->wnext = NULL;
+}
+
+static void cmd_park(struct nvmf_cmd *c, void (*resume)(struct nvmf_cmd *c))
+{
+	struct nvmf_queue *q = c->q;
+
+	c->resume = resume;
+	if (c->parked) {
+		q->wait_refused = true;	/* the head, refused once more */
+		return;
+	}
+	c->parked = true;
+	c->wnext = NULL;
+	if (q->wait_tail)
+		q->wait_tail->wnext = c;
+	else
+		q->wait_head = c;
+	q->wait_tail = c;
+}
+
+static void cmd_free(struct nvmf_cmd *c)
+{
+	struct nvmf_queue *q = c->q;
+
+	cmd_unpark(c);
+	if (q->h2c == c)
+		q->h2c = NULL;
+	nvmf_buf_put(q, c->buf, c->buf_len);
+	free(c->reqs);
+	free(c);
+}
+
+bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
+		   void (*resume)(struct nvmf_cmd *c))
+{
+	struct nvmf_queue *q = c->q;
+	uint8_t *b;
+	int err;
+
+	if (!len || (c->buf && c->buf_len >= len))
+		return true;
+	/* first come, first served: behind the ones already waiting */
+	if (q->wait_head && q->wait_head != c) {
+		cmd_park(c, resume);
+		return false;
+	}
+	err = nvmf_buf_get(q, len, &b);
+	if (err == -EAGAIN) {
+		cmd_park(c, resume);
+		return false;
+	}
+	cmd_unpark(c);
+	if (err) {
+		nvmf_cmd_done(c, BS_NVME_SC_INTERNAL, 0, NULL, 0);
+		return false;
+	}
+	if (c->buf) {
+		memcpy(b, c->buf, c->got);
+		nvmf_buf_put(q, c->buf, c->buf_len);
+	}
+	c->buf = b;
+	c->buf_len = len;
+	return true;
+}
+
+/* Commands waiting for the budget try again, oldest first, until one is
+ * refused. */
+static void wait_run(struct nvmf_queue *q)
+{
+	while (q->wait_head && !q->ended) {
+		struct nvmf_cmd *c = q->wait_head;
+
+		q->wait_refused = false;
+		c->resume(c);
+		if (q->wait_refused)
+			break;
+	}
+}
+
 /* ---- output ---------------------------------------------------------------- */
+
 
 static struct nvmf_out *out_new(void)
 {
@@ -27,6 +155,11 @@ static struct nvmf_out *out_new(void)
 
 static void out_queue(struct nvmf_queue *q, struct nvmf_out *o)
 {
+	if (q->evicted) {
+		/* nobody reads it: its bytes go back at once */
+		nvmf_out_free(q, o);
+		return;
+	}
 	o->next = NULL;
 	if (q->out_tail)
 		q->out_tail->next = o;
@@ -38,9 +171,12 @@ static void out_queue(struct nvmf_queue *q, struct nvmf_out *o)
 		bs_net_conn_kick(q->nc);
 }
 
-static void out_free(struct nvmf_out *o)
+void nvmf_out_free(struct nvmf_queue *q, struct nvmf_out *o)
 {
-	free(o->data);
+	if (o->data_pool)
+		nvmf_buf_put(q, o->data, o->data_pool);
+	else
+		free(o->data);
 	free(o);
 }
 
@@ -120,9 +256,7 @@ void nvmf_cmd_forget(struct nvmf_cmd *c)
 	struct nvmf_queue *q = c->q;
 
 	cmd_unlink(c);
-	free(c->buf);
-	free(c->reqs);
-	free(c);
+	cmd_free(c);
 	if (q->orphan && !q->cmds)
 		queue_free(q);
 }
@@ -131,7 +265,14 @@ void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
 		   uint8_t *data, uint32_t len)
 {
 	struct nvmf_queue *q = c->q;
+	uint32_t pool = 0;
 
+	if (data && data == c->buf) {
+		/* the payload buffer moves to the C2HData PDU */
+		pool = c->buf_len;
+		c->buf = NULL;
+		c->buf_len = 0;
+	}
 	cmd_unlink(c);
 	if (!q->ended) {
 		bool success = false;
@@ -140,8 +281,6 @@ void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
 			struct nvmf_out *o = out_new();
 
 			if (!o) {
-				free(data);
-				data = NULL;
 				nvmf_queue_end(q, "out of memory for data");
 				goto out;
 			}
@@ -155,6 +294,7 @@ void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
 				nvmf_pdu_put_hdgst(o->hdr,
 						   BS_NVME_TCP_DATA_HLEN);
 			o->data = data;
+			o->data_pool = pool;
 			o->data_len = len;
 			data = NULL;
 			if (q->pp.ddgst) {
@@ -168,11 +308,11 @@ void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
 			put_rsp(q, c->sqe.cid, sf, result);
 	}
 out:
-	free(data);
-	if (c->buf != data)
-		free(c->buf);
-	free(c->reqs);
-	free(c);
+	if (pool)
+		nvmf_buf_put(q, data, pool);
+	else
+		free(data);
+	cmd_free(c);
 	if (q->orphan && !q->cmds)
 		queue_free(q);
 }
@@ -181,6 +321,7 @@ void nvmf_cmd_want_data(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
 	struct nvmf_out *o;
+	uint32_t need = c->len;
 	/* R2TL at most MAXH2CDATA, which is the largest transfer (MDTS):
 	 * so one R2T asks for the rest of a write and a host may answer it
 	 * with one H2CData PDU. Hosts that ignore MAXH2CDATA and send R2TL
@@ -191,6 +332,12 @@ void nvmf_cmd_want_data(struct nvmf_cmd *c)
 
 	if (n > NVMF_MAXH2CDATA)
 		n = NVMF_MAXH2CDATA;
+	/* the R2T goes once the buffer for its data is held; a Compare's
+	 * holds what the device reads too */
+	if (c->sqe.opcode == BS_NVME_CMD_COMPARE && c->q->qid)
+		need = 2 * c->len;
+	if (!nvmf_cmd_hold(c, need, nvmf_cmd_want_data))
+		return;
 
 	o = out_new();
 	if (!o) {
@@ -285,8 +432,8 @@ static void icreq(struct nvmf_queue *q)
 	q->pp.ddgst = dgst & BS_NVME_TCP_DDGST_ENABLE;
 }
 
-void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
-		  const uint8_t *data, uint32_t dlen)
+void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
+		  uint32_t dlen)
 {
 	struct nvmf_cmd *c = calloc(1, sizeof(*c));
 	uint32_t len;
@@ -294,6 +441,7 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
 	int sf;
 
 	if (!c) {
+		nvmf_buf_put(q, buf, dlen);
 		nvmf_queue_end(q, "out of memory for a command");
 		return;
 	}
@@ -303,14 +451,19 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
 	q->cmds = c;
 	q->ncmds++;
 	q->commands++;
+	/* the in-capsule data is the command's buffer (no copy) */
+	if (buf) {
+		c->buf = buf;
+		c->buf_len = dlen;
+	}
 	sf = nvmf_sgl(&c->sqe, &len, &inc);
 	if (!sf && inc && len != dlen)
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && !inc && dlen)
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	/* more in-capsule data than IOCCSZ offers (PDUs may be as long as
-	 * MAXH2CDATA, capsules may not) */
-	if (!sf && inc && dlen > NVMF_INCAPSULE)
+	 * MAXH2CDATA, capsules may not; such data was not kept) */
+	if (!sf && inc && (dlen > NVMF_INCAPSULE || (dlen && !buf)))
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && len > NVMF_MAX_XFER + 0u &&
 	    c->sqe.opcode != BS_NVME_FABRICS_OPC)
@@ -320,15 +473,8 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
 		return;
 	}
 	c->len = len;
-	if (inc && dlen) {
-		c->buf = malloc(dlen);
-		if (!c->buf) {
-			nvmf_cmd_done(c, BS_NVME_SC_INTERNAL, 0, NULL, 0);
-			return;
-		}
-		memcpy(c->buf, data, dlen);
+	if (inc && dlen)
 		c->got = dlen;
-	}
 	if (c->sqe.opcode == BS_NVME_FABRICS_OPC)
 		nvmf_fabrics(c);
 	else if (!q->ctrl)
@@ -340,7 +486,10 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe,
 		nvmf_io(c);
 }
 
-static void h2c_data(struct nvmf_queue *q, const uint8_t *data, uint32_t dlen)
+/* An H2CData header: the command whose outstanding R2T it answers,
+ * checked (its buffer holds the data already); NULL after a fatal
+ * error. */
+static struct nvmf_cmd *h2c_begin(struct nvmf_queue *q)
 {
 	const struct bs_nvme_tcp_data *h = (const void *)q->hdr;
 	uint16_t ttag = bs_nvme_le16(h->ttag);
@@ -354,32 +503,35 @@ static void h2c_data(struct nvmf_queue *q, const uint8_t *data, uint32_t dlen)
 			break;
 	if (!c) {
 		term(q, &e);
-		return;
+		return NULL;
 	}
-	if (len != dlen) {
+	if (len != q->lay.data_len) {
 		e = (struct nvmf_pdu_err){ BS_NVME_TCP_FES_INVALID_HEADER, 16,
 					   "H2CData DATAL differs from the "
 					   "data in the PDU" };
 		term(q, &e);
-		return;
+		return NULL;
 	}
 	if (off != c->got || (uint64_t)off + len > c->len ||
 	    len > c->r2t_len) {
 		e = (struct nvmf_pdu_err){ BS_NVME_TCP_FES_DATA_OUT_OF_RANGE,
 					   12, "H2CData outside the R2T" };
 		term(q, &e);
+		return NULL;
+	}
+	return c;
+}
+
+/* An H2CData PDU's data is in its command's buffer. */
+static void h2c_data(struct nvmf_queue *q)
+{
+	struct nvmf_cmd *c = q->h2c;
+
+	q->h2c = NULL;
+	if (!c)
 		return;
-	}
-	if (!c->buf) {
-		c->buf = malloc(c->len);
-		if (!c->buf) {
-			nvmf_queue_end(q, "out of memory for write data");
-			return;
-		}
-	}
-	memcpy(c->buf + off, data, len);
-	c->got += len;
-	c->r2t_len -= len;
+	c->got += q->lay.data_len;
+	c->r2t_len -= q->lay.data_len;
 	if (c->r2t_len)
 		return;
 	c->wants_data = false;
@@ -389,14 +541,79 @@ static void h2c_data(struct nvmf_queue *q, const uint8_t *data, uint32_t dlen)
 		nvmf_io_exec(c);
 }
 
-static void pdu(struct nvmf_queue *q)
+/*
+ * The header is in: where the rest of the PDU goes. 0; -EAGAIN: its
+ * in-capsule data waits for the budget (input stops at this header until
+ * the budget wakes the queue); else the queue ended.
+ */
+static int rest_begin(struct nvmf_queue *q)
 {
-	const uint8_t *data = NULL;
-	uint32_t dlen = q->lay.data_len;
+	const struct nvmf_pdu_layout *l = &q->lay;
+	int err;
 
-	if (dlen)
-		data = q->rbuf + (q->lay.data_off - q->lay.hdr_len);
-	switch (q->lay.type) {
+	q->pad_left = l->data_len ? l->data_off - l->hdr_len : 0;
+	q->ddst = NULL;
+	q->dhave = 0;
+	q->skip_crc = ~0u;
+	q->dgst_have = 0;
+	if (!l->data_len)
+		return 0;
+	if (l->type == BS_NVME_TCP_H2C_DATA) {
+		struct nvmf_cmd *c = h2c_begin(q);
+
+		if (!c)
+			return -EPROTO;
+		q->h2c = c;
+		q->ddst = c->buf + c->got;
+	} else if (l->type == BS_NVME_TCP_CMD &&
+		   l->data_len <= NVMF_INCAPSULE) {
+		err = nvmf_buf_get(q, l->data_len, &q->icbuf);
+		if (err == -EAGAIN)
+			return err;
+		if (err) {
+			nvmf_queue_end(q, "out of memory for in-capsule data");
+			return err;
+		}
+		q->icbuf_len = l->data_len;
+		q->ddst = q->icbuf;
+	}
+	/* else skipped: a TermReq's copy of our header, or in-capsule data
+	 * above IOCCSZ (the capsule is refused) */
+	return 0;
+}
+
+static bool rest_complete(const struct nvmf_queue *q)
+{
+	return q->in_rest && !q->pad_left && q->dhave == q->lay.data_len &&
+	       q->dgst_have == (q->lay.ddgst ? BS_NVME_TCP_DIGEST_LEN : 0u);
+}
+
+/* All of the PDU is in: check its data digest, then act on it. */
+static void rest_done(struct nvmf_queue *q)
+{
+	const struct nvmf_pdu_layout *l = &q->lay;
+	uint8_t *ic;
+
+	q->in_rest = false;
+	q->have = 0;
+	if (l->ddgst) {
+		/* computed over the data where it landed (maybe straight
+		 * from the socket) */
+		uint32_t crc = q->ddst ? nvmf_crc32c(q->ddst, l->data_len)
+				       : ~q->skip_crc;
+
+		if (bs_nvme_get32(q->dgst) != crc) {
+			/* fatal: the connection closes (what Linux's nvmet
+			 * does too) */
+			nvmf_queue_end(q, "data digest mismatch");
+			return;
+		}
+	}
+	ic = q->icbuf;
+	q->icbuf = NULL;
+	q->icbuf_len = 0;
+	q->ddst = NULL;
+	switch (l->type) {
 	case BS_NVME_TCP_ICREQ:
 		icreq(q);
 		break;
@@ -405,55 +622,105 @@ static void pdu(struct nvmf_queue *q)
 			       "FES %u)", bs_nvme_get16(q->hdr + 8));
 		break;
 	case BS_NVME_TCP_CMD:
-		nvmf_capsule(q, q->hdr + 8, data, dlen);
+		nvmf_capsule(q, q->hdr + 8, ic, l->data_len);
 		break;
 	case BS_NVME_TCP_H2C_DATA:
-		h2c_data(q, data, dlen);
+		h2c_data(q);
 		break;
 	}
 }
 
-static void pdu_reset(struct nvmf_queue *q)
+/* A command with an outstanding R2T: its data is on the way. */
+static bool r2t_pending(const struct nvmf_queue *q)
 {
-	free(q->rbuf);
-	q->rbuf = NULL;
-	q->rlen = q->rhave = 0;
-	q->have = 0;
+	const struct nvmf_cmd *c;
+
+	for (c = q->cmds; c; c = c->next)
+		if (c->wants_data)
+			return true;
+	return false;
+}
+
+/*
+ * Waiting for the budget takes no new PDU: neither with in-capsule data
+ * held at its header nor with commands waiting for a buffer. But the
+ * data of an outstanding R2T still comes in (its bytes are held; reading
+ * it gives them back once the write is done), else queues that hold the
+ * whole budget that way would wait for each other.
+ */
+static bool budget_blocked(const struct nvmf_queue *q)
+{
+	return q->hdr_held || (q->wait_head && !r2t_pending(q));
+}
+
+static void progress(struct nvmf_queue *q)
+{
+	if (q->budget)
+		bs_budget_progress(&q->bh);
+}
+
+/* The next part of the PDU's rest from @buf: bytes used. */
+static size_t rest_feed(struct nvmf_queue *q, const uint8_t *buf, size_t len)
+{
+	size_t n;
+
+	if (q->pad_left) {
+		n = q->pad_left < len ? q->pad_left : len;
+		q->pad_left -= (uint32_t)n;
+		return n;
+	}
+	if (q->dhave < q->lay.data_len) {
+		n = q->lay.data_len - q->dhave;
+		if (n > len)
+			n = len;
+		if (q->ddst)
+			memcpy(q->ddst + q->dhave, buf, n);
+		else if (q->lay.ddgst)
+			q->skip_crc = bs_crc32c_update(q->skip_crc, buf, n);
+		q->dhave += (uint32_t)n;
+		progress(q);
+		return n;
+	}
+	n = BS_NVME_TCP_DIGEST_LEN - q->dgst_have;
+	if (n > len)
+		n = len;
+	memcpy(q->dgst + q->dgst_have, buf, n);
+	q->dgst_have += (uint32_t)n;
+	return n;
 }
 
 static size_t feed(struct nvmf_queue *q, const uint8_t *buf, size_t len)
 {
 	size_t used = 0;
 
-	while (used < len && !q->ended) {
+	while (!q->ended) {
 		size_t n;
+		int err;
 
-		if (q->rbuf) {
-			n = q->rlen - q->rhave;
-			if (n > len - used)
-				n = len - used;
-			memcpy(q->rbuf + q->rhave, buf + used, n);
-			q->rhave += n;
-			used += n;
-			if (q->rhave < q->rlen)
-				break;
-			if (q->lay.ddgst) {
-				const uint8_t *d = q->rbuf + (q->lay.data_off -
-							      q->lay.hdr_len);
-
-				if (bs_nvme_get32(d + q->lay.data_len) !=
-				    nvmf_crc32c(d, q->lay.data_len)) {
-					/* fatal: the connection closes
-					 * (what Linux's nvmet does too) */
-					nvmf_queue_end(q, "data digest "
-						       "mismatch");
-					break;
-				}
+		if (q->in_rest) {
+			if (rest_complete(q)) {
+				rest_done(q);
+				continue;
 			}
-			pdu(q);
-			pdu_reset(q);
+			if (used == len)
+				break;
+			used += rest_feed(q, buf + used, len - used);
 			continue;
 		}
+		if (q->hdr_held) {
+			err = rest_begin(q);
+			if (err == -EAGAIN)
+				break;
+			q->hdr_held = false;
+			if (!err)
+				q->in_rest = true;
+			continue;
+		}
+		/* at a PDU boundary: nothing new while waiting for bytes */
+		if (!q->have && budget_blocked(q))
+			break;
+		if (used == len)
+			break;
 		if (q->have < 8) {
 			n = 8 - q->have;
 			if (n > len - used)
@@ -487,17 +754,13 @@ static size_t feed(struct nvmf_queue *q, const uint8_t *buf, size_t len)
 			term(q, &e);
 			break;
 		}
-		if (q->lay.plen > q->lay.hdr_len) {
-			q->rlen = q->lay.plen - q->lay.hdr_len;
-			q->rbuf = malloc(q->rlen);
-			if (!q->rbuf) {
-				nvmf_queue_end(q, "out of memory for a PDU");
-				break;
-			}
-			continue;
+		err = rest_begin(q);
+		if (err == -EAGAIN) {
+			q->hdr_held = true;
+			break;
 		}
-		pdu(q);
-		pdu_reset(q);
+		if (!err)
+			q->in_rest = true;
 	}
 	if (q->ended)
 		return len;
@@ -551,6 +814,39 @@ void nvmf_queue_send_aen(struct nvmf_queue *q)
 
 /* ---- the network server's ops ---------------------------------------------- */
 
+#define QUEUE_OF(h) \
+	((struct nvmf_queue *)((char *)(h) - offsetof(struct nvmf_queue, bh)))
+
+/* Bytes may be free again: commands waiting for a buffer, then in-capsule
+ * data held at its header, try again; input goes on. */
+static void budget_wake(struct bs_budget_holder *h)
+{
+	struct nvmf_queue *q = QUEUE_OF(h);
+
+	if (q->orphan)
+		return;		/* nothing of it waits any more */
+	wait_run(q);
+	if (q->hdr_held)
+		feed(q, NULL, 0);
+	if (q->nc)
+		bs_net_conn_kick(q->nc);
+}
+
+/* Stalled while holding bytes others wait for: end now, and drop what
+ * it cannot send (read data), so that its bytes go back. */
+static void budget_evict(struct bs_budget_holder *h, const char *why)
+{
+	struct nvmf_queue *q = QUEUE_OF(h);
+
+	if (q->nc && !q->orphan)
+		bs_net_conn_log(q->nc, "closing: %s", why);
+	nvmf_queue_end(q, "%s", why);
+	q->evicted = true;
+	nvmf_out_drop_all(q);
+	if (q->nc && !q->orphan)
+		bs_net_conn_kick(q->nc);
+}
+
 static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 {
 	struct nvmf_port *port = owner;
@@ -565,6 +861,10 @@ static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 	q->pp.max_data = NVMF_MAXH2CDATA > NVMF_INCAPSULE ? NVMF_MAXH2CDATA
 							  : NVMF_INCAPSULE;
 	q->start_ns = bs_now_ns();
+	if (q->ss->exp && q->ss->exp->ctx)
+		q->budget = bs_ctx_budget(q->ss->exp->ctx);
+	q->bh.wake = budget_wake;
+	q->bh.evict = budget_evict;
 	*sess = q;
 	return 0;
 }
@@ -584,7 +884,32 @@ static bool p_wants_input(void *sess)
 	struct nvmf_queue *q = sess;
 
 	return !q->ended && !q->eof && !q->shutdown &&
-	       q->ncmds < q->ss->qdepth + 1;
+	       q->ncmds < q->ss->qdepth + 1 && !budget_blocked(q);
+}
+
+/* Zero-copy input: a PDU's data (H2CData, in-capsule) straight into its
+ * payload buffer. */
+static size_t p_in_direct(void *sess, uint8_t **dst)
+{
+	struct nvmf_queue *q = sess;
+
+	if (q->ended || !q->in_rest || q->pad_left || !q->ddst ||
+	    q->dhave >= q->lay.data_len)
+		return 0;
+	*dst = q->ddst + q->dhave;
+	return q->lay.data_len - q->dhave;
+}
+
+static void p_in_direct_done(void *sess, size_t n)
+{
+	struct nvmf_queue *q = sess;
+
+	if (!n)
+		return;
+	q->dhave += (uint32_t)n;
+	progress(q);
+	/* a PDU complete without a data digest is taken now */
+	p_input(q, NULL, 0);
 }
 
 static int p_output(void *sess, struct iovec *iov, int max)
@@ -639,6 +964,7 @@ static void p_sent(void *sess, size_t n)
 {
 	struct nvmf_queue *q = sess;
 
+	progress(q);
 	q->out_bytes -= n;
 	while (n && q->out_head) {
 		struct nvmf_out *o = q->out_head;
@@ -653,8 +979,20 @@ static void p_sent(void *sess, size_t n)
 		q->out_head = o->next;
 		if (!q->out_head)
 			q->out_tail = NULL;
-		out_free(o);
+		nvmf_out_free(q, o);
 	}
+}
+
+void nvmf_out_drop_all(struct nvmf_queue *q)
+{
+	while (q->out_head) {
+		struct nvmf_out *o = q->out_head;
+
+		q->out_head = o->next;
+		nvmf_out_free(q, o);
+	}
+	q->out_tail = NULL;
+	q->out_bytes = 0;
 }
 
 static void p_eof(void *sess)
@@ -691,13 +1029,10 @@ static void queue_free(struct nvmf_queue *q)
 {
 	if (q->set)
 		bs_exports_release(q->set);
-	while (q->out_head) {
-		struct nvmf_out *o = q->out_head;
-
-		q->out_head = o->next;
-		out_free(o);
-	}
-	free(q->rbuf);
+	nvmf_out_drop_all(q);
+	nvmf_buf_put(q, q->icbuf, q->icbuf_len);
+	if (q->budget)
+		bs_budget_leave(q->budget, &q->bh);
 	free(q);
 }
 
@@ -725,9 +1060,7 @@ static void p_close(void *sess, const char *why)
 		next = c->next;
 		if (!c->in_core) {
 			cmd_unlink(c);
-			free(c->buf);
-			free(c->reqs);
-			free(c);
+			cmd_free(c);
 		}
 	}
 	q->nc = NULL;
@@ -744,9 +1077,15 @@ static void p_close(void *sess, const char *why)
 const struct bs_net_proto nvmf_net_proto = {
 	.name = "nvmf",
 	.inbuf = 256 * 1024,
+	.direct_min = NVMF_DIRECT_MIN,
+	/* after data taken zero-copy: its digest and a capsule's header
+	 * with its digest (an H2CData header is shorter) */
+	.direct_hdr = 2 * BS_NVME_TCP_DIGEST_LEN + BS_NVME_TCP_CMD_HLEN,
 	.start = p_start,
 	.input = p_input,
 	.wants_input = p_wants_input,
+	.in_direct = p_in_direct,
+	.in_direct_done = p_in_direct_done,
 	.output = p_output,
 	.out_bytes = p_out_bytes,
 	.sent = p_sent,

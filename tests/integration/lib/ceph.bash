@@ -13,8 +13,11 @@ ceph_cleanup() {
 	daemon_cleanup
 }
 
-# ceph_setup: after daemon_setup; SKIP (77) when Ceph is not installed or
-# the cluster cannot start, with the reason. Sets $CEPH_CONF.
+# ceph_setup: after daemon_setup; SKIP (77) when Ceph is not installed
+# (a binary missing), with the reason. With Ceph installed, a cluster that
+# does not start is a FAIL: the start log (scripts/ceph-cluster.sh prints
+# the daemon log's tail that explains it) and the cluster log's tail are
+# printed. Sets $CEPH_CONF.
 ceph_setup() {
 	local c
 	for c in ceph-mon ceph-osd ceph rados rbd monmaptool; do
@@ -26,10 +29,42 @@ ceph_setup() {
 	trap ceph_cleanup EXIT
 	if ! "$CEPH_SCRIPT" start "$CEPH_DIR" >"$T/ceph-start.log" 2>&1; then
 		cat "$T/ceph-start.log" >&2
-		skip "the test Ceph cluster did not start (scripts/ceph-cluster.sh)"
+		if [[ -f $CEPH_DIR/log/cluster.log ]]; then
+			echo "--- last lines of $CEPH_DIR/log/cluster.log:" >&2
+			tail -n 25 "$CEPH_DIR/log/cluster.log" >&2
+		fi
+		fail "the test Ceph cluster did not start (scripts/ceph-cluster.sh start; Ceph is installed)"
 	fi
 	note "$(tail -1 "$T/ceph-start.log")"
 	export CEPH_CONF=$CEPH_DIR/ceph.conf
+}
+
+# rbd_nbd_config POOL/IMAGE SIZE: device r on the image (made with SIZE
+# when missing), exported over NBD on 127.0.0.1:$PORT, added to $T/d.ini.
+rbd_nbd_config() {
+	cat >>"$T/d.ini" <<EOC
+[device r]
+type = rbd
+image = $1
+conf = $CEPH_CONF
+create = $2
+
+[export r]
+type = nbd
+device = r
+listen = 127.0.0.1:$PORT
+EOC
+}
+
+# qio ARGS...: qemu-io -f raw, bounded in time; fails (with its output on
+# stderr) when it fails or says error, fail or mismatch.
+qio() {
+	local out
+	out=$(timeout 120 qemu-io -f raw "$@" 2>&1) || { echo "$out" >&2; return 1; }
+	if grep -qiE 'error|fail|mismatch' <<<"$out"; then
+		echo "$out" >&2
+		return 1
+	fi
 }
 
 # rbd_used POOL/IMAGE: bytes `rbd du` counts as used.

@@ -151,6 +151,22 @@ need() {
 	done
 }
 
+# fio_verify NAME URI FIO-ARGS...: random writes of 4K..256K through
+# fio's nbd engine verified with crc32c (fatal at the first mismatch),
+# bounded in time; FIO-ARGS give size, offsets, jobs and depth. Fails on
+# any error; the report is $T/NAME.json.
+fio_verify() {
+	local name=$1 uri=$2
+	shift 2
+	timeout 300 fio --name="$name" --ioengine=nbd --uri="$uri" \
+		--rw=randwrite --bsrange=4k-256k --verify=crc32c --verify_fatal=1 \
+		--do_verify=1 --verify_state_save=0 --output-format=json \
+		--output="$T/$name.json" "$@" ||
+		{ tail -30 "$T/$name.json"; fail "fio $name failed"; }
+	(($(jq '[.jobs[].error] | add' "$T/$name.json") == 0)) ||
+		fail "fio $name: errors"
+}
+
 # need_export_type TYPE: skip unless this blkstackd has the export type
 # (its --help lists the registered ones, "  TYPE - summary").
 need_export_type() {
