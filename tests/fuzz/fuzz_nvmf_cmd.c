@@ -19,7 +19,8 @@
  *   records  kind byte: kind % 8 == 7 is a namespace change notice
  *            (next byte: NSID); kind % 8 == 6 sets the port's ANA
  *            state (next byte % 5: optimized, non-optimized,
- *            inaccessible, persistent loss, change); else a 64-byte
+ *            inaccessible, persistent loss, change; its bit 4: of
+ *            group 1 alone, else of every group); else a 64-byte
  *            SQE, a 2-byte little-endian length and that many bytes of data (capped
  *            at 16 KiB and at what is left)
  *
