@@ -20,6 +20,7 @@ struct bsd {
 	char state_dir[PATH_MAX];
 	char control[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char pid_file[PATH_MAX];
+	bool served;		/* started: the exports were up */
 	bool stopping;		/* a stop signal came: draining clients */
 	bool forced;		/* a second one: close now */
 	int drain_timer;

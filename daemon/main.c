@@ -661,8 +661,9 @@ static int stop(struct bsd *d, struct bs_config *cfg)
 	if (d->ctx) {
 		struct bs_budget *b = bs_ctx_budget(d->ctx);
 
-		/* what the clients held at most, and how often they waited */
-		if (b)
+		/* what the clients held at most, and how often they waited
+		 * (not after a start that failed: its one line is the error) */
+		if (b && d->served)
 			bsd_log("in-flight payload budget: peak %llu bytes of "
 				"%llu, %llu requests waited",
 				(unsigned long long)bs_budget_peak(b),
@@ -840,6 +841,7 @@ int main(int argc, char **argv)
 		config ? ", config " : " on the embedded default",
 		config ? config : "");
 	summary(&d);
+	d.served = true;
 	tell_parent(ready, "ok");
 	bs_loop_run(d.loop);
 	rc = stop(&d, NULL);
