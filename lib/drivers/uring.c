@@ -265,13 +265,14 @@ static bool queue_sqe(struct drv_uring_ring *rg, struct bs_req *req)
 		err = u->ops && u->ops->prep ? u->ops->prep(u->dev, req, sqe)
 					     : -EOPNOTSUPP;
 		if (err) {
-			/* the SQE is taken: make it a no-op nobody waits for */
+			/* answered here: a no-op brings it back to be
+			 * completed from uring_reap(), not from inside this
+			 * submit (the callback may submit again) */
+			struct drv_uring_req *r = drv_uring_req(req);
+
 			io_uring_prep_nop(sqe);
-			io_uring_sqe_set_data(sqe, NULL);
-			rg->inflight++;
-			rg->dirty = true;
-			bs_req_complete(req, err == DRV_URING_DONE ? 0 : err);
-			return true;
+			r->answered = true;
+			r->answer = err == DRV_URING_DONE ? 0 : err;
 		}
 	}
 	io_uring_sqe_set_data(sqe, req);
@@ -338,11 +339,20 @@ static void uring_prepoll(void *arg)
 
 	while (rg->wait_head) {
 		struct bs_req *r = rg->wait_head;
-		if (!queue_sqe(rg, r))
-			break;
+
+		/* off the list first: queue_sqe() may complete @r (no
+		 * memory for a bounce), and its callback reuse r->work */
 		rg->wait_head = (struct bs_req *)r->work.next;
 		if (!rg->wait_head)
 			rg->wait_tail = NULL;
+		if (!queue_sqe(rg, r)) {
+			/* no SQE free: back at the head, in its turn */
+			r->work.next = (struct bs_work *)rg->wait_head;
+			rg->wait_head = r;
+			if (!rg->wait_tail)
+				rg->wait_tail = r;
+			break;
+		}
 	}
 	if (rg->dirty) {
 		rg->dirty = false;
@@ -412,6 +422,11 @@ static void uring_reap(void *arg, uint32_t events)
 		rg->inflight--;
 		if (!req)
 			continue; /* a no-op for a request already completed */
+		if (drv_uring_req(req)->answered) {
+			drv_uring_req(req)->answered = false;
+			bs_req_complete(req, drv_uring_req(req)->answer);
+			continue;
+		}
 		if (req->op != BS_OP_READ && req->op != BS_OP_WRITE &&
 		    req->op != BS_OP_FLUSH && u->ops && u->ops->reaped)
 			u->ops->reaped(u->dev, req);

@@ -35,6 +35,12 @@
 struct drv_uring_req {
 	void *bounce;		/* O_DIRECT bounce buffer (READ/WRITE) */
 	uint64_t done;		/* bytes transferred so far (READ/WRITE) */
+	/* prep() answered without the kernel: a no-op SQE carries the
+	 * request, which completes with this result when it is reaped
+	 * (never inside the submit, and never while the wait list is
+	 * being walked) */
+	bool answered;
+	int answer;
 };
 
 static inline struct drv_uring_req *drv_uring_req(const struct bs_req *req)
@@ -42,7 +48,7 @@ static inline struct drv_uring_req *drv_uring_req(const struct bs_req *req)
 	return bs_req_drv(req);
 }
 
-/* prep(): the request is done, successfully, with no SQE needed. */
+/* prep(): the request is done, successfully, with no kernel call needed. */
 #define DRV_URING_DONE 1
 
 struct drv_uring_ops {

@@ -431,6 +431,45 @@ static void punch_skips_holes(void **state)
 	free(got);
 }
 
+static bool submitting;
+
+static void answered_done(struct bs_req *req)
+{
+	int *n = req->priv;
+
+	/* the callback may submit again: never from inside bs_submit() */
+	assert_false(submitting);
+	assert_int_equal(req->result, 0);
+	(*n)--;
+}
+
+/*
+ * Requests the driver answers without the kernel (a punch of a range with
+ * nothing allocated) complete from the loop, never inside bs_submit(),
+ * also when many wait for room in a small ring.
+ */
+static void answered_from_loop(void **state)
+{
+	struct fx *x = *state;
+	struct bs_dev *d = open_file(x, ",queue_depth=4");
+	struct bs_req reqs[32];
+	int i, pending = 0;
+
+	for (i = 0; i < 32; i++) {
+		bs_req_init(&reqs[i], i & 1 ? BS_OP_DISCARD : BS_OP_WRITE_ZEROES,
+			    0, (uint64_t)i * MiB, MiB, NULL, answered_done,
+			    &pending);
+		pending++;
+		submitting = true;
+		bs_submit(d, &reqs[i]);
+		submitting = false;
+	}
+	while (pending)
+		assert_int_equal(bs_loop_run_once(bs_ctx_loop(x->ctx), 1000), 0);
+	assert_true(skipped(d) >= 32);
+	assert_int_equal(bs_dev_destroy(d), 0);
+}
+
 static void size_zero_refused(void **state)
 {
 	struct fx *x = *state;
@@ -452,6 +491,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(zeroes_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(block_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(punch_skips_holes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(answered_from_loop, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(direct_unaligned, setup,
 						teardown),
