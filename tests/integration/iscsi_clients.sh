@@ -3,9 +3,10 @@
 # - discovery: iscsi-ls lists both targets sharing one address, each with
 #   its portal; login by TargetName picks each one;
 # - iscsi-inq: standard INQUIRY and VPD B2 with LBPU/LBPWS/LBPWS10/LBPRZ
-#   = 1 on a file device that punches holes, 0 after
+#   = 1 on a file device that punches holes; LBPWS/LBPWS10/LBPRZ 0 and
+#   LBPU still 1 (the device still discards) after
 #   `attr DEV queue/write_zeroes_unmap 0` (a unit attention, then the new
-#   answers), 1 again after setting it back;
+#   answers), all 1 again after setting it back;
 # - iscsi-readcapacity16: LBPME and LBPRZ;
 # - qemu-img convert into the LUN and compare: identical;
 # - qemu-io `write -z -u` over written data reads zeroes and the backing
@@ -80,17 +81,22 @@ done
 out=$(timeout 20 iscsi-readcapacity16 "$URL/0") || fail "$out"
 grep -q "LBPME:1 LBPRZ:1" <<<"$out" || fail "readcapacity16: $out"
 
-note "the knob off: B2 and READ CAPACITY(16) say 0"
+note "the knob off: B2 and READ CAPACITY(16) say 0, LBPU stays 1"
 ctl 0 attr da queue/write_zeroes_unmap 0
 out=$(b2) || fail "iscsi-inq after the knob: $out"
 for f in lbpws lbpws10 lbprz; do
 	grep -qx "$f:0" <<<"$out" || fail "$f is not 0 with the knob off: $out"
 done
+# UNMAP still works (the device discards): LBPU says so, and sd keeps
+# discarding with UNMAP (docs/iscsi.md, "LBPU follows discard")
+grep -qx "lbpu:1" <<<"$out" || fail "lbpu is not 1 with the knob off: $out"
 out=$(timeout 20 iscsi-readcapacity16 "$URL/0") || fail "$out"
 grep -q "LBPRZ:0" <<<"$out" || fail "readcapacity16 with the knob off: $out"
 ctl 0 attr da queue/write_zeroes_unmap 1
 out=$(b2) || fail "$out"
-grep -qx "lbpws:1" <<<"$out" || fail "lbpws not back to 1: $out"
+for f in lbpu lbpws lbpws10 lbprz; do
+	grep -qx "$f:1" <<<"$out" || fail "$f not back to 1: $out"
+done
 
 note "qemu-img convert in, compare identical"
 head -c 16M /dev/urandom >"$T/src.img"

@@ -209,7 +209,8 @@ static void caps_follow_knob(void **state)
 	bs_scsi_lu_caps_changed(lu, &old, &now);
 	/* VPD answers follow at once; INQUIRY does not consume the UA */
 	assert_int_equal(inquiry(s, s->n[0], 0, true, 0xb2), BS_SCSI_GOOD);
-	assert_int_equal(R.din[5], 0x80);		/* LBPU only */
+	/* LBPU only: UNMAP still works, the device still discards */
+	assert_int_equal(R.din[5], 0x80);
 	for (int i = 0; i < 2; i++) {
 		sth_cmd(s, s->n[i], 0, tur, 6, NULL, 0, 0, &R);
 		sth_assert_check(&R, 0x6, 0x3f03);
@@ -246,6 +247,35 @@ static void caps_thick(void **state)
 	assert_int_equal(be32(R.din + 20), 0);
 	assert_int_equal(rc16(s, s->n[0], 0), BS_SCSI_GOOD);
 	assert_int_equal(R.din[14] & 0xc0, 0);
+}
+
+/*
+ * LBPU says the UNMAP command is supported (SBC-4), so it follows discard,
+ * not unmap zeroing (docs/iscsi.md, "LBPU follows discard"): a device that
+ * discards but zeroes by writing has LBPU alone, one that zeroes by
+ * unmapping but cannot discard has LBPWS/LBPWS10/LBPRZ without LBPU. Both
+ * are thin provisioned (LBPME 1: a fully provisioned unit has LBPME 0).
+ */
+static void caps_lbpu_is_unmap(void **state)
+{
+	struct sth *s = *state;
+
+	sth_lu(s, 0, th_dev(s->ctx, "dw", "mem:64M,zeroes=write"), false);
+	sth_lu(s, 1, th_dev(s->ctx, "zu", "mem:64M,max_discard=0"), false);
+	for (uint64_t lun = 0; lun < 2; lun++)
+		sth_clear_ua(s, s->n[0], lun);
+
+	assert_int_equal(inquiry(s, s->n[0], 0, true, 0xb2), BS_SCSI_GOOD);
+	assert_int_equal(R.din[5], 0x80);		/* LBPU only */
+	assert_int_equal(R.din[6] & 0x07, 2);		/* thin */
+	assert_int_equal(rc16(s, s->n[0], 0), BS_SCSI_GOOD);
+	assert_int_equal(R.din[14] & 0xc0, 0x80);	/* LBPME */
+
+	assert_int_equal(inquiry(s, s->n[0], 1, true, 0xb2), BS_SCSI_GOOD);
+	assert_int_equal(R.din[5], 0x40 | 0x20 | 0x04);	/* no LBPU */
+	assert_int_equal(R.din[6] & 0x07, 2);		/* thin */
+	assert_int_equal(rc16(s, s->n[0], 1), BS_SCSI_GOOD);
+	assert_int_equal(R.din[14] & 0xc0, 0xc0);	/* LBPME, LBPRZ */
 }
 
 /* READ CAPACITY 10 of a unit past 2 TiB: 0xFFFFFFFF. */
@@ -768,6 +798,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(caps_follow_knob, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(caps_thick, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(caps_lbpu_is_unmap, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(read_capacity, sth_setup,
 						sth_teardown),

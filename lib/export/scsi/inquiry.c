@@ -135,12 +135,22 @@ static uint32_t vpd_b2(const struct bs_caps *c, uint8_t *d)
 	bool wzu = c->write_zeroes_unmap;
 
 	put16(d + 2, 4);
+	/*
+	 * LBPU: the UNMAP command is supported, i.e. the device discards;
+	 * it does not follow unmap zeroing (sd chooses its zeroing from
+	 * LBPRZ with LBPWS / LBPWS10 only, and its discard from LBPU first:
+	 * docs/iscsi.md, "LBPU follows discard")
+	 */
 	d[5] = (c->discard ? 0x80 : 0) |	/* LBPU */
 	       (wzu ? 0x40 : 0) |		/* LBPWS */
 	       (wzu ? 0x20 : 0) |		/* LBPWS10 */
 	       (scsi_lbprz(c) ? 0x04 : 0);	/* LBPRZ = 001b */
-	/* ANC_SUP 0, DP 0; provisioning type thin when we discard */
-	d[6] = c->discard ? 0x02 : 0x00;
+	/*
+	 * ANC_SUP 0, DP 0; provisioning type thin whenever LBPME is 1 (SBC-4:
+	 * a fully provisioned unit has LBPME 0), also when only unmap
+	 * zeroing frees blocks
+	 */
+	d[6] = scsi_lbpme(c) ? 0x02 : 0x00;
 	return 8;
 }
 
