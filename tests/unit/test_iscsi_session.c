@@ -688,6 +688,54 @@ static void abort_a_write_waiting_for_data(void **state)
 	assert_int_equal(r.bhs[2], ISCSI_TMF_RSP_COMPLETE);
 }
 
+/* ABORT TASK SET: every task of this session on the LUN ends without a
+ * SCSI Response; the session goes on (a next command is GOOD, no unit
+ * attention for the nexus that asked). */
+static void abort_task_set(void **state)
+{
+	struct h *h = *state;
+	uint8_t cdb[16], tur[16] = { 0 }, bhs[48];
+	uint32_t ref_sn;
+	struct rx r;
+
+	LOGIN(h, "InitialR2T=Yes\0ImmediateData=No\0"
+		 "MaxRecvDataSegmentLength=8192\0", false, false);
+	clear_ua(h);
+	ref_sn = h->cmdsn;
+	cdb10(cdb, 0x2a, 0, 8);
+	cmd(h, 0xb0, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_R2T);
+	cdb10(cdb, 0x2a, 64, 8);
+	cmd(h, 0xb1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_R2T);
+	memset(bhs, 0, sizeof(bhs));
+	bhs[0] = ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE;
+	bhs[1] = ISCSI_FLAG_FINAL | ISCSI_TMF_ABORT_TASK_SET;
+	iscsi_put32(bhs + 16, 0xb2);
+	iscsi_put32(bhs + 20, ISCSI_RSVD_TAG);
+	iscsi_put32(bhs + 24, h->cmdsn);
+	send_pdu(h, bhs, NULL, 0, false, false);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_TMF_RSP);
+	assert_int_equal(r.bhs[2], ISCSI_TMF_RSP_COMPLETE);
+	expect_none(h);	/* no SCSI Response for either task */
+	/* both are gone: ABORT TASK of one finds nothing */
+	bhs[1] = ISCSI_FLAG_FINAL | ISCSI_TMF_ABORT_TASK;
+	iscsi_put32(bhs + 16, 0xb3);
+	iscsi_put32(bhs + 20, 0xb1);
+	iscsi_put32(bhs + 32, ref_sn + 1);
+	send_pdu(h, bhs, NULL, 0, false, false);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[2], ISCSI_TMF_RSP_NO_TASK);
+	/* the session serves on, without a unit attention for this nexus */
+	cmd(h, 0xb4, tur, ISCSI_FLAG_FINAL, 0, NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
+	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
+}
+
 static void logout_with_a_write_waiting(void **state)
 {
 	struct h *h = *state;
@@ -794,6 +842,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(abort_a_write_waiting_for_data,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(abort_task_set, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(logout_with_a_write_waiting,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(pings_of_an_idle_initiator,
