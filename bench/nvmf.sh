@@ -66,7 +66,7 @@ iops_table() {
 	WANT=${NVMF_WORKLOADS:-$(pick "rand-read-4k rand-write-4k" "rand-read-4k rand-write-4k rand-read-1m rand-write-1m")}
 
 	# libnvmf, patched (its bug, see docs/nvmf.md), once per build tree
-	PATCH=$BENCH_ROOT/tests/integration/peers/libnvmf-c2h-partial.patch
+	PATCH=$BENCH_ROOT/tests/integration/peers/libnvmf.patch
 	LIBNVMF=$BUILD/peers/libnvmf
 	if [ ! -x "$LIBNVMF/examples/nvmf-fio" ] || ! cmp -s "$PATCH" "$LIBNVMF/.blkstack-patch"; then
 		rm -rf "$LIBNVMF"
