@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# NVMe/TCP, two tables.
+# NVMe/TCP (issue 14): two tables from one run, the same file served by
+# blkstackd's nvmf target and over NBD.
 #
-# IOPS: blkstackd's nvmf target (`threads = 2`) driven by libnvmf's
-# nvmf-fio (vendored in ../shared/peers, built into $BUILD/peers with the
-# patch tests/integration/nvmf_clients.sh uses), beside fio's nbd engine
-# against blkstackd's NBD export and nbdkit serving the same file: the
-# same workloads, one queue/connection at depth 32. nvmf-fio prints IOPS
-# only, so the nvmf rows have no latency columns. Rows are short: this is
-# a comparison, not a soak.
+# I/O rows: for 4 KiB random read and write and 1 MiB sequential read and
+# write, the same workload three ways: libnvmf's nvmf-fio (vendored in
+# ../shared/peers, built into $BUILD/peers with
+# tests/integration/peers/libnvmf.patch, which adds its sequential mode,
+# a ramp and a summary line) on blkstackd's nvmf target (`threads = 2`);
+# fio's nbd engine on blkstackd's NBD export (`threads = 2`); fio's nbd
+# engine on nbdkit serving the same file. One queue / connection at
+# depth 32, a 1 s ramp, then JOB_SECONDS. Each row: IOPS, MiB/s, p50 and
+# p99 latency (submission to completion: fio's lat_percentiles, the
+# patched nvmf-fio's histogram), the server's CPU seconds (time -v, a
+# server start per row, as bench/lib.sh's run_row) per GiB moved and
+# its peak RSS.
 #
-# Zeroing (issue 14): NVMF_ZERO_GIB of a file full of data, served by
-# blkstackd's nvmf target, made zero by Write Zeroes with DEAC, by Write
-# Zeroes without DEAC, and by writing zero buffers; hosts: blkstack's own
-# nvmf driver (`blkstack zeroout nvmf:URL`), a second blkstackd with an
-# nvmf device exported over NBD (fio, qemu-io), and pynvmeof (a peer,
+# Zeroing: NVMF_ZERO_GIB of a file full of data, served by blkstackd's
+# nvmf target, made zero by Write Zeroes with DEAC, by Write Zeroes
+# without DEAC, and by writing zero buffers; hosts: blkstack's own nvmf
+# driver (`blkstack zeroout nvmf:URL`), a second blkstackd with an nvmf
+# device exported over NBD (fio, qemu-io), and pynvmeof (a peer,
 # bench/nvmf_wz.py). Seconds, GiB/s and the blocks allocated after.
 #
-# Knobs: NVMF_TABLES ("iops zero"), NVMF_IMG_GIB, NVMF_WORKLOADS,
-# NVMF_ZERO_GIB, JOB_SECONDS, BENCH_QUICK.
+# Knobs: NVMF_TABLES ("io zero"; "iops" is the old name of "io"),
+# NVMF_IMG_GIB, NVMF_WORKLOADS, NVMF_ZERO_GIB, JOB_SECONDS, BENCH_QUICK.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-TABLES=${NVMF_TABLES:-iops zero}
+TABLES=${NVMF_TABLES:-io zero}
 for t in fio jq nbdkit make cc patch qemu-io; do
 	if ! command -v "$t" >/dev/null; then
 		echo "### NVMe/TCP: skipped ($t is not installed; scripts/deps.sh)"
@@ -54,87 +60,114 @@ CONF
 	start_server blkstackd "$2" "$BLKSTACKD" -f -c "$BENCH_DIR/bdn.$2.ini"
 }
 
-# ---- IOPS: nvmf-fio on the target vs fio's nbd engine ----------------------
+# ---- I/O rows: nvmf-fio on the target vs fio's nbd engine ------------------
 
-iops_table() {
-	local IMG_GIB WANT PATCH LIBNVMF NVMF_FIO IMG w a na fa port nv s best
+# libnvmf with the project's patch (its read bug, and nvmf-fio's
+# sequential mode and summary line), once per build tree and patch: the
+# same copy tests/integration/lib/nvmf_peers.bash builds. Sets NVMF_FIO.
+nvmf_fio_build() {
+	local patch=$BENCH_ROOT/tests/integration/peers/libnvmf.patch
+	local lib=$BUILD/peers/libnvmf
+	NVMF_FIO=$lib/examples/nvmf-fio
+	[ -x "$NVMF_FIO" ] && cmp -s "$patch" "$lib/.blkstack-patch" && return 0
+	rm -rf "$lib"
+	mkdir -p "$BUILD/peers"
+	cp -r "$PEERS/libnvmf" "$BUILD/peers/" &&
+		patch -s -d "$lib" -p1 <"$patch" &&
+		cp "$patch" "$lib/.blkstack-patch" &&
+		make -C "$lib/lib" >/dev/null 2>&1 &&
+		make -C "$lib/examples" fio >/dev/null 2>&1
+}
+
+# One nvmf-fio run against a fresh blkstackd nvmf target on IMG. Fills
+# NV_IOPS NV_MIBS NV_P50 NV_P99 NV_CPG NV_RSS (FAILED / - on failure:
+# an error, a failed command, or no summary line).
+nvmf_fio_row() {	# IMG OUT NVMF_FIO_ARGS...
+	local img=$1 out=$2 port line="" cpu rss
+	shift 2
+	NV_IOPS=FAILED NV_MIBS=- NV_P50=- NV_P99=- NV_CPG=- NV_RSS=-
+	sync
+	sleep 1
+	port=$(free_port)
+	if start_blkstackd_nvmf "$img" "$port" &&
+		bounded "$NVMF_FIO" --filename="nvmf-tcp://127.0.0.1:$port/$NQN/1" "$@" \
+			--iodepth=32 --ioqueues=1 --ramp_time=1 \
+			--runtime="$JOB_SECONDS" >"$out" 2>&1; then
+		line=$(grep -E '^summary: ios=[1-9][0-9]* .* errors=0$' "$out" || true)
+	fi
+	read -r cpu rss <<<"$(stop_server)"
+	if [ -z "$line" ]; then
+		tail -3 "$out" >&2 || true
+		return 0
+	fi
+	kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
+	NV_IOPS=$(kv iops) NV_MIBS=$(kv mibs) NV_RSS=$rss
+	# whole µs, as fio_summary prints fio's
+	NV_P50=$(awk -v v="$(kv p50_us)" 'BEGIN { printf "%.0f", v }')
+	NV_P99=$(awk -v v="$(kv p99_us)" 'BEGIN { printf "%.0f", v }')
+	NV_CPG=$(awk -v c="$cpu" -v b="$(kv bytes)" \
+		'BEGIN { if (b > 0) printf "%.2f", c / (b / 1073741824); else print "-" }')
+}
+
+io_args_of() {	# WORKLOAD -> "NVMF_FIO_ARGS|FIO_ARGS"
+	case $1 in
+	rand-read-4k) echo "--randread --bs=4096|--rw=randread --bs=4k" ;;
+	rand-write-4k) echo "--randwrite --bs=4096|--rw=randwrite --bs=4k" ;;
+	seq-read-1m) echo "--seqread --bs=1048576|--rw=read --bs=1m" ;;
+	seq-write-1m) echo "--seqwrite --bs=1048576|--rw=write --bs=1m" ;;
+	rand-read-1m) echo "--randread --bs=1048576|--rw=randread --bs=1m" ;;
+	rand-write-1m) echo "--randwrite --bs=1048576|--rw=randwrite --bs=1m" ;;
+	*) return 1 ;;
+	esac
+}
+
+io_table() {
+	local IMG_GIB WANT IMG w a na fa s row=0 best cpu_best
+	local -a SERVERS=(blkstackd-t2 nbdkit)
 	if [ -z "$PEERS" ]; then
-		echo "### NVMe/TCP: IOPS table skipped (no libnvmf in ../shared/peers)"
+		echo "### NVMe/TCP: I/O rows skipped (no libnvmf in ../shared/peers)"
+		return 0
+	fi
+	if ! nvmf_fio_build; then
+		echo "### NVMe/TCP: I/O rows skipped (libnvmf did not build with its patch)"
 		return 0
 	fi
 	IMG_GIB=${NVMF_IMG_GIB:-$(pick 1 2)}
-	WANT=${NVMF_WORKLOADS:-$(pick "rand-read-4k rand-write-4k" "rand-read-4k rand-write-4k rand-read-1m rand-write-1m")}
-
-	# libnvmf, patched (its bug, see docs/nvmf.md), once per build tree
-	PATCH=$BENCH_ROOT/tests/integration/peers/libnvmf-c2h-partial.patch
-	LIBNVMF=$BUILD/peers/libnvmf
-	if [ ! -x "$LIBNVMF/examples/nvmf-fio" ] || ! cmp -s "$PATCH" "$LIBNVMF/.blkstack-patch"; then
-		rm -rf "$LIBNVMF"
-		mkdir -p "$BUILD/peers"
-		cp -r "$PEERS/libnvmf" "$BUILD/peers/"
-		patch -s -d "$LIBNVMF" -p1 <"$PATCH" && cp "$PATCH" "$LIBNVMF/.blkstack-patch"
-		make -C "$LIBNVMF/lib" >/dev/null 2>&1
-		make -C "$LIBNVMF/examples" fio >/dev/null 2>&1
-	fi
-	NVMF_FIO=$LIBNVMF/examples/nvmf-fio
+	WANT=${NVMF_WORKLOADS:-rand-read-4k rand-write-4k seq-read-1m seq-write-1m}
 
 	IMG=$BENCH_DIR/img
 	truncate -s "${IMG_GIB}G" "$IMG"
 	# written once, so reads read data
 	dd if=/dev/urandom of="$IMG" bs=1M count=$((IMG_GIB * 1024)) conv=notrunc status=none
 
-	echo "### NVMe/TCP: nvmf-fio on blkstackd's nvmf target vs fio nbd engine"
+	echo "### NVMe/TCP: nvmf-fio on blkstackd's nvmf target vs fio's nbd engine"
 	echo
-	echo "One queue (nvmf) / one connection (NBD), depth 32, ${JOB_SECONDS} s per row, ${IMG_GIB} GiB file image; blkstackd threads = 2."
+	echo "One queue (nvmf) / one connection (NBD), depth 32, 1 s ramp then ${JOB_SECONDS} s per row, ${IMG_GIB} GiB file image; blkstackd threads = 2 (nvmf and NBD); a server start per row. Latency from submission to completion. CPU: the server's user + system seconds (start to exit) per GiB moved."
 	echo
-	echo "| workload | blkstackd nvmf IOPS | blkstackd NBD IOPS | nbdkit NBD IOPS | nvmf / best NBD |"
-	echo "|---|---|---|---|---|"
+	echo "| workload | server (client) | IOPS | MiB/s | p50 µs | p99 µs | CPU s/GiB | peak RSS MiB | IOPS vs best NBD | CPU vs best NBD |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for w in $WANT; do
-		a=$(iops_args_of "$w")
-		na=${a%%|*} fa=${a#*|}
-		sync; sleep 1
-		port=$(free_port)
-		nv=FAILED
-		if start_blkstackd_nvmf "$IMG" "$port"; then
-			# shellcheck disable=SC2086
-			if bounded "$NVMF_FIO" --filename="nvmf-tcp://127.0.0.1:$port/$NQN/1" \
-				$na --iodepth=32 --ioqueues=1 --runtime="$JOB_SECONDS" \
-				>"$BENCH_DIR/nvmf.$w.out" 2>&1; then
-				# one line a second: the mean of the seconds
-				nv=$(grep -o 'IOPS [0-9]*' "$BENCH_DIR/nvmf.$w.out" |
-					awk '{s += $2; n++} END {if (n) printf "%.0f", s / n}')
-				[ -n "$nv" ] || nv=FAILED
-			fi
+		if ! a=$(io_args_of "$w"); then
+			echo "bench/nvmf.sh: unknown workload $w" >&2
+			continue
 		fi
-		stop_server >/dev/null
-		declare -A nb=()
-		for s in blkstackd nbdkit; do
-			sync; sleep 1
-			port=$(free_port)
-			nb[$s]=FAILED
-			if { [ $s = blkstackd ] && BD_THREADS=2 start_blkstackd "$IMG" "$port"; } ||
-				{ [ $s = nbdkit ] && start_nbdkit "$IMG" "$port"; }; then
-				# shellcheck disable=SC2086
-				if fio_nbd "$port" "$BENCH_DIR/nbd.$w.$s.json" $fa --iodepth=32; then
-					nb[$s]=$(fio_summary "$BENCH_DIR/nbd.$w.$s.json" | awk '{print $1}')
-				fi
-			fi
-			stop_server >/dev/null
+		na=${a%%|*} fa=${a#*|}
+		# shellcheck disable=SC2086
+		nvmf_fio_row "$IMG" "$BENCH_DIR/nvmf.$w.out" $na
+		# shellcheck disable=SC2086
+		run_row "$row" "$IMG" $fa --iodepth=32
+		row=$((row + 1))
+		# the best NBD row: the higher IOPS, the lower CPU per GiB
+		best=$(printf '%s\n' "${R_IOPS[blkstackd-t2]}" "${R_IOPS[nbdkit]}" |
+			grep -E '^[0-9.]+$' | sort -g | tail -1) || true
+		cpu_best=$(printf '%s\n' "${R_CPG[blkstackd-t2]}" "${R_CPG[nbdkit]}" |
+			grep -E '^[0-9.]+$' | sort -g | head -1) || true
+		echo "| $w | blkstackd nvmf (nvmf-fio) | $NV_IOPS | $NV_MIBS | $NV_P50 | $NV_P99 | $NV_CPG | $(mib "$NV_RSS") | $(ratio "$NV_IOPS" "${best:-}") | $(ratio "$NV_CPG" "${cpu_best:-}") |"
+		for s in "${SERVERS[@]}"; do
+			echo "| $w | $([ "$s" = nbdkit ] && echo "nbdkit NBD" || echo "blkstackd NBD") (fio nbd) | ${R_IOPS[$s]} | ${R_MIBS[$s]} | ${R_P50[$s]} | ${R_P99[$s]} | ${R_CPG[$s]} | $(mib "${R_RSS[$s]}") | | |"
 		done
-		best=$(printf '%s\n' "${nb[blkstackd]}" "${nb[nbdkit]}" | grep -E '^[0-9]+$' | sort -n | tail -1)
-		echo "| $w | $nv | ${nb[blkstackd]} | ${nb[nbdkit]} | $(ratio "$nv" "${best:-}") |"
-		unset nb
 	done
 	rm -f "$IMG"
-}
-
-iops_args_of() {	# WORKLOAD -> "NVMF_FIO_ARGS|FIO_ARGS"
-	case $1 in
-	rand-read-4k) echo "--randread --bs=4096|--rw=randread --bs=4k" ;;
-	rand-write-4k) echo "--randwrite --bs=4096|--rw=randwrite --bs=4k" ;;
-	rand-read-1m) echo "--randread --bs=1048576|--rw=randread --bs=1m" ;;
-	rand-write-1m) echo "--randwrite --bs=1048576|--rw=randwrite --bs=1m" ;;
-	esac
 }
 
 # ---- Zeroing: Write Zeroes with DEAC vs without vs writing zeroes ----------
@@ -277,11 +310,16 @@ zero_table() {
 	rm -f "$img"
 }
 
+# Both tables of one run share this context (the machine is shared:
+# the load average says how quiet it was).
+echo "NVMe/TCP run $(date -u '+%Y-%m-%d %H:%M UTC'), blkstack $(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null), load average at start $(cut -d' ' -f1-3 /proc/loadavg)$([ "$BENCH_QUICK" = 1 ] && echo "; BENCH_QUICK: a trial, not results")."
+echo
 for tb in $TABLES; do
 	case $tb in
-	iops) iops_table ;;
+	io | iops) io_table ;;
 	zero) zero_table ;;
 	*) echo "bench/nvmf.sh: unknown table $tb" >&2; exit 1 ;;
 	esac
 	echo
 done
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -11,9 +11,11 @@
 # - libnvmf's nvmf-fio at its default queue depth (32): random read/write
 #   of 4 KiB, 8 KiB, 64 KiB and 1 MiB (writes above 16 KiB through one
 #   R2T answered by one H2CData PDU), random discard and random write
-#   zeroes, with and without header and data digests, bounded runtime,
-#   exit 0 and no command error in the daemon's log. libnvmf is built
-#   with peers/libnvmf-c2h-partial.patch (its bug, not ours).
+#   zeroes, sequential 1 MiB writes and 128 KiB reads, with and without
+#   header and data digests, bounded runtime, exit 0, a summary line
+#   without errors and no command error in the daemon's log. libnvmf is
+#   built with peers/libnvmf.patch (a fix of its own read bug, not ours;
+#   nvmf-fio's sequential mode and summary line).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/nvmf_peers.bash"
@@ -53,13 +55,17 @@ if nvmf_fio_build; then
 		"--randdiscard --ddgst" "--randwritezeroes" \
 		"--randwritezeroes --hdgst" "--randwrite --bs=131072 --hdgst --ddgst" \
 		"--randread --bs=65536" "--randrw --bs=8192 --hdgst --ddgst" \
-		"--randwrite --bs=1048576" "--randrw --bs=1048576 --ddgst"; do
+		"--randwrite --bs=1048576" "--randrw --bs=1048576 --ddgst" \
+		"--seqwrite --bs=1048576" "--seqread --bs=131072 --ddgst"; do
 		# shellcheck disable=SC2086
 		timeout 60 "$FIO" --filename="$URL" $args --runtime=2 \
 			>"$T/fio.out" 2>&1 ||
 			{ cat "$T/fio.out" >&2; fail "nvmf-fio $args"; }
 		grep -q 'IOPS [0-9]' "$T/fio.out" ||
 			{ cat "$T/fio.out" >&2; fail "nvmf-fio $args: no I/O"; }
+		# the patch's summary line (bench/nvmf.sh reads it)
+		grep -Eq '^summary: ios=[1-9].* p99_us=[0-9.]+ errors=0$' "$T/fio.out" ||
+			{ cat "$T/fio.out" >&2; fail "nvmf-fio $args: summary"; }
 	done
 	grep 'close .* queue [1-9]' "$T/d.log" | grep -v ' 0 errors' &&
 		fail "commands failed under nvmf-fio"

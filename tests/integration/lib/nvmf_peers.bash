@@ -25,8 +25,9 @@ nvmf_fio_build() {
 	mkdir -p "$BUILD/peers"
 	# libnvmf at the vendored commit corrupts its own stream when a
 	# C2HData PDU arrives in more than one read (readv with a stale
-	# iovec: see docs/nvmf.md); built with the two-line fix below
-	patch=$(dirname "${BASH_SOURCE[0]}")/../peers/libnvmf-c2h-partial.patch
+	# iovec: see docs/nvmf.md); built with the two-line fix in this
+	# patch (which also gives nvmf-fio what bench/nvmf.sh needs)
+	patch=$(dirname "${BASH_SOURCE[0]}")/../peers/libnvmf.patch
 	stamp=$BUILD/peers/libnvmf/.blkstack-patch
 	if [[ ! -x $BUILD/peers/libnvmf/examples/nvmf-fio ]] ||
 		! cmp -s "$patch" "$stamp"; then
