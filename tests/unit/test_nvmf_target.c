@@ -8,9 +8,9 @@
  * allocated without it (read back zeroes either way). Admin and I/O
  * commands through the dispatch with their statuses and data: the active
  * namespace list and identification descriptors, the error and SMART
- * logs, the volatile write cache feature (WCE=0 makes writes FUA),
- * Flush, Write FUA, Compare (Compare Failure 285h), Abort (not aborted).
- * The discovery log
+ * logs, the volatile write cache feature (WCE=0 makes writes FUA; Invalid
+ * Field without a cache), Flush, Write FUA, Compare (Compare Failure
+ * 285h), Abort (not aborted). The discovery log
  * lists every port of every subsystem of the process, each at its own
  * address, reads
  * at any dword offset, and its generation counter moves when one joins
@@ -838,6 +838,28 @@ static void write_cache_feature_fua_and_flush(void **state)
 	free(ic);
 }
 
+/* Without a volatile write cache (mem, write_cache=0): VWC clear, Set
+ * and Get Features of the Volatile Write Cache feature are Invalid Field
+ * in Command (NVMe Base 2.x, Volatile Write Cache feature; Get answered
+ * success with 0 before), and Flush succeeds without reaching the
+ * device. */
+static void no_write_cache_feature_invalid(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	struct bs_nvme_sqe flush = io_sqe(BS_NVME_CMD_FLUSH, 0, 1, 0);
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(ic->vwc, 0);
+	assert_int_equal(features(f, false, BS_NVME_FEAT_VOLATILE_WC, 0, NULL),
+			 BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR);
+	assert_int_equal(features(f, true, BS_NVME_FEAT_VOLATILE_WC, 1, NULL),
+			 BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR);
+	assert_int_equal(exec(f, &flush, false, NULL, NULL, 0, NULL), 0);
+	assert_int_equal(flushes(f), 0);
+	free(ic);
+}
+
 /* Compare: the same data is success; one byte off is Compare Failure,
  * status code type 2h (media and data integrity errors), code 85h, DNR;
  * past the end is LBA Out of Range; data of another length than NLB
@@ -887,6 +909,11 @@ static int setup_write_cache(void **state)
 	return setup_spec(state, "mem:16M,write_cache=1");
 }
 
+static int setup_no_write_cache(void **state)
+{
+	return setup_spec(state, "mem:16M");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -914,6 +941,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			write_cache_feature_fua_and_flush, setup_write_cache,
 			teardown),
+		cmocka_unit_test_setup_teardown(no_write_cache_feature_invalid,
+						setup_no_write_cache, teardown),
 		cmocka_unit_test_setup_teardown(compare_match_and_miscompare,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(abort_answers_not_aborted,

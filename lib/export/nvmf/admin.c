@@ -513,14 +513,11 @@ static void features(struct nvmf_cmd *c, bool set)
 		r = ctrl->kato_ms;
 		break;
 	case BS_NVME_FEAT_VOLATILE_WC:
-		if (ctrl->discovery)
+		/* without a volatile write cache (VWC bit 0 clear) Set and
+		 * Get of this feature are Invalid Field in Command (NVMe
+		 * Base 2.x, Volatile Write Cache feature) */
+		if (ctrl->discovery || !any_write_cache(ss))
 			goto invalid;
-		if (!any_write_cache(ss)) {
-			if (set)
-				goto invalid;
-			r = 0;
-			break;
-		}
 		if (set)
 			__atomic_store_n(&ctrl->wce, cdw11 & 1,
 					 __ATOMIC_RELAXED);
