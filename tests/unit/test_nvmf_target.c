@@ -10,7 +10,8 @@
  * namespace list and identification descriptors, the error and SMART
  * logs, the volatile write cache feature (WCE=0 makes writes FUA; Invalid
  * Field without a cache), Flush, Write FUA, Compare (Compare Failure
- * 285h), Abort (not aborted). The discovery log
+ * 285h), Abort (not aborted), and devices that cannot discard or zero
+ * (ONCS bits clear, those commands Invalid Command Opcode). The discovery log
  * lists every port of every subsystem of the process, each at its own
  * address, reads
  * at any dword offset, and its generation counter moves when one joins
@@ -904,6 +905,78 @@ static void abort_answers_not_aborted(void **state)
 	assert_int_equal(dw0 & 1, 1);
 }
 
+static uint16_t dsm_dealloc(struct fx *f, uint64_t slba, uint32_t nlb)
+{
+	struct bs_nvme_dsm_range r;
+	struct bs_nvme_sqe sqe = io_sqe(BS_NVME_CMD_DSM, 0, 1, 0);
+
+	memset(&r, 0, sizeof(r));
+	r.slba = bs_nvme_cpu_to_le64(slba);
+	r.nlb = bs_nvme_cpu_to_le32(nlb);
+	sqe.cdw10 = 0;				/* one range */
+	sqe.cdw11 = bs_nvme_cpu_to_le32(BS_NVME_DSM_AD);
+	sqe.cdw12 = 0;
+	return exec(f, &sqe, false, &r, NULL, sizeof(r), NULL);
+}
+
+/* A device that neither discards nor zeroes by unmapping (mem,
+ * max_discard=0, zeroes=none: the core zeroes by writing): ONCS has
+ * Compare and Write Zeroes but not Dataset Management, DLFEAT 0, not
+ * thin; Dataset Management is Invalid Command Opcode (it answered success
+ * before); Write Zeroes still zeroes. */
+static void no_discard_device(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	struct bs_nvme_id_ns *id = malloc(sizeof(*id));
+	uint8_t buf[4096];
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(bs_nvme_le16(ic->oncs),
+			 BS_NVME_ONCS_COMPARE | BS_NVME_ONCS_WRITE_ZEROES);
+	nvmf_id_ns(&f->ns, id);
+	assert_int_equal(id->dlfeat, 0);
+	assert_int_equal(id->nsfeat & BS_NVME_NSFEAT_THIN, 0);
+	assert_int_equal(dsm_dealloc(f, 0, 8),
+			 BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR);
+	memset(buf, 0x66, sizeof(buf));
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 0, 8, 0, buf, 4096), 0);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 0, 8, 0, NULL, 0), 0);
+	assert_int_equal(bs_read_sync(f->dev, buf, 4096, 0), 0);
+	assert_true(th_is_zero(buf, 4096));
+	free(ic);
+	free(id);
+}
+
+/* A read-only device: no zeroing and no discard at all, so ONCS is
+ * Compare alone and Write Zeroes and Dataset Management are Invalid
+ * Command Opcode (they answered Namespace Write Protected before); a
+ * Write is Namespace Write Protected; NSATTR says write protected. */
+static void read_only_device(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	struct bs_nvme_id_ns *id = malloc(sizeof(*id));
+	uint8_t buf[4096];
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(bs_nvme_le16(ic->oncs), BS_NVME_ONCS_COMPARE);
+	nvmf_id_ns(&f->ns, id);
+	assert_int_equal(id->dlfeat, 0);
+	assert_int_equal(id->nsattr, 1);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 0, 8, 0, NULL, 0),
+			 BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR);
+	assert_int_equal(dsm_dealloc(f, 0, 8),
+			 BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR);
+	memset(buf, 0x66, sizeof(buf));
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 0, 8, 0, buf, 4096),
+			 BS_NVME_SC_NS_WRITE_PROTECTED | BS_NVME_SF_DNR);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 0, 8, 0, buf, 4096), 0);
+	free(ic);
+	free(id);
+}
+
 static int setup_write_cache(void **state)
 {
 	return setup_spec(state, "mem:16M,write_cache=1");
@@ -912,6 +985,16 @@ static int setup_write_cache(void **state)
 static int setup_no_write_cache(void **state)
 {
 	return setup_spec(state, "mem:16M");
+}
+
+static int setup_no_discard(void **state)
+{
+	return setup_spec(state, "mem:16M,max_discard=0,zeroes=none");
+}
+
+static int setup_read_only(void **state)
+{
+	return setup_spec(state, "mem:16M,readonly=1");
 }
 
 int main(void)
@@ -947,6 +1030,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(abort_answers_not_aborted,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(no_discard_device,
+						setup_no_discard, teardown),
+		cmocka_unit_test_setup_teardown(read_only_device,
+						setup_read_only, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
