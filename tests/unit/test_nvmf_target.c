@@ -770,6 +770,19 @@ static uint16_t features(struct fx *f, bool set, uint32_t cdw10,
 	return exec(f, &sqe, true, NULL, NULL, 0, dw0);
 }
 
+/* Set Features Volatile Write Cache WCE = @wce, read back by Get. */
+static void set_wce(struct fx *f, uint32_t wce)
+{
+	uint32_t dw0 = 0xdead;
+
+	assert_int_equal(features(f, true, BS_NVME_FEAT_VOLATILE_WC, wce,
+				  NULL),
+			 0);
+	assert_int_equal(features(f, false, BS_NVME_FEAT_VOLATILE_WC, 0, &dw0),
+			 0);
+	assert_int_equal(dw0, wce);
+}
+
 static uint64_t flushes(struct fx *f)
 {
 	struct bs_dev_stats st;
@@ -815,21 +828,13 @@ static void write_cache_feature_fua_and_flush(void **state)
 	assert_int_equal(flushes(f), n + 2);
 
 	/* WCE=0: writes are made durable before they complete */
-	assert_int_equal(features(f, true, BS_NVME_FEAT_VOLATILE_WC, 0, NULL),
-			 0);
-	assert_int_equal(features(f, false, BS_NVME_FEAT_VOLATILE_WC, 0, &dw0),
-			 0);
-	assert_int_equal(dw0, 0);
+	set_wce(f, 0);
 	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 16, 8, 0, buf, 4096), 0);
 	assert_int_equal(flushes(f), n + 3);
 	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 16, 8, 0, NULL, 0),
 			 0);
 	assert_int_equal(flushes(f), n + 4);
-	assert_int_equal(features(f, true, BS_NVME_FEAT_VOLATILE_WC, 1, NULL),
-			 0);
-	assert_int_equal(features(f, false, BS_NVME_FEAT_VOLATILE_WC, 0, &dw0),
-			 0);
-	assert_int_equal(dw0, 1);
+	set_wce(f, 1);
 	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 24, 8, 0, buf, 4096), 0);
 	assert_int_equal(flushes(f), n + 4);
 	assert_int_equal(features(f, true,
