@@ -6,7 +6,13 @@
 #   `attr DEV queue/write_zeroes_unmap 0` a Namespace Attribute Changed
 #   event arrives (type 2, info 0, log 4), the changed-namespace log names
 #   NSID 1 and DLFEAT reads 0;
-# - the NGUID and EUI-64 are the same after a daemon restart;
+# - Identify CNS 02h lists the active namespaces [1, 2]; each one's
+#   identification descriptors (CNS 03h) hold EUI-64, NGUID, UUID (an
+#   RFC 9562 version 8 UUID, distinct per namespace) and CSI;
+# - the NGUID, EUI-64 and UUIDs are the same after a daemon restart;
+# - a second subsystem over a mem device without discard (max_discard=0,
+#   zeroes=none): ONCS Compare|Write Zeroes (9, no Dataset Management),
+#   DLFEAT 0;
 # - pynvmeof writes (in capsule and through R2T) read back byte-exact;
 # - libnvmf's nvmf-fio at its default queue depth (32): random read/write
 #   of 4 KiB, 8 KiB, 64 KiB and 1 MiB (writes above 16 KiB through one
@@ -23,15 +29,29 @@ need python3 make cc patch
 nvmf_peers
 PY="python3 $(dirname "$0")/lib/nvmf_py.py"
 daemon_setup
+PORT2=$(free_port)
 cat >>"$T/d.ini" <<EOC
 [device da]
 type = file
 path = $T/a.img
 size = 64M
+[device db]
+type = mem
+size = 16M
+[device dn]
+type = mem
+size = 16M
+max_discard = 0
+zeroes = none
 [export s0]
 type = nvmf
 listen = 127.0.0.1:$PORT
-device = da
+unit.a = da
+unit.b = db
+[export s1]
+type = nvmf
+listen = 127.0.0.1:$PORT2
+device = dn
 EOC
 start_daemon "$T/d.ini"
 NQN=nqn.2026-12.org.blkstack:s0
@@ -44,6 +64,24 @@ grep -q 'nmic=1 ' <<<"$out" || fail "NMIC shared not set"
 grep -q 'cmic=2 ' <<<"$out" || fail "CMIC multi-controller not set"
 grep -q 'oncs=13$' <<<"$out" || fail "ONCS is not Compare|DSM|Write Zeroes"
 ids=$(grep -o 'nguid=[0-9a-f]* eui64=[0-9a-f]*' <<<"$out")
+
+note "active namespace list, identification descriptors with a UUID"
+out=$(timeout 30 $PY "$PORT" "$NQN" ids) || fail "ids: $out"
+echo "$out"
+grep -q '^nsids=\[1, 2\]$' <<<"$out" || fail "active namespace list is not [1, 2]"
+for n in 1 2; do
+	grep -q "^ns=$n nidt=\\[1, 2, 3, 4\\] uuid=[0-9a-f-]* version=8\$" <<<"$out" ||
+		fail "ns $n: descriptors are not EUI-64, NGUID, UUID (version 8), CSI"
+done
+uuids=$(grep -o 'uuid=[0-9a-f-]*' <<<"$out")
+[[ $(sort -u <<<"$uuids" | wc -l) == 2 ]] || fail "the namespaces share a UUID"
+
+note "a device without discard: ONCS without Dataset Management"
+out=$(timeout 30 $PY "$PORT2" nqn.2026-12.org.blkstack:s1 identify) ||
+	fail "identify s1: $out"
+echo "$out"
+grep -q 'oncs=9$' <<<"$out" || fail "ONCS is not Compare|Write Zeroes"
+grep -q 'dlfeat=0 ' <<<"$out" || fail "DLFEAT is not 0 without unmap"
 
 note "writes read back byte-exact (in capsule and R2T)"
 out=$(timeout 60 $PY "$PORT" "$NQN" rw 2>&1) || fail "rw: $out"
@@ -80,10 +118,13 @@ grep -q 'event type=2 info=0 log=4' <<<"$out" || fail "no NS attribute event"
 grep -q 'changed=\[1\]' <<<"$out" || fail "changed-namespace log is not [1]"
 grep -q 'dlfeat=0' <<<"$out" || fail "DLFEAT did not drop to 0"
 
-note "NGUID and EUI-64 stable across a restart"
+note "NGUID, EUI-64 and UUID stable across a restart"
 stop_daemon
 start_daemon "$T/d.ini"
 out=$(timeout 30 $PY "$PORT" "$NQN" identify) || fail "identify: $out"
 grep -q "$ids" <<<"$out" || fail "identifiers changed: $ids vs $out"
+out=$(timeout 30 $PY "$PORT" "$NQN" ids) || fail "ids: $out"
+[[ $(grep -o 'uuid=[0-9a-f-]*' <<<"$out") == "$uuids" ]] ||
+	fail "UUIDs changed: $uuids vs $out"
 stop_daemon
 echo PASS

@@ -5,7 +5,13 @@
  * write_zeroes_unmap and follows the queue/write_zeroes_unmap knob, NMIC
  * shared and the identifiers stable; Identify Controller CMIC and ONCS;
  * Write Zeroes on a file device frees the blocks with DEAC and keeps them
- * allocated without it (read back zeroes either way). The discovery log
+ * allocated without it (read back zeroes either way). Admin and I/O
+ * commands through the dispatch with their statuses and data: the active
+ * namespace list and identification descriptors, the error and SMART
+ * logs, the volatile write cache feature (WCE=0 makes writes FUA; Invalid
+ * Field without a cache), Flush, Write FUA, Compare (Compare Failure
+ * 285h), Abort (not aborted), and devices that cannot discard or zero
+ * (ONCS bits clear, those commands Invalid Command Opcode). The discovery log
  * lists every port of every subsystem of the process, each at its own
  * address, reads
  * at any dword offset, and its generation counter moves when one joins
@@ -45,7 +51,8 @@ struct fx {
 	struct nvmf_ns ns;
 };
 
-static int setup(void **state)
+/* The fixture over device @spec (NULL: a 16 MiB file that punches). */
+static int setup_spec(void **state, const char *spec_in)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	char spec[160];
@@ -55,10 +62,11 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(f->path, sizeof(f->path), "%s/f.img", f->dir);
 	snprintf(spec, sizeof(spec), "file:%s,size=16M", f->path);
-	f->dev = th_dev(f->ctx, "f", spec);
+	f->dev = th_dev(f->ctx, "f", spec_in ? spec_in : spec);
 	snprintf(f->unit.name, sizeof(f->unit.name), "f");
 	f->unit.dev = f->dev;
 	bs_dev_caps(f->dev, &f->unit.caps);
+	f->unit.readonly = f->unit.caps.readonly;
 	f->ns.nsid = 1;
 	f->ns.unit = &f->unit;
 	f->ns.caps = f->unit.caps;
@@ -77,6 +85,11 @@ static int setup(void **state)
 	f->q.qid = 1;
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_spec(state, NULL);
 }
 
 static int teardown(void **state)
@@ -143,43 +156,83 @@ static long long allocated(struct fx *f)
 	return (long long)st.st_blocks * 512;
 }
 
-/* Run one I/O command through io.c; the response status field. */
-static uint16_t run(struct fx *f, uint8_t opc, uint64_t slba, uint32_t nlb,
-		    uint32_t cdw12_flags, void *data, uint32_t len)
+/*
+ * Run one command (@sqe as the host sent it) through the admin (@admin)
+ * or the I/O dispatch: with @in, @len bytes of host data, all of it here;
+ * else @len bytes the controller may send, copied to @out (when not
+ * NULL). Returns the response's status field (SCT << 8 | SC, DNR), its
+ * Dword 0 in @dw0 (when not NULL). The queue's earlier output is dropped
+ * first; this command's stays queued.
+ */
+static uint16_t exec(struct fx *f, const struct bs_nvme_sqe *sqe, bool admin,
+		     const void *in, void *out, uint32_t len, uint32_t *dw0)
 {
 	struct nvmf_cmd *c = calloc(1, sizeof(*c));
 	struct bs_nvme_cqe cqe;
 	struct nvmf_out *o;
+	uint32_t got = 0;
 	int i;
 
+	nvmf_out_drop_all(&f->q);
 	c->q = &f->q;
-	c->sqe.opcode = opc;
-	c->sqe.cid = 5;
-	c->sqe.nsid = bs_nvme_cpu_to_le32(1);
-	c->sqe.cdw10 = bs_nvme_cpu_to_le32((uint32_t)slba);
-	c->sqe.cdw11 = bs_nvme_cpu_to_le32((uint32_t)(slba >> 32));
-	c->sqe.cdw12 = bs_nvme_cpu_to_le32((nlb - 1) | cdw12_flags);
+	c->sqe = *sqe;
 	c->len = len;
-	if (data) {
+	if (in) {
 		assert_int_equal(nvmf_buf_get(&f->q, len, &c->buf), 0);
 		c->buf_len = len;
-		memcpy(c->buf, data, len);
+		memcpy(c->buf, in, len);
 		c->got = len;
 	}
 	c->next = f->q.cmds;
 	f->q.cmds = c;
 	f->q.ncmds++;
-	nvmf_io(c);
+	if (admin)
+		nvmf_admin(c);
+	else
+		nvmf_io(c);
 	for (i = 0; i < 2000 && f->q.cmds; i++)
 		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
 	assert_null(f->q.cmds);
-	/* the last PDU queued is the response */
-	for (o = f->q.out_head; o && o->next; o = o->next)
-		;
+	/* C2HData PDUs (the data in order), then the response, last */
+	for (o = f->q.out_head; o && o->next; o = o->next) {
+		assert_int_equal(o->hdr[0], BS_NVME_TCP_C2H_DATA);
+		assert_true(got + o->data_len <= len);
+		if (out)
+			memcpy((uint8_t *)out + got, o->data, o->data_len);
+		got += (uint32_t)o->data_len;
+	}
 	assert_non_null(o);
 	assert_int_equal(o->hdr[0], BS_NVME_TCP_RSP);
 	memcpy(&cqe, o->hdr + 8, sizeof(cqe));
+	assert_int_equal(cqe.cid, sqe->cid);
+	if (dw0)
+		*dw0 = bs_nvme_le32(cqe.result);
 	return bs_nvme_le16(cqe.status) >> 1;
+}
+
+/* An I/O command's SQE: @opc on NSID 1, SLBA/NLB and CDW12 flags. */
+static struct bs_nvme_sqe io_sqe(uint8_t opc, uint64_t slba, uint32_t nlb,
+				 uint32_t cdw12_flags)
+{
+	struct bs_nvme_sqe sqe;
+
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = opc;
+	sqe.cid = 5;
+	sqe.nsid = bs_nvme_cpu_to_le32(1);
+	sqe.cdw10 = bs_nvme_cpu_to_le32((uint32_t)slba);
+	sqe.cdw11 = bs_nvme_cpu_to_le32((uint32_t)(slba >> 32));
+	sqe.cdw12 = bs_nvme_cpu_to_le32((nlb - 1) | cdw12_flags);
+	return sqe;
+}
+
+/* Run one I/O command through io.c; the response status field. */
+static uint16_t run(struct fx *f, uint8_t opc, uint64_t slba, uint32_t nlb,
+		    uint32_t cdw12_flags, void *data, uint32_t len)
+{
+	struct bs_nvme_sqe sqe = io_sqe(opc, slba, nlb, cdw12_flags);
+
+	return exec(f, &sqe, false, data, NULL, len, NULL);
 }
 
 static void write_zeroes_deac_mapping(void **state)
@@ -552,6 +605,403 @@ static void stalled_write_is_evicted(void **state)
 	bs_budget_leave(b, &other);
 }
 
+/* ---- admin and I/O commands through the dispatch ------------------------ */
+
+/* An admin command's SQE: @opc with NSID and CDW10/CDW11. */
+static struct bs_nvme_sqe admin_sqe(uint8_t opc, uint32_t nsid,
+				    uint32_t cdw10, uint32_t cdw11)
+{
+	struct bs_nvme_sqe sqe;
+
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = opc;
+	sqe.cid = 0x31;
+	sqe.nsid = bs_nvme_cpu_to_le32(nsid);
+	sqe.cdw10 = bs_nvme_cpu_to_le32(cdw10);
+	sqe.cdw11 = bs_nvme_cpu_to_le32(cdw11);
+	return sqe;
+}
+
+static uint16_t identify(struct fx *f, uint8_t cns, uint32_t nsid,
+			 uint8_t *out)
+{
+	struct bs_nvme_sqe sqe = admin_sqe(BS_NVME_ADMIN_IDENTIFY, nsid, cns,
+					   0);
+
+	return exec(f, &sqe, true, NULL, out, BS_NVME_IDENTIFY_SIZE, NULL);
+}
+
+/* Identify CNS 02h: active NSIDs above CDW1.NSID, ascending, zero-filled;
+ * FFFFFFFEh and FFFFFFFFh are Invalid Namespace or Format (NVMe Base 2.1
+ * 5.1.13.2.2). CNS 03h: EUI-64, NGUID, UUID and CSI descriptors with the
+ * namespace's identifiers; an inactive NSID is Invalid Namespace. */
+static void identify_ns_list_and_descriptors(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_ns ns[3];
+	uint8_t *b = malloc(BS_NVME_IDENTIFY_SIZE);
+	unsigned i;
+
+	for (i = 0; i < 3; i++) {
+		ns[i] = f->ns;
+		ns[i].nsid = i + 1;
+		memset(ns[i].eui64, 0x10 + i, 8);
+		memset(ns[i].nguid, 0x20 + i, 16);
+		memset(ns[i].uuid, 0x30 + i, 16);
+	}
+	f->ss.ns = ns;
+	f->ss.nns = 3;
+
+	memset(b, 0xee, BS_NVME_IDENTIFY_SIZE);
+	assert_int_equal(identify(f, BS_NVME_CNS_NS_ACTIVE_LIST, 0, b), 0);
+	assert_int_equal(bs_nvme_get32(b), 1);
+	assert_int_equal(bs_nvme_get32(b + 4), 2);
+	assert_int_equal(bs_nvme_get32(b + 8), 3);
+	assert_true(th_is_zero(b + 12, BS_NVME_IDENTIFY_SIZE - 12));
+	assert_int_equal(identify(f, BS_NVME_CNS_NS_ACTIVE_LIST, 1, b), 0);
+	assert_int_equal(bs_nvme_get32(b), 2);
+	assert_int_equal(bs_nvme_get32(b + 4), 3);
+	assert_true(th_is_zero(b + 8, BS_NVME_IDENTIFY_SIZE - 8));
+	assert_int_equal(identify(f, BS_NVME_CNS_NS_ACTIVE_LIST, 3, b), 0);
+	assert_true(th_is_zero(b, BS_NVME_IDENTIFY_SIZE));
+	assert_int_equal(identify(f, BS_NVME_CNS_NS_ACTIVE_LIST, 0xfffffffe,
+				  NULL),
+			 BS_NVME_SC_INVALID_NS | BS_NVME_SF_DNR);
+	assert_int_equal(identify(f, BS_NVME_CNS_NS_ACTIVE_LIST, 0xffffffff,
+				  NULL),
+			 BS_NVME_SC_INVALID_NS | BS_NVME_SF_DNR);
+
+	/* namespace 2's descriptors: type, length, 2 reserved, the value */
+	memset(b, 0xee, BS_NVME_IDENTIFY_SIZE);
+	assert_int_equal(identify(f, BS_NVME_CNS_NS_DESC_LIST, 2, b), 0);
+	assert_int_equal(b[0], BS_NVME_NIDT_EUI64);
+	assert_int_equal(b[1], 8);
+	assert_memory_equal(b + 4, ns[1].eui64, 8);
+	assert_int_equal(b[12], BS_NVME_NIDT_NGUID);
+	assert_int_equal(b[13], 16);
+	assert_memory_equal(b + 16, ns[1].nguid, 16);
+	assert_int_equal(b[32], BS_NVME_NIDT_UUID);
+	assert_int_equal(b[33], 16);
+	assert_memory_equal(b + 36, ns[1].uuid, 16);
+	assert_int_equal(b[52], BS_NVME_NIDT_CSI);
+	assert_int_equal(b[53], 1);
+	assert_int_equal(b[56], BS_NVME_CSI_NVM);
+	/* then a zero descriptor ends the list */
+	assert_true(th_is_zero(b + 57, BS_NVME_IDENTIFY_SIZE - 57));
+	assert_int_equal(identify(f, BS_NVME_CNS_NS_DESC_LIST, 4, NULL),
+			 BS_NVME_SC_INVALID_NS | BS_NVME_SF_DNR);
+	f->ss.ns = &f->ns;
+	f->ss.nns = 1;
+	free(b);
+}
+
+static uint16_t get_log(struct fx *f, uint8_t lid, uint32_t nsid,
+			uint32_t len, uint64_t off, uint8_t *out)
+{
+	uint32_t numd = len / 4 - 1;
+	struct bs_nvme_sqe sqe = admin_sqe(BS_NVME_ADMIN_GET_LOG_PAGE, nsid,
+					   lid | (numd & 0xffff) << 16,
+					   numd >> 16);
+
+	sqe.cdw12 = bs_nvme_cpu_to_le32((uint32_t)off);
+	sqe.cdw13 = bs_nvme_cpu_to_le32((uint32_t)(off >> 32));
+	return exec(f, &sqe, true, NULL, out, len, NULL);
+}
+
+/* Get Log Page: the error log is ELPE + 1 = one 64-byte entry, empty
+ * (Error Count 0: no error recorded); SMART / Health is 512 bytes with no
+ * critical warning, a composite temperature in Kelvin, available spare
+ * 100% above its 10% threshold, 0% used, for NSID 0 and FFFFFFFFh alike;
+ * an offset reads from there and past the end of a page is Invalid Field;
+ * an unknown page is Invalid Log Page. */
+static void log_pages_error_and_smart(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	uint8_t *b = malloc(4096), *whole = malloc(512);
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(ic->elpe, 0);
+	assert_int_equal(ic->lpa & BS_NVME_LPA_EXT_DATA, BS_NVME_LPA_EXT_DATA);
+
+	memset(b, 0xee, 4096);
+	assert_int_equal(get_log(f, BS_NVME_LOG_ERROR, 0, 64, 0, b), 0);
+	assert_true(th_is_zero(b, 64));
+	/* more than the page: zeroes after it */
+	memset(b, 0xee, 4096);
+	assert_int_equal(get_log(f, BS_NVME_LOG_ERROR, 0, 4096, 0, b), 0);
+	assert_true(th_is_zero(b, 4096));
+
+	memset(whole, 0xee, 512);
+	assert_int_equal(get_log(f, BS_NVME_LOG_SMART, 0xffffffff, 512, 0,
+				 whole),
+			 0);
+	assert_int_equal(whole[0], 0);			/* critical warning */
+	assert_int_equal(whole[1] | whole[2] << 8, 273 + 30);	/* Kelvin */
+	assert_int_equal(whole[3], 100);		/* available spare */
+	assert_int_equal(whole[4], 10);			/* its threshold */
+	assert_int_equal(whole[5], 0);			/* percentage used */
+	assert_true(th_is_zero(whole + 6, 512 - 6));
+	memset(b, 0xee, 4096);
+	assert_int_equal(get_log(f, BS_NVME_LOG_SMART, 0, 512, 0, b), 0);
+	assert_memory_equal(b, whole, 512);
+	/* LPO 4: bytes 4.. of the page */
+	memset(b, 0xee, 4096);
+	assert_int_equal(get_log(f, BS_NVME_LOG_SMART, 0, 8, 4, b), 0);
+	assert_memory_equal(b, whole + 4, 8);
+	assert_int_equal(get_log(f, BS_NVME_LOG_SMART, 0, 8, 516, NULL),
+			 BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR);
+	assert_int_equal(get_log(f, BS_NVME_LOG_SMART, 0, 8, 2, NULL),
+			 BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR);
+	assert_int_equal(get_log(f, 0xc5, 0, 64, 0, NULL),
+			 BS_NVME_SC_INVALID_LOG_PAGE | BS_NVME_SF_DNR);
+	free(ic);
+	free(b);
+	free(whole);
+}
+
+static uint16_t features(struct fx *f, bool set, uint32_t cdw10,
+			 uint32_t cdw11, uint32_t *dw0)
+{
+	struct bs_nvme_sqe sqe = admin_sqe(set ? BS_NVME_ADMIN_SET_FEATURES :
+						 BS_NVME_ADMIN_GET_FEATURES,
+					   0, cdw10, cdw11);
+
+	return exec(f, &sqe, true, NULL, NULL, 0, dw0);
+}
+
+/* Set Features Volatile Write Cache WCE = @wce, read back by Get. */
+static void set_wce(struct fx *f, uint32_t wce)
+{
+	uint32_t dw0 = 0xdead;
+
+	assert_int_equal(features(f, true, BS_NVME_FEAT_VOLATILE_WC, wce,
+				  NULL),
+			 0);
+	assert_int_equal(features(f, false, BS_NVME_FEAT_VOLATILE_WC, 0, &dw0),
+			 0);
+	assert_int_equal(dw0, wce);
+}
+
+static uint64_t flushes(struct fx *f)
+{
+	struct bs_dev_stats st;
+
+	bs_dev_stats_read(f->dev, &st);
+	return st.ops[BS_OP_FLUSH];
+}
+
+/* A namespace on a device with a volatile write cache (mem, write_cache=1,
+ * FUA emulated by a flush after the write): VWC present, Flush with NSID
+ * FFFFFFFFh not supported (FB 10b). With WCE set a Write reaches the
+ * device without FUA unless it asks; Set Features WCE=0 (read back by Get
+ * Features) makes every Write and Write Zeroes FUA; Flush reaches the
+ * device; a saved value is Feature Identifier Not Saveable. */
+static void write_cache_feature_fua_and_flush(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	struct bs_nvme_sqe flush = io_sqe(BS_NVME_CMD_FLUSH, 0, 1, 0);
+	uint8_t buf[4096];
+	uint32_t dw0 = 0xdead;
+	uint64_t n;
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(ic->vwc,
+			 BS_NVME_VWC_PRESENT | BS_NVME_VWC_FLUSH_ALL_NO);
+	memset(buf, 0x5c, sizeof(buf));
+	assert_int_equal(features(f, false, BS_NVME_FEAT_VOLATILE_WC, 0, &dw0),
+			 0);
+	assert_int_equal(dw0, 1);
+	n = flushes(f);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 0, 8, 0, buf, 4096), 0);
+	assert_int_equal(flushes(f), n);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 8, 8, BS_NVME_RW_FUA, buf,
+			     4096),
+			 0);
+	assert_int_equal(flushes(f), n + 1);
+	assert_int_equal(exec(f, &flush, false, NULL, NULL, 0, NULL), 0);
+	assert_int_equal(flushes(f), n + 2);
+	flush.nsid = bs_nvme_cpu_to_le32(0xffffffff);
+	assert_int_equal(exec(f, &flush, false, NULL, NULL, 0, NULL),
+			 BS_NVME_SC_INVALID_NS | BS_NVME_SF_DNR);
+	assert_int_equal(flushes(f), n + 2);
+
+	/* WCE=0: writes are made durable before they complete */
+	set_wce(f, 0);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 16, 8, 0, buf, 4096), 0);
+	assert_int_equal(flushes(f), n + 3);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 16, 8, 0, NULL, 0),
+			 0);
+	assert_int_equal(flushes(f), n + 4);
+	set_wce(f, 1);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 24, 8, 0, buf, 4096), 0);
+	assert_int_equal(flushes(f), n + 4);
+	assert_int_equal(features(f, true,
+				  BS_NVME_FEAT_VOLATILE_WC | BS_NVME_FEAT_SV, 1,
+				  NULL),
+			 BS_NVME_SC_FEATURE_NOT_SAVEABLE | BS_NVME_SF_DNR);
+	free(ic);
+}
+
+/* Without a volatile write cache (mem, write_cache=0): VWC clear, Set
+ * and Get Features of the Volatile Write Cache feature are Invalid Field
+ * in Command (NVMe Base 2.x, Volatile Write Cache feature; Get answered
+ * success with 0 before), and Flush succeeds without reaching the
+ * device. */
+static void no_write_cache_feature_invalid(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	struct bs_nvme_sqe flush = io_sqe(BS_NVME_CMD_FLUSH, 0, 1, 0);
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(ic->vwc, 0);
+	assert_int_equal(features(f, false, BS_NVME_FEAT_VOLATILE_WC, 0, NULL),
+			 BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR);
+	assert_int_equal(features(f, true, BS_NVME_FEAT_VOLATILE_WC, 1, NULL),
+			 BS_NVME_SC_INVALID_FIELD | BS_NVME_SF_DNR);
+	assert_int_equal(exec(f, &flush, false, NULL, NULL, 0, NULL), 0);
+	assert_int_equal(flushes(f), 0);
+	free(ic);
+}
+
+/* Compare: the same data is success; one byte off is Compare Failure,
+ * status code type 2h (media and data integrity errors), code 85h, DNR;
+ * past the end is LBA Out of Range; data of another length than NLB
+ * blocks is Data SGL Length Invalid. */
+static void compare_match_and_miscompare(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *buf = malloc(8192);
+	uint16_t sf;
+
+	th_fill(buf, 8192, 77);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 100, 16, 0, buf, 8192), 0);
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 100, 16, 0, buf, 8192), 0);
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 104, 8, 0, buf + 2048,
+			     4096),
+			 0);
+	buf[8191] ^= 1;
+	sf = run(f, BS_NVME_CMD_COMPARE, 100, 16, 0, buf, 8192);
+	assert_int_equal(sf, BS_NVME_SC_COMPARE_FAILED | BS_NVME_SF_DNR);
+	assert_int_equal(BS_NVME_SCT(sf), BS_NVME_SCT_MEDIA);
+	assert_int_equal(sf & 0xff, 0x85);
+	/* the device is unchanged by it */
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 100, 15, 0, buf, 7680), 0);
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 16 * MiB / 512 - 1, 2, 0,
+			     buf, 1024),
+			 BS_NVME_SC_LBA_RANGE | BS_NVME_SF_DNR);
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 100, 16, 0, buf, 4096),
+			 BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR);
+	free(buf);
+}
+
+/* Abort: success, Dword 0 bit 0 (IANP) set: no immediate abort was
+ * performed (NVMe Base 2.1 5.1.1, Figure 144); the command named goes on. */
+static void abort_answers_not_aborted(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_sqe sqe = admin_sqe(BS_NVME_ADMIN_ABORT, 0,
+					   1u | 5u << 16, 0);
+	uint32_t dw0 = 0;
+
+	assert_int_equal(exec(f, &sqe, true, NULL, NULL, 0, &dw0), 0);
+	assert_int_equal(dw0 & 1, 1);
+}
+
+static uint16_t dsm_dealloc(struct fx *f, uint64_t slba, uint32_t nlb)
+{
+	struct bs_nvme_dsm_range r;
+	struct bs_nvme_sqe sqe = io_sqe(BS_NVME_CMD_DSM, 0, 1, 0);
+
+	memset(&r, 0, sizeof(r));
+	r.slba = bs_nvme_cpu_to_le64(slba);
+	r.nlb = bs_nvme_cpu_to_le32(nlb);
+	sqe.cdw10 = 0;				/* one range */
+	sqe.cdw11 = bs_nvme_cpu_to_le32(BS_NVME_DSM_AD);
+	sqe.cdw12 = 0;
+	return exec(f, &sqe, false, &r, NULL, sizeof(r), NULL);
+}
+
+/* A device that neither discards nor zeroes by unmapping (mem,
+ * max_discard=0, zeroes=none: the core zeroes by writing): ONCS has
+ * Compare and Write Zeroes but not Dataset Management, DLFEAT 0, not
+ * thin; Dataset Management is Invalid Command Opcode (it answered success
+ * before); Write Zeroes still zeroes. */
+static void no_discard_device(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	struct bs_nvme_id_ns *id = malloc(sizeof(*id));
+	uint8_t buf[4096];
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(bs_nvme_le16(ic->oncs),
+			 BS_NVME_ONCS_COMPARE | BS_NVME_ONCS_WRITE_ZEROES);
+	nvmf_id_ns(&f->ns, id);
+	assert_int_equal(id->dlfeat, 0);
+	assert_int_equal(id->nsfeat & BS_NVME_NSFEAT_THIN, 0);
+	assert_int_equal(dsm_dealloc(f, 0, 8),
+			 BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR);
+	memset(buf, 0x66, sizeof(buf));
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 0, 8, 0, buf, 4096), 0);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 0, 8, 0, NULL, 0), 0);
+	assert_int_equal(bs_read_sync(f->dev, buf, 4096, 0), 0);
+	assert_true(th_is_zero(buf, 4096));
+	free(ic);
+	free(id);
+}
+
+/* A read-only device: no zeroing and no discard at all, so ONCS is
+ * Compare alone and Write Zeroes and Dataset Management are Invalid
+ * Command Opcode (they answered Namespace Write Protected before); a
+ * Write is Namespace Write Protected; NSATTR says write protected. */
+static void read_only_device(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_id_ctrl *ic = malloc(sizeof(*ic));
+	struct bs_nvme_id_ns *id = malloc(sizeof(*id));
+	uint8_t buf[4096];
+
+	nvmf_id_ctrl(&f->q, ic);
+	assert_int_equal(bs_nvme_le16(ic->oncs), BS_NVME_ONCS_COMPARE);
+	nvmf_id_ns(&f->ns, id);
+	assert_int_equal(id->dlfeat, 0);
+	assert_int_equal(id->nsattr, 1);
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE_ZEROES, 0, 8, 0, NULL, 0),
+			 BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR);
+	assert_int_equal(dsm_dealloc(f, 0, 8),
+			 BS_NVME_SC_INVALID_OPCODE | BS_NVME_SF_DNR);
+	memset(buf, 0x66, sizeof(buf));
+	assert_int_equal(run(f, BS_NVME_CMD_WRITE, 0, 8, 0, buf, 4096),
+			 BS_NVME_SC_NS_WRITE_PROTECTED | BS_NVME_SF_DNR);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 0, 8, 0, buf, 4096), 0);
+	free(ic);
+	free(id);
+}
+
+static int setup_write_cache(void **state)
+{
+	return setup_spec(state, "mem:16M,write_cache=1");
+}
+
+static int setup_no_write_cache(void **state)
+{
+	return setup_spec(state, "mem:16M");
+}
+
+static int setup_no_discard(void **state)
+{
+	return setup_spec(state, "mem:16M,max_discard=0,zeroes=none");
+}
+
+static int setup_read_only(void **state)
+{
+	return setup_spec(state, "mem:16M,readonly=1");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +1022,23 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(stalled_write_is_evicted,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			identify_ns_list_and_descriptors, setup, teardown),
+		cmocka_unit_test_setup_teardown(log_pages_error_and_smart,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			write_cache_feature_fua_and_flush, setup_write_cache,
+			teardown),
+		cmocka_unit_test_setup_teardown(no_write_cache_feature_invalid,
+						setup_no_write_cache, teardown),
+		cmocka_unit_test_setup_teardown(compare_match_and_miscompare,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(abort_answers_not_aborted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(no_discard_device,
+						setup_no_discard, teardown),
+		cmocka_unit_test_setup_teardown(read_only_device,
+						setup_read_only, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

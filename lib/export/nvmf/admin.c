@@ -80,16 +80,39 @@ static void send_data(struct nvmf_cmd *c, uint8_t *buf, uint32_t len)
 	nvmf_cmd_done(c, 0, 0, buf, c->len);
 }
 
+static bool any_write_cache(const struct nvmf_subsys *ss)
+{
+	unsigned i;
+
+	for (i = 0; i < ss->nns; i++)
+		if (ss->ns[i].caps.write_cache)
+			return true;
+	return false;
+}
+
+uint16_t nvmf_oncs(const struct nvmf_subsys *ss)
+{
+	uint16_t oncs = BS_NVME_ONCS_COMPARE;
+	unsigned i;
+
+	for (i = 0; i < ss->nns; i++) {
+		const struct bs_caps *cp = &ss->ns[i].caps;
+
+		if (cp->zeroing != BS_CAP_NO)
+			oncs |= BS_NVME_ONCS_WRITE_ZEROES;
+		if (cp->discard || cp->write_zeroes_unmap)
+			oncs |= BS_NVME_ONCS_DSM;
+	}
+	return oncs;
+}
+
 void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
 {
 	struct nvmf_subsys *ss = q->ss;
 	struct nvmf_ctrl *ctrl = q->ctrl;
-	uint16_t oncs = BS_NVME_ONCS_COMPARE;
-	bool vwc = false;
 	char sn[24];
 	uint64_t h = 0xcbf29ce484222325ull;
 	const char *p;
-	unsigned i;
 
 	memset(id, 0, sizeof(*id));
 	for (p = ss->nqn; *p; p++) {
@@ -144,18 +167,8 @@ void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
 		id->nanagrpid = id->anagrpmax;
 	}
 	id->acl = 3;
-	for (i = 0; i < ss->nns; i++) {
-		const struct bs_caps *cp = &ss->ns[i].caps;
-
-		if (cp->zeroing != BS_CAP_NO)
-			oncs |= BS_NVME_ONCS_WRITE_ZEROES;
-		if (cp->discard || cp->write_zeroes_unmap)
-			oncs |= BS_NVME_ONCS_DSM;
-		if (cp->write_cache)
-			vwc = true;
-	}
-	id->oncs = bs_nvme_cpu_to_le16(oncs);
-	if (vwc)
+	id->oncs = bs_nvme_cpu_to_le16(nvmf_oncs(ss));
+	if (any_write_cache(ss))
 		id->vwc = BS_NVME_VWC_PRESENT | BS_NVME_VWC_FLUSH_ALL_NO;
 	id->nn = bs_nvme_cpu_to_le32(ss->nns);
 	id->mnan = bs_nvme_cpu_to_le32(ss->nns);
@@ -437,16 +450,6 @@ static void get_log(struct nvmf_cmd *c)
 
 /* ---- features ------------------------------------------------------------ */
 
-static bool any_write_cache(struct nvmf_subsys *ss)
-{
-	unsigned i;
-
-	for (i = 0; i < ss->nns; i++)
-		if (ss->ns[i].caps.write_cache)
-			return true;
-	return false;
-}
-
 static void features(struct nvmf_cmd *c, bool set)
 {
 	struct nvmf_ctrl *ctrl = c->q->ctrl;
@@ -513,14 +516,11 @@ static void features(struct nvmf_cmd *c, bool set)
 		r = ctrl->kato_ms;
 		break;
 	case BS_NVME_FEAT_VOLATILE_WC:
-		if (ctrl->discovery)
+		/* without a volatile write cache (VWC bit 0 clear) Set and
+		 * Get of this feature are Invalid Field in Command (NVMe
+		 * Base 2.x, Volatile Write Cache feature) */
+		if (ctrl->discovery || !any_write_cache(ss))
 			goto invalid;
-		if (!any_write_cache(ss)) {
-			if (set)
-				goto invalid;
-			r = 0;
-			break;
-		}
 		if (set)
 			__atomic_store_n(&ctrl->wce, cdw11 & 1,
 					 __ATOMIC_RELAXED);

@@ -2,10 +2,13 @@
 /*
  * NVM I/O commands on a namespace: Read, Write (FUA; in-capsule data or
  * R2T/H2CData for the rest), Flush, Write Zeroes (DEAC set: a zeroout
- * that may unmap; DEAC clear: zeroout NOUNMAP; FUA), Dataset Management
+ * that may unmap; DEAC clear: zeroout NOUNMAP; FUA; zero buffers written
+ * where the device has no write-zeroes), Dataset Management
  * deallocate (a zeroout that may unmap where the device has
  * write_zeroes_unmap, so deallocated blocks read as zeroes as DLFEAT
- * says; else a discard, advisory), Compare. On a port where the
+ * says; else a discard, advisory), Compare. Write Zeroes and Dataset
+ * Management only while ONCS has them (nvmf_oncs()), else Invalid Command
+ * Opcode. On a port where the
  * namespace's ANA group is inaccessible, in persistent loss or in change
  * every one of them gets the path status of that state (ana.c), without
  * DNR.
@@ -13,6 +16,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <blkstack/zero.h>
 
 #include "export/nvmf/nvmf.h"
 
@@ -25,16 +30,16 @@ static bool wce(const struct nvmf_cmd *c)
 	return __atomic_load_n(&c->q->ctrl->wce, __ATOMIC_RELAXED);
 }
 
-static void req_done(struct bs_req *req)
+/* One device request (or zeroout) of @c ended with @result. */
+static void cmd_result(struct nvmf_cmd *c, int result)
 {
-	struct nvmf_cmd *c = req->priv;
 	uint8_t op = c->sqe.opcode;
 	uint8_t *data = NULL;
 	uint32_t len = 0;
 	uint16_t sf;
 
-	if (req->result && !c->err)
-		c->err = req->result;
+	if (result && !c->err)
+		c->err = result;
 	if (--c->pending)
 		return;
 	c->in_core = false;
@@ -52,6 +57,16 @@ static void req_done(struct bs_req *req)
 			sf = BS_NVME_SC_COMPARE_FAILED | BS_NVME_SF_DNR;
 	}
 	nvmf_cmd_done(c, sf, 0, data, len);
+}
+
+static void req_done(struct bs_req *req)
+{
+	cmd_result(req->priv, req->result);
+}
+
+static void zero_done(void *arg, int result)
+{
+	cmd_result(arg, result);
 }
 
 static void submit(struct nvmf_cmd *c, struct bs_req *req)
@@ -165,9 +180,10 @@ static void rw(struct nvmf_cmd *c, bool write)
 static void write_zeroes(struct nvmf_cmd *c)
 {
 	uint32_t cdw12 = bs_nvme_le32(c->sqe.cdw12);
-	uint32_t flags = 0;
+	unsigned flags = 0;
 	uint64_t off, len;
 	uint16_t sf = range(c, &off, &len);
+	int err;
 
 	if (sf) {
 		FAIL(c, sf);
@@ -180,12 +196,22 @@ static void write_zeroes(struct nvmf_cmd *c)
 	/* DEAC: the blocks may be deallocated (they read as zeroes either
 	 * way); without it they must stay allocated */
 	if (!(cdw12 & BS_NVME_RW_DEAC))
-		flags |= BS_REQ_NOUNMAP;
+		flags |= BS_ZERO_NOUNMAP;
 	if ((cdw12 & BS_NVME_RW_FUA) || !wce(c))
-		flags |= BS_REQ_FUA;
-	bs_req_init(&c->req, BS_OP_WRITE_ZEROES, flags, off, len, NULL,
-		    req_done, c);
-	submit(c, &c->req);
+		flags |= BS_ZERO_FUA;
+	/* a zeroout, not a bare write-zeroes request: ONCS promises Write
+	 * Zeroes wherever the device zeroes at all, also where the core
+	 * writes zero buffers (no write-zeroes command, or one that
+	 * answered EOPNOTSUPP) */
+	c->in_core = true;
+	c->pending++;
+	err = bs_zeroout(c->ns->unit->dev, off, len, flags, NULL, zero_done,
+			 c);
+	if (err) {
+		c->pending--;
+		c->in_core = false;
+		nvmf_cmd_done(c, nvmf_errno_sf(err, true), 0, NULL, 0);
+	}
 }
 
 static void dsm(struct nvmf_cmd *c)
@@ -257,6 +283,19 @@ static void dsm(struct nvmf_cmd *c)
 	}
 }
 
+/* Is optional command @bit (BS_NVME_ONCS_*) in ONCS now? A command the
+ * controller does not support is Invalid Command Opcode (NVMe Base 2.x,
+ * generic status 01h), whatever the namespace. */
+static bool oncs_has(struct nvmf_subsys *ss, uint16_t bit)
+{
+	uint16_t oncs;
+
+	pthread_mutex_lock(&ss->lock);
+	oncs = nvmf_oncs(ss);
+	pthread_mutex_unlock(&ss->lock);
+	return oncs & bit;
+}
+
 void nvmf_io(struct nvmf_cmd *c)
 {
 	uint32_t nsid = bs_nvme_le32(c->sqe.nsid);
@@ -299,12 +338,17 @@ void nvmf_io(struct nvmf_cmd *c)
 		submit(c, &c->req);
 		return;
 	case BS_NVME_CMD_WRITE_ZEROES:
+		if (!oncs_has(c->q->ss, BS_NVME_ONCS_WRITE_ZEROES))
+			break;
 		write_zeroes(c);
 		return;
 	case BS_NVME_CMD_DSM:
+		if (!oncs_has(c->q->ss, BS_NVME_ONCS_DSM))
+			break;
 		dsm(c);
 		return;
 	default:
-		FAIL(c, BS_NVME_SC_INVALID_OPCODE);
+		break;
 	}
+	FAIL(c, BS_NVME_SC_INVALID_OPCODE);
 }

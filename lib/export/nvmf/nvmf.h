@@ -304,6 +304,11 @@ void nvmf_aen_kick(struct nvmf_ctrl *ctrl);
  * under ss->lock when queues may run). */
 void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id);
 void nvmf_id_ns(struct nvmf_ns *ns, struct bs_nvme_id_ns *id);
+/* Identify Controller ONCS: Compare always, Write Zeroes when a
+ * namespace's device zeroes at all, Dataset Management when one discards
+ * or unmaps (under ss->lock). I/O commands it leaves out are Invalid
+ * Command Opcode. */
+uint16_t nvmf_oncs(const struct nvmf_subsys *ss);
 /* The I/O command set independent Identify Namespace (CNS 08h). */
 void nvmf_id_ns_indep(struct nvmf_ns *ns,
 		      struct bs_nvme_id_ns_cs_indep *id);

@@ -3,6 +3,9 @@
 
   nvmf_py.py PORT NQN identify          print "dlfeat= nmic= nguid= eui64= cmic= oncs="
   nvmf_py.py PORT NQN rw                write/read patterns, byte-exact (in-capsule and R2T)
+  nvmf_py.py PORT NQN ids               print "nsids=[..]" (Identify CNS 02h) and, from
+                                        each one's identification descriptors (CNS 03h),
+                                        "ns=N nidt=[types] uuid=U version=V"
   nvmf_py.py PORT NQN aen CTL DEV       hold an AER, run `blkstack -s CTL attr DEV
                                         queue/write_zeroes_unmap 0`, expect a Namespace
                                         Attribute Changed event, the changed-namespace log
@@ -23,10 +26,14 @@ import struct
 import subprocess
 import sys
 import time
+import uuid
 
 sys.path.insert(0, os.environ.get("PYNVMEOF", "/work/shared/peers/pynvmeof") + "/src")
 from nvmeof_client import NVMeoFClient  # noqa: E402
 from nvmeof_client.exceptions import CommandError  # noqa: E402
+from nvmeof_client.parsers import ResponseParser  # noqa: E402
+from nvmeof_client.protocol import (PDUFlags, PDUType,  # noqa: E402
+                                    pack_identify_command)
 
 port, nqn, step = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 if step == "discover":
@@ -119,6 +126,32 @@ elif step == "rw":
     assert c.read_data(1, 15, 1) == bytes(512)
     assert c.read_data(1, 1024 + 512, 1) == bytes(512)
     print("rw ok")
+elif step == "ids":
+    nsids = c.list_namespaces()
+    print(f"nsids={nsids}")
+    for nsid in nsids:
+        # pynvmeof reads no descriptor list: its Identify capsule, CNS 03h
+        cid = c._get_next_command_id()
+        c._send_admin_command_pdu(pack_identify_command(cid, 0x03, nsid))
+        data, status = b"", None
+        while status is None:
+            h, d = c._receive_pdu()
+            if h.pdu_type == PDUType.C2H_DATA:
+                data += d
+                if h.flags & PDUFlags.SCSS:
+                    status = 0
+            elif h.pdu_type == PDUType.RSP:
+                status = ResponseParser.parse_response(d, cid)["status"]
+            else:
+                sys.exit(f"unexpected PDU type {h.pdu_type}")
+        assert status == 0, f"CNS 03h status 0x{status:x}"
+        # descriptors: type, length, 2 reserved, the value; length 0 ends
+        ids, off = {}, 0
+        while off + 4 <= len(data) and data[off + 1]:
+            ids[data[off]] = data[off + 4:off + 4 + data[off + 1]]
+            off += 4 + data[off + 1]
+        u = uuid.UUID(bytes=bytes(ids[3]))
+        print(f"ns={nsid} nidt={sorted(ids)} uuid={u} version={u.version}")
 elif step == "aen":
     ctl, dev = sys.argv[4], sys.argv[5]
     bs = os.environ["BUILD"] + "/blkstack"
