@@ -14,6 +14,7 @@
 #     the bytes written before read back intact.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nvmf_ana.bash"
 need python3 qemu-io
 has_type nvmf || skip "blkstack built without the nvmf driver"
 need_export_type nvmf
@@ -25,23 +26,7 @@ NQN=nqn.2026-12.org.blkstack:down-$$
 TCTL=$T/tctl.sock
 
 truncate -s 64M "$T/ns.img"
-cat >"$T/t.ini" <<EOC
-[daemon]
-state_dir = $T/tstate
-control = $TCTL
-threads = 1
-
-[device vol]
-type = file
-path = $T/ns.img
-
-[export vol]
-type = nvmf
-device = vol
-nqn = $NQN
-listen = 127.0.0.1:$P1
-listen.2 = 127.0.0.1:$P2
-EOC
+nvmf_target_conf "$T/t.ini" "$NQN" "$P1" "$P2"
 start_other_daemon "$T/t.ini" "$T/t.log"
 
 U=nvme+tcp://127.0.0.1

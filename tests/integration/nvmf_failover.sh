@@ -33,22 +33,7 @@ cleanup() {
 trap cleanup EXIT
 
 truncate -s 64M "$T/ns.img"
-cat >"$T/t.ini" <<EOC
-[daemon]
-state_dir = $T/tstate
-control = $TCTL
-threads = 1
-
-[device vol]
-type = file
-path = $T/ns.img
-
-[export vol]
-type = nvmf
-device = vol
-nqn = $NQN
-listen = 127.0.0.1:$PA
-EOC
+nvmf_target_conf "$T/t.ini" "$NQN" "$PA"
 start_other_daemon "$T/t.ini" "$T/t.log"
 start_proxy x1 "$X1" "$PA"
 start_proxy x2 "$X2" "$PA"
