@@ -298,7 +298,10 @@ void nvmf_kick(struct nvmf *m)
 			m->wait_tail = NULL;
 		r->waiting = false;
 		issue(r);
-		if (r->waiting)
+		/* @r may be finished and its context back with its loop (a
+		 * deadline, or the device down): not read again; it waits
+		 * again only if issue() queued it, as the tail */
+		if (m->wait_tail == r)
 			break;
 	}
 }
