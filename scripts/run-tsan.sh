@@ -33,6 +33,10 @@ SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
 	nbd_mirror nbd_clients nbd_resilience hostbdev_loop sd_tgt
 	iscsi_clients nvmf_admin nvmf_host nvmf_multipath nvmf_ana
 	nvmf_ana_groups)
+# The nvmf host driver's bounded reconnect: requests handed from the I/O
+# threads fail back to them while the device is down (about 15 s under
+# TSan; it found a request read after its context went back home).
+SCRIPTS+=(nvmf_down)
 # Remote leaves: the nbd driver (libnbd's connections and the reconnect
 # timer against the I/O threads) and the multipath mapper over nbd paths
 # (path state under its lock, flushes fanned out, the queue sent home

@@ -198,13 +198,9 @@ void nbdc_issue(struct nbdc_req *r)
 		return;
 	}
 	c = pick_conn(s);
-	if (!c && s->down) {
+	if (!c && s->reach.down) {
 		/* bounded reconnect: no waiting while the server is gone */
-		s->down_failed++;
-		bs_error(-EIO, "%s: nbd %s: %s: server unreachable over %u s "
-			 "(down_after): %s", s->dev->name, s->o.uri,
-			 bs_op_name(req->op), s->o.down_after_s, s->down_why);
-		nbdc_finish(r, -EIO);
+		nbdc_finish(r, reach_fail(&s->reach, bs_op_name(req->op)));
 		return;
 	}
 	if (!c) {
@@ -392,6 +388,9 @@ static int nbdc_open(struct bs_dev *dev, struct bs_opts *opts)
 		nbdc_free(s);
 		return err;
 	}
+	snprintf(why, sizeof(why), "nbd %s", s->o.uri);
+	reach_init(&s->reach, dev, &nbdc_reach_words, why, s->o.down_after_s,
+		   s->o.reconnect_ms);
 	/* libnbd, loaded by the first open (nbd_lib.h) */
 	if ((err = nbd_lib_load(why, sizeof(why)))) {
 		nbdc_free(s);
@@ -467,21 +466,7 @@ static void nbdc_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   "down_after %u s%s, max_io %u", s->o.timeout_s, s->o.reconnect_ms,
 	   s->o.max_retries, s->o.down_after_s,
 	   s->o.down_after_s ? "" : " (never)", s->o.max_io);
-	if (s->down)
-		kv(arg, "reachable", "no: down for %llu s (no connection for "
-		   "down_after %u s before): requests fail at once with EIO "
-		   "(%llu so far); reconnecting every %u ms; last error: %s",
-		   (unsigned long long)((bs_now_ns() - s->down_ns) /
-					1000000000ull),
-		   s->o.down_after_s, (unsigned long long)s->down_failed,
-		   s->o.reconnect_ms, s->last_error);
-	else if (s->unreach_ns)
-		kv(arg, "reachable", "no connection for %llu ms (down after "
-		   "%u s)", (unsigned long long)((bs_now_ns() - s->unreach_ns) /
-						 1000000ull), s->o.down_after_s);
-	else
-		kv(arg, "reachable", "yes (down %llu times)",
-		   (unsigned long long)s->downs);
+	reach_describe(&s->reach, s->last_error, kv, arg);
 	if (!s->have_facts)
 		return;
 	kv(arg, "server", "size %llu, read_only %d, can_flush %d, can_fua %d, "

@@ -20,6 +20,7 @@
 
 #include "drivers/nbd_lib.h"
 #include "drivers/nbd_config.h"
+#include "drivers/reach.h"
 
 #define NBDC_TICK_MS 100
 
@@ -97,19 +98,15 @@ struct nbdc {
 	uint64_t wseq, flushed_seq, lost_seq;
 
 	/*
-	 * Bounded reconnect: since unreach_ns no connection has been ready
-	 * (0: one is, or the open is under way). After down_after the device
-	 * is down: waiting and new requests fail at once with EIO instead of
-	 * each waiting its timeout; attempts go on every reconnect_ms, and
-	 * the first ready connection ends it.
+	 * Bounded reconnect (drivers/reach.h): with no connection ready for
+	 * down_after the device is down: waiting and new requests fail at
+	 * once with EIO instead of each waiting its timeout; attempts go on
+	 * every reconnect_ms, and the first ready connection ends it.
 	 */
-	uint64_t unreach_ns, down_ns;
-	bool down;
-	char down_why[256];		/* the last error when it went down */
+	struct reach reach;
 
 	/* counters for describe() */
 	uint64_t retries, expired, reconnects, flush_lost;
-	uint64_t downs, down_failed;
 
 	/* block status: its own handle, used by whichever thread asks */
 	pthread_mutex_t st_lock;
@@ -130,6 +127,8 @@ void nbdc_conn_lost(struct nbdc_conn *c, const char *why);
 void nbdc_set_reason(struct nbdc *s);
 /* Every tick: down_after passed without a ready connection: down. */
 void nbdc_check_down(struct nbdc *s);
+/* How the bounded reconnect names the server (nbd_conn.c). */
+extern const struct reach_words nbdc_reach_words;
 /* Watch what libnbd wants now on @c (after queuing a command). */
 void nbdc_kick(struct nbdc_conn *c);
 /* Close every connection (the device closes). */

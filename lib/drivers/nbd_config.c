@@ -13,6 +13,7 @@
 #include <blkstack/opts.h>
 
 #include "drivers/nbd_config.h"
+#include "drivers/reach.h"
 
 static bool pow2(uint64_t v)
 {
@@ -45,7 +46,8 @@ int nbdc_opts_parse(struct bs_opts *opts, const char *name,
 		    struct nbdc_opts *out)
 {
 	const char *uri = bs_opts_get(opts, "uri");
-	uint32_t conns = 4, timeout = 30, rms = 1000, retries = 5, down = 60;
+	uint32_t conns = 4, timeout = 30, rms = 1000, retries = 5,
+		 down = REACH_DOWN_AFTER_DEFAULT;
 	uint64_t max_io = 1u << 20;
 	int err;
 
@@ -69,7 +71,7 @@ int nbdc_opts_parse(struct bs_opts *opts, const char *name,
 		return bs_error(-EINVAL, "%s: nbd: connections %u: 1..%u", name,
 				conns, NBDC_MAX_CONNS);
 	if (timeout < 1 || timeout > 3600 || rms < 10 || rms > 600000 ||
-	    retries > 100 || down > 86400)
+	    retries > 100 || down > REACH_DOWN_AFTER_MAX)
 		return bs_error(-EINVAL, "%s: nbd: timeout 1..3600 s, "
 				"reconnect_ms 10..600000, max_retries 0..100, "
 				"down_after 0..86400 s", name);

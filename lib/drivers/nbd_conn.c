@@ -234,12 +234,8 @@ void nbdc_set_reason(struct nbdc *s)
 
 	if (s->dev->wz_broken)
 		return;		/* the core's reason stands */
-	if (s->down)
-		bs_dev_set_reason(s->dev, "nbd server unreachable over %u s "
-				  "(down_after): I/O fails at once with EIO, "
-				  "reconnecting every %u ms; last error: %s",
-				  s->o.down_after_s, s->o.reconnect_ms,
-				  s->down_why);
+	if (s->reach.down)
+		reach_set_reason(&s->reach);
 	else
 		bs_dev_set_reason(s->dev, "nbd can_zero=%d can_fast_zero=%d "
 				  "can_trim=%d: %s", f->can_zero,
@@ -258,23 +254,16 @@ static bool any_ready(const struct nbdc *s)
 	return false;
 }
 
+const struct reach_words nbdc_reach_words = {
+	.drv = "nbd", .what = "server", .lack = "no connection",
+	.back = "a connection is made again",
+};
+
 void nbdc_check_down(struct nbdc *s)
 {
-	uint64_t now = bs_now_ns();
-
-	if (s->down || !s->unreach_ns || !s->o.down_after_s ||
-	    now - s->unreach_ns < s->o.down_after_s * 1000000000ull)
+	if (!reach_check(&s->reach, s->last_error))
 		return;
-	s->down = true;
-	s->down_ns = now;
-	s->downs++;
-	snprintf(s->down_why, sizeof(s->down_why), "%s",
-		 s->last_error[0] ? s->last_error : "no connection");
 	nbdc_set_reason(s);
-	bs_dev_log(s->dev, "nbd %s: server unreachable for %u s (%s): "
-		   "requests fail at once with EIO until a connection is "
-		   "made again; reconnecting every %u ms", s->o.uri,
-		   s->o.down_after_s, s->down_why, s->o.reconnect_ms);
 	/* what waits for a connection fails now (nbdc_issue sees down) */
 	nbdc_issue_waiting(s);
 }
@@ -282,16 +271,8 @@ void nbdc_check_down(struct nbdc *s)
 /* A connection is ready: reachable again; up if the device was down. */
 static void reachable(struct nbdc *s)
 {
-	s->unreach_ns = 0;
-	if (!s->down)
-		return;
-	s->down = false;
-	nbdc_set_reason(s);
-	bs_dev_log(s->dev, "nbd %s: connected again after %llu s down; "
-		   "requests are served (%llu failed while down)", s->o.uri,
-		   (unsigned long long)((bs_now_ns() - s->down_ns) /
-					1000000000ull),
-		   (unsigned long long)s->down_failed);
+	if (reach_ok(&s->reach, "connected"))
+		nbdc_set_reason(s);
 }
 
 static bool facts_differ(const struct nbdc_facts *a, const struct nbdc_facts *b)
@@ -415,8 +396,8 @@ static void lost_now(void *arg)
 	}
 	c->was_ready = false;
 	teardown(c);
-	if (!s->opening && !s->unreach_ns && !any_ready(s))
-		s->unreach_ns = bs_now_ns();
+	if (!s->opening && !any_ready(s))
+		reach_lost(&s->reach);
 	if (c->idx == 0 && s->opening) {
 		s->failed_connects++;
 		if (s->failed_connects > s->o.max_retries) {

@@ -25,7 +25,10 @@
  * path round robin over its I/O queues. An ANA path status sends the
  * request to another path without counting a retry.
  * A request whose path is lost is sent again on another live path, or
- * waits for one; it fails (-EIO) only at its deadline (`timeout`).
+ * waits for one; it fails (-EIO) only at its deadline (`timeout`), or
+ * when the device goes down: bounded reconnect (drivers/reach.h), no
+ * path live for down_after seconds, and then every request fails at once
+ * until a path is live again (the paths keep connecting).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,6 +43,11 @@
 
 
 static const char *const policy_names[] = { "round-robin", "failover", NULL };
+
+static const struct reach_words nvmf_reach_words = {
+	.drv = "nvmf", .what = "target", .lack = "no live path",
+	.back = "a path is live again",
+};
 
 /* ---- limits of the device from its paths -------------------------------- */
 
@@ -114,6 +122,23 @@ static void apply_limits(struct nvmf *m)
 	}
 }
 
+/* Every path's last error, for the bounded reconnect's messages. */
+static void paths_why(const struct nvmf *m, char *buf, size_t len)
+{
+	size_t o = 0;
+	unsigned i;
+
+	buf[0] = 0;
+	for (i = 0; i < m->npaths && o < len; i++) {
+		const struct nvc *c = &m->paths[i];
+
+		o += (size_t)snprintf(buf + o, len - o, "%s%s: %s",
+				      i ? "; " : "", c->name,
+				      c->last_error[0] ? c->last_error
+						       : nvc_state_name(c->state));
+	}
+}
+
 static void open_finish(struct nvmf *m, int err)
 {
 	if (!m->opening)
@@ -170,8 +195,11 @@ int nvmf_path_up(struct nvmf *m, struct nvc *c)
 
 void nvmf_path_live(struct nvmf *m, struct nvc *c)
 {
-	(void)c;
-	apply_limits(m);
+	char how[96];
+
+	snprintf(how, sizeof(how), "%s live", c->name);
+	reach_ok(&m->reach, how);	/* up again, if it was down */
+	apply_limits(m);		/* and the decision as the reason */
 	if (m->opening)
 		open_finish(m, 0);
 	else
@@ -222,6 +250,8 @@ void nvmf_path_down(struct nvmf *m, struct nvc *c)
 	}
 	if (m->closing)
 		return;
+	if (!live_paths(m))
+		reach_lost(&m->reach);	/* down after down_after */
 	apply_limits(m);
 	bs_dev_limits_changed(m->dev);
 }
@@ -268,7 +298,10 @@ void nvmf_kick(struct nvmf *m)
 			m->wait_tail = NULL;
 		r->waiting = false;
 		issue(r);
-		if (r->waiting)
+		/* @r may be finished and its context back with its loop (a
+		 * deadline, or the device down): not read again; it waits
+		 * again only if issue() queued it, as the tail */
+		if (m->wait_tail == r)
 			break;
 	}
 }
@@ -414,6 +447,11 @@ static void issue(struct nvmf_req *r)
 		return;
 	}
 	q = pick(m, &c);
+	if (!q && m->reach.down) {
+		/* bounded reconnect: no waiting while no path lives */
+		finish(r, reach_fail(&m->reach, bs_op_name(req->op)));
+		return;
+	}
 	if (!q) {
 		wait_push(m, r);
 		return;
@@ -544,6 +582,15 @@ static void tick(void *arg)
 	m->tick_timer = 0;
 	for (i = 0; i < m->npaths; i++)
 		nvc_tick(&m->paths[i]);
+	if (!m->reach.down && m->reach.unreach_ns) {
+		char why[256];
+
+		paths_why(m, why, sizeof(why));
+		/* down: explain says so, and nvmf_kick() below fails what
+		 * waits (issue() sees it) */
+		if (reach_check(&m->reach, why) && !m->dev->wz_broken)
+			reach_set_reason(&m->reach);
+	}
 	/* waiting requests past their deadline fail */
 	pp = &m->wait_head;
 	m->wait_tail = NULL;
@@ -643,7 +690,7 @@ static int nvmf_open(struct bs_dev *dev, struct bs_opts *opts)
 {
 	struct nvmf *m = calloc(1, sizeof(*m));
 	uint32_t timeout = 30, rms = 1000, kato = 5000, retries = 5,
-		 nq = 2, depth = 64;
+		 nq = 2, depth = 64, down = REACH_DOWN_AFTER_DEFAULT;
 	uint64_t max_io = 1u << 20, h = 1469598103934665603ull;
 	char host[64] = "localhost", buf[256], key[16];
 	const char *v;
@@ -658,6 +705,7 @@ static int nvmf_open(struct bs_dev *dev, struct bs_opts *opts)
 	    (err = bs_opts_get_u32(opts, "reconnect_ms", &rms)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "kato_ms", &kato)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "max_retries", &retries)) < 0 ||
+	    (err = bs_opts_get_u32(opts, "down_after", &down)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "queues", &nq)) < 0 ||
 	    (err = bs_opts_get_u32(opts, "queue_depth", &depth)) < 0 ||
 	    (err = bs_opts_get_size(opts, "max_io", &max_io)) < 0 ||
@@ -668,18 +716,21 @@ static int nvmf_open(struct bs_dev *dev, struct bs_opts *opts)
 	if (timeout < 1 || timeout > 3600 || rms < 10 || rms > 600000 ||
 	    kato < 1000 || kato > 600000 || retries > 100 || nq < 1 ||
 	    nq > NVMF_MAX_QUEUES || depth < 2 || depth > 1024 ||
-	    max_io < 4096 || max_io > (32u << 20)) {
+	    max_io < 4096 || max_io > (32u << 20) ||
+	    down > REACH_DOWN_AFTER_MAX) {
 		err = bs_error(-EINVAL, "%s: nvmf: timeout 1..3600 s, "
 			       "reconnect_ms 10..600000, kato_ms 1000..600000, "
 			       "max_retries 0..100, queues 1..%u, queue_depth "
-			       "2..1024, max_io 4K..32M", dev->name,
-			       NVMF_MAX_QUEUES);
+			       "2..1024, max_io 4K..32M, down_after 0..%u s",
+			       dev->name, NVMF_MAX_QUEUES,
+			       REACH_DOWN_AFTER_MAX);
 		goto fail;
 	}
 	m->timeout_s = timeout;
 	m->reconnect_ms = rms;
 	m->kato_ms = kato;
 	m->max_retries = retries;
+	m->down_after_s = down;
 	m->nqueues = nq;
 	m->depth = depth;
 	m->max_io = (uint32_t)max_io;
@@ -736,6 +787,13 @@ static int nvmf_open(struct bs_dev *dev, struct bs_opts *opts)
 		if (err)
 			goto fail;
 	}
+	snprintf(buf, sizeof(buf), "nvmf %s", m->paths[0].url);
+	if (m->npaths > 1)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+			 " (+%u path%s)", m->npaths - 1,
+			 m->npaths > 2 ? "s" : "");
+	reach_init(&m->reach, dev, &nvmf_reach_words, buf, m->down_after_s,
+		   m->reconnect_ms);
 	dev->priv = m;
 	m->opening = true;
 	snprintf(dev->state_reason, sizeof(dev->state_reason), "connecting to "
@@ -810,8 +868,10 @@ static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   m->npaths, live_paths(m), m->nqueues, m->depth,
 	   m->hdgst ? "on" : "off", m->ddgst ? "on" : "off");
 	kv(arg, "timeouts", "request %u s, reconnect_ms %u, kato_ms %u, "
-	   "max_retries %u", m->timeout_s, m->reconnect_ms, m->kato_ms,
-	   m->max_retries);
+	   "max_retries %u, down_after %u s%s", m->timeout_s, m->reconnect_ms,
+	   m->kato_ms, m->max_retries, m->down_after_s,
+	   m->down_after_s ? "" : " (never)");
+	reach_describe(&m->reach, NULL, kv, arg);
 	for (i = 0; i < m->npaths; i++) {
 		struct nvc *c = &m->paths[i];
 
@@ -895,6 +955,8 @@ static const struct bs_dev_type nvmf_type = {
 		"                     included) or the open may take; then -EIO (30)\n"
 		"reconnect_ms=MS      delay before a lost path connects again (1000)\n"
 		"kato_ms=MS           keep alive timeout asked for (5000)\n"
+		"down_after=SECONDS   no path live this long: requests fail at once\n"
+		"                     (EIO) until one is live again (60; 0 never)\n"
 		"max_retries=N        retries of a command on a retryable status;\n"
 		"                     failed connects of every path before the open\n"
 		"                     gives up (5)\n"

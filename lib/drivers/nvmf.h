@@ -20,6 +20,7 @@
 #include <blkstack/loop.h>
 
 #include "drivers/nvmf_config.h"
+#include "drivers/reach.h"
 
 #define NVMF_TICK_MS 100
 #define NVMF_MAX_PATHS 8
@@ -226,6 +227,7 @@ struct nvmf {
 	bool hdgst, ddgst;
 	unsigned nqueues, depth;
 	unsigned timeout_s, reconnect_ms, kato_ms, max_retries;
+	unsigned down_after_s;		/* no live path this long: down */
 	uint32_t max_io;
 	enum nvmf_policy policy;
 
@@ -246,6 +248,14 @@ struct nvmf {
 	unsigned nreqs;
 	int open_timer;
 	struct bs_work open_work;
+
+	/*
+	 * Bounded reconnect (drivers/reach.h): with no live path for
+	 * down_after the device is down: waiting and new requests fail at
+	 * once with EIO; the paths go on connecting every reconnect_ms and
+	 * the first one live ends it.
+	 */
+	struct reach reach;
 
 	uint64_t retries, expired, failovers;
 	uint64_t ana_redirects;		/* sent again after an ANA status */

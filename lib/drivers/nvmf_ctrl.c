@@ -24,7 +24,9 @@
  * notice: Get Log Page ANA again (nvmf_ana.c). Anything that
  * fails loses the path: every queue closes, its commands go back to the
  * device (which retries them on another path or waits), and the path
- * connects again after reconnect_ms, for as long as the device lives.
+ * connects again after reconnect_ms, for as long as the device lives
+ * (with no path live for down_after the device is down meanwhile, its
+ * requests failing at once: nvmf.c, reach.h).
  */
 #include <errno.h>
 #include <stdio.h>

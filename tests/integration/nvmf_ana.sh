@@ -28,23 +28,7 @@ TCTL=$T/tctl.sock
 
 # the target: its own blkstackd, one file, ports 1 and 2
 truncate -s 64M "$T/ns.img"
-cat >"$T/t.ini" <<EOC
-[daemon]
-state_dir = $T/tstate
-control = $TCTL
-threads = 2
-
-[device vol]
-type = file
-path = $T/ns.img
-
-[export s0]
-type = nvmf
-device = vol
-nqn = $NQN
-listen = 127.0.0.1:$P1
-listen.2 = 127.0.0.1:$P2
-EOC
+nvmf_target_conf "$T/t.ini" "$NQN" "$P1" "$P2"
 start_other_daemon "$T/t.ini" "$T/t.log"
 
 

@@ -21,6 +21,7 @@
 # and the device loses write_zeroes_unmap until C stops.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/procs.bash"
 need python3 fio jq nbdinfo qemu-io
 has_type nvmf || skip "blkstack built without the nvmf driver"
 fio --enghelp=nbd >/dev/null 2>&1 || skip "fio has no nbd engine"
@@ -29,38 +30,26 @@ daemon_threads 2
 
 MINI="$(dirname "$0")/lib/nvmf_mini_target.py"
 NQN=nqn.2026-12.org.blkstack:mp-$$
-declare -A TP
 P1=$(free_port) P2=$(free_port) P3=$(free_port) P4=$(free_port)
 
 cleanup() {
-	local k
-	for k in "${!TP[@]}"; do
-		kill -KILL "${TP[$k]}" 2>/dev/null || true
-		wait "${TP[$k]}" 2>/dev/null || true
-	done
+	tp_cleanup
 	daemon_cleanup
 }
 trap cleanup EXIT
 
 # start_tgt NAME PORT [args]: one listener, up within 5 s
 start_tgt() {
-	local name=$1 port=$2 i
+	local name=$1 port=$2
 	shift 2
 	python3 "$MINI" --port "$port" --file "$T/ns.img" --nqn "$NQN" "$@" \
 		>>"$T/tgt-$name.log" 2>&1 &
 	TP[$name]=$!
-	for ((i = 0; i < 100; i++)); do
-		python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2).close()" \
-			2>/dev/null && return 0
-		sleep 0.05
-	done
-	fail "target $name not listening on $port"
+	tp_listening "target $name" "$port"
 }
 
 stop_tgt() {
-	kill -KILL "${TP[$1]}" 2>/dev/null || true
-	wait "${TP[$1]}" 2>/dev/null || true
-	unset "TP[$1]"
+	tp_stop "$1"
 }
 
 truncate -s 64M "$T/ns.img"
@@ -207,7 +196,6 @@ stop_tgt a
 stop_tgt b
 
 # ---- part 2: blkstack's own target ----------------------------------------
-PROXY="$(dirname "$0")/lib/tcp_proxy.py"
 PA=$(free_port) PC=$(free_port) X1=$(free_port) X2=$(free_port)
 NQN2=nqn.2026-12.org.blkstack:mp2-$$
 
@@ -249,22 +237,10 @@ EOC
 	fail "blkstackd $name not ready"
 }
 
-start_proxy() {
-	local i
-	python3 "$PROXY" "$2" "$PA" >>"$T/proxy-$1.log" 2>&1 &
-	TP[$1]=$!
-	for ((i = 0; i < 100; i++)); do
-		python3 -c "import socket; socket.create_connection(('127.0.0.1', $2), 0.2).close()" \
-			2>/dev/null && return 0
-		sleep 0.05
-	done
-	fail "proxy $1 not listening"
-}
-
 truncate -s 64M "$T/ns2.img"
 start_bsd bsd_a "$PA" 1
-start_proxy x1 "$X1"
-start_proxy x2 "$X2"
+start_proxy x1 "$X1" "$PA"
+start_proxy x2 "$X2" "$PA"
 cat >"$T/d2.ini" <<EOC
 [daemon]
 state_dir = $T/state
@@ -311,7 +287,7 @@ for k in 1 2 3; do
 	sleep 1
 	stop_tgt x2
 	sleep 1
-	start_proxy x2 "$X2"
+	start_proxy x2 "$X2" "$PA"
 	paths_live2 2
 done
 wait "$FIO" || { tail -40 "$T/fio2.json"; fail "fio (part 2) failed"; }

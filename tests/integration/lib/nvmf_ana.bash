@@ -1,4 +1,5 @@
-# Helpers of the ANA scripts (nvmf_ana.sh, nvmf_ana_groups.sh): a target
+# Helpers of the ANA scripts (nvmf_ana.sh, nvmf_ana_groups.sh; also
+# nvmf_failover.sh, nvmf_down.sh): a target
 # blkstackd (control socket $TCTL) and the daemon under test ($CTL) whose
 # nvmf devices have paths to it. Source after cli-common.bash and
 # daemon.bash.
@@ -41,4 +42,36 @@ path_cmds() {
 	ctl 0 info "$1"
 	[[ $OUT =~ path\.$2\ [^$'\n']*commands\ ([0-9]+) ]] || fail "no count: $OUT"
 	echo "${BASH_REMATCH[1]}"
+}
+
+# nvmf_target_conf FILE NQN PORT...: write FILE, the config of a target
+# blkstackd (control $TCTL, state $T/tstate, 2 threads) exporting the
+# file $T/ns.img (device vol) as export s0, subsystem NQN, on
+# 127.0.0.1:PORT for each PORT (listen, listen.2, ...)
+nvmf_target_conf() {
+	local f=$1 nqn=$2 i=1 p
+	shift 2
+	cat >"$f" <<EOC
+[daemon]
+state_dir = $T/tstate
+control = $TCTL
+threads = 2
+
+[device vol]
+type = file
+path = $T/ns.img
+
+[export s0]
+type = nvmf
+device = vol
+nqn = $nqn
+EOC
+	for p in "$@"; do
+		if ((i == 1)); then
+			echo "listen = 127.0.0.1:$p"
+		else
+			echo "listen.$i = 127.0.0.1:$p"
+		fi
+		i=$((i + 1))
+	done >>"$f"
 }
