@@ -58,16 +58,6 @@ EOC
 start_daemon "$T/d.ini"
 NBD=nbd://127.0.0.1:$PORT
 
-# live N: wait (10 s) until `info fo` says N paths live
-live() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		ctl 0 info fo
-		[[ $OUT == *"($1 live)"* ]] && return 0
-		sleep 0.1
-	done
-	fail "fo: not $1 live paths: $OUT"
-}
 
 # io PAT OFF: write 1 MiB of PAT at OFF (MiB) and read it back checked
 io() {
@@ -86,7 +76,7 @@ counts() {
 }
 
 note "both paths live, policy failover"
-live 2
+paths_live fo 2 10
 [[ $OUT == *"policy"*"failover, 2 paths (2 live)"* ]] || fail "info: $OUT"
 
 note "both live: every command on path 1"
@@ -113,7 +103,7 @@ done
 tp_stop x1
 wait "$FIO" || { tail -40 "$T/fio.json"; fail "fio failed across the failover"; }
 (($(jq '[.jobs[].error] | add' "$T/fio.json") == 0)) || fail "fio errors"
-live 1
+paths_live fo 1 10
 # fio went on on path 2 (path 2 had no command before)
 (($(path_cmds fo 2) > C2)) || { ctl 0 info fo; fail "fio did not move to path 2: $OUT"; }
 [[ $OUT =~ path\.1\ [^$'\n']*:\ (down|connecting) ]] || fail "path 1 not down: $OUT"
@@ -134,7 +124,7 @@ timeout 30 qemu-io -f raw "$NBD" -c "read -P 0x11 0 1M" -c "read -P 0x12 1048576
 
 note "path 1 back: requests go to path 1 again (first live in url order)"
 start_proxy x1 "$X1" "$PA"
-live 2
+paths_live fo 2 10
 counts
 io 0x31 3
 ((($(path_cmds fo 1) - C1) >= 2)) ||

@@ -77,19 +77,9 @@ EOC
 start_daemon "$T/d.ini"
 NBD=nbd://127.0.0.1:$PORT
 
-# paths_live N: wait (5 s) until `info mp` says N paths live
-paths_live() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		ctl 0 info mp
-		[[ $OUT == *"($1 live)"* ]] && return 0
-		sleep 0.1
-	done
-	fail "not $1 live paths: $OUT"
-}
 
 note "two paths live, each named with its state"
-paths_live 2
+paths_live mp 2
 [[ $OUT == *"path.1"*":$P1/"*": live"* && $OUT == *"path.2"*":$P2/"*": live"* ]] ||
 	fail "info paths: $OUT"
 [[ $OUT == *"path.3"*": down"* ]] || fail "path 3 not down: $OUT"
@@ -120,7 +110,7 @@ for k in 1 2 3; do
 	[[ $OUT == *"path.2"*": down"* || $OUT == *"path.2"*": connecting"* ]] ||
 		fail "round $k: path 2 not down after its listener died: $OUT"
 	start_tgt b "$P2"
-	paths_live 2
+	paths_live mp 2
 done
 wait "$FIO" || { tail -40 "$T/fio.json"; fail "fio failed"; }
 errs=$(jq '[.jobs[].error] | add' "$T/fio.json")
@@ -132,7 +122,7 @@ ctl 0 info mp
 
 note "a path whose namespace lacks DEAC clears write_zeroes_unmap"
 start_tgt c "$P3" --dlfeat 0
-paths_live 3
+paths_live mp 3
 ctl 0 explain mp
 [[ $OUT == *"write_zeroes_unmap no"*"path.3 127.0.0.1:$P3 has no unmap zeroing"*"paths 1 live, 2 live, 3 live, 4 down"* ]] ||
 	fail "explain with a DLFEAT 0 path: $OUT"
@@ -143,7 +133,7 @@ done
 [[ $(nbd_flag "$NBD" can_fast_zero) == false ]] || fail "fast zero with a DLFEAT 0 path"
 note "... and it leaving restores it"
 stop_tgt c
-paths_live 2
+paths_live mp 2
 ctl 0 explain mp
 [[ $OUT == *"write_zeroes_unmap yes"* ]] || fail "explain after the path left: $OUT"
 for ((i = 0; i < 50; i++)); do
@@ -261,18 +251,9 @@ listen = 127.0.0.1:$PORT
 EOC
 start_daemon "$T/d2.ini"
 
-paths_live2() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		ctl 0 info mp2
-		[[ $OUT == *"($1 live)"* ]] && return 0
-		sleep 0.1
-	done
-	fail "mp2: not $1 live paths: $OUT"
-}
 
 note "blkstack's target: two paths through two forwarders, both live"
-paths_live2 2
+paths_live mp2 2
 ctl 0 explain mp2
 [[ $OUT == *"write_zeroes_unmap yes"*"every live path (2)"* ]] || fail "explain mp2: $OUT"
 
@@ -288,7 +269,7 @@ for k in 1 2 3; do
 	stop_tgt x2
 	sleep 1
 	start_proxy x2 "$X2" "$PA"
-	paths_live2 2
+	paths_live mp2 2
 done
 wait "$FIO" || { tail -40 "$T/fio2.json"; fail "fio (part 2) failed"; }
 (($(jq '[.jobs[].error] | add' "$T/fio2.json") == 0)) || fail "fio (part 2) errors"
@@ -298,12 +279,12 @@ ctl 0 info mp2
 
 note "a path to a target whose device has the knob off: DLFEAT 0 clears it"
 start_bsd bsd_c "$PC" 0
-paths_live2 3
+paths_live mp2 3
 ctl 0 explain mp2
 [[ $OUT == *"write_zeroes_unmap no"*"path.3 127.0.0.1:$PC has no unmap zeroing"*"paths 1 live, 2 live, 3 live"* ]] ||
 	fail "explain mp2 with the knob-off path: $OUT"
 stop_tgt bsd_c
-paths_live2 2
+paths_live mp2 2
 ctl 0 explain mp2
 [[ $OUT == *"write_zeroes_unmap yes"* ]] || fail "explain mp2 after C left: $OUT"
 

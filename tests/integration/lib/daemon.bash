@@ -139,6 +139,18 @@ wait_live() {
 	fail "$1 not live after ${2:-20} s: $OUT"
 }
 
+# paths_live DEV N [SECONDS]: wait (5 s) until `info DEV` of a
+# multipath device says N paths live.
+paths_live() {
+	local i n=$((${3:-5} * 10))
+	for ((i = 0; i < n; i++)); do
+		ctl 0 info "$1"
+		[[ $OUT == *"($2 live)"* ]] && return 0
+		sleep 0.1
+	done
+	fail "$1: not $2 live paths: $OUT"
+}
+
 # nbd_flag URI KEY: the value nbdinfo --json gives for KEY.
 nbd_flag() {
 	timeout 20 nbdinfo --json "$1" | jq -r ".exports[0][\"$2\"]"
