@@ -665,10 +665,12 @@ static int stop(struct bsd *d, struct bs_config *cfg)
 		 * (not after a start that failed: its one line is the error) */
 		if (b && d->served)
 			bsd_log("in-flight payload budget: peak %llu bytes of "
-				"%llu, %llu requests waited",
+				"%llu, %llu requests waited, %llu bytes taken "
+				"above it",
 				(unsigned long long)bs_budget_peak(b),
 				(unsigned long long)bs_budget_limit(b),
-				(unsigned long long)bs_budget_waits(b));
+				(unsigned long long)bs_budget_waits(b),
+				(unsigned long long)bs_budget_over(b));
 		for (dev = bs_dev_next(d->ctx, NULL); dev;
 		     dev = bs_dev_next(d->ctx, dev)) {
 			int err;

@@ -72,6 +72,8 @@ uint64_t bs_budget_used(const struct bs_budget *b);
 /* Largest use seen since start, and requests that had to wait. */
 uint64_t bs_budget_peak(const struct bs_budget *b);
 uint64_t bs_budget_waits(const struct bs_budget *b);
+/* Bytes taken above the limit with bs_budget_take_over() since start. */
+uint64_t bs_budget_over(const struct bs_budget *b);
 
 /*
  * Take @n bytes for @h: true when taken. False queues @h (once) and calls
@@ -80,6 +82,14 @@ uint64_t bs_budget_waits(const struct bs_budget *b);
  */
 bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n);
+/*
+ * Take @n bytes for @h even above the limit, never waiting: for bytes
+ * without which @h cannot reach the input that gives bytes back (NVMe/TCP
+ * in-capsule data in front of the data of an R2T already granted). The
+ * caller bounds how much it takes this way.
+ */
+void bs_budget_take_over(struct bs_budget *b, struct bs_budget_holder *h,
+			 uint64_t n);
 /* Give back @n of @h's bytes. */
 void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n);

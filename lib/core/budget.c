@@ -37,6 +37,7 @@ struct bs_budget {
 	struct bs_work arm_work;		/* arms the timer on the main loop */
 	bool arm_sent;
 	uint64_t limit, used, peak, waits;
+	uint64_t over;		/* bytes taken above the limit (take_over) */
 	uint32_t stall_ms;
 	uint32_t age_ms;			/* 0: the default rule */
 	int timer;				/* watchdog, > 0 while armed */
@@ -122,6 +123,11 @@ uint64_t bs_budget_peak(const struct bs_budget *b)
 uint64_t bs_budget_waits(const struct bs_budget *b)
 {
 	return locked_read(b, &b->waits);
+}
+
+uint64_t bs_budget_over(const struct bs_budget *b)
+{
+	return locked_read(b, &b->over);
 }
 
 /* ---- calls into holders, on their own loops ---------------------------- */
@@ -372,6 +378,26 @@ bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 out:
 	pthread_mutex_unlock(&b->lock);
 	return ok;
+}
+
+void bs_budget_take_over(struct bs_budget *b, struct bs_budget_holder *h,
+			 uint64_t n)
+{
+	pthread_mutex_lock(&b->lock);
+	if (!h->loop) {
+		struct bs_loop *cur = bs_loop_current();
+		h->loop = cur ? cur : b->loop;
+	}
+	b->used += n;
+	if (b->used > b->peak)
+		b->peak = b->used;
+	b->over += n;
+	h->held += n;
+	if (!h->listed)
+		__atomic_store_n(&h->progress_ns, bs_now_ns(),
+				 __ATOMIC_RELAXED);
+	list_add(b, h);
+	pthread_mutex_unlock(&b->lock);
 }
 
 static void give_locked(struct bs_budget *b, struct bs_budget_holder *h,

@@ -4,7 +4,8 @@
  * wait (smallest first, an overdue one before all) and are woken when
  * bytes come back; a
  * request bigger than the limit goes alone; a stalled holder is evicted
- * only while someone waits; leaving gives everything back.
+ * only while someone waits; leaving gives everything back; taking above
+ * the limit (take_over) never waits, is counted, and wakes nobody.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -202,6 +203,34 @@ static void oversize_goes_alone(void **state)
 	leave_settled(b, &a.h);
 }
 
+/* Taking above the limit never waits and is counted; a waiter is woken
+ * only once the bytes are back under the limit. */
+static void take_over_goes_above_the_limit(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, c;
+
+	init(&a);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 64 * MiB));
+	bs_budget_take_over(b, &a.h, 16384);
+	bs_budget_take_over(b, &a.h, 16384);
+	assert_int_equal(bs_budget_used(b), 64 * MiB + 32768);
+	assert_int_equal(bs_budget_peak(b), 64 * MiB + 32768);
+	assert_int_equal(bs_budget_over(b), 32768);
+	assert_int_equal(bs_budget_waits(b), 0);
+	assert_false(take_settled(b, &c.h, 1 * MiB));
+	give_settled(b, &a.h, 1 * MiB);
+	assert_int_equal(c.woken, 0);	/* 63 MiB + 32 KiB: no room yet */
+	give_settled(b, &a.h, 32768);
+	assert_int_equal(c.woken, 1);
+	assert_true(take_settled(b, &c.h, 1 * MiB));
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+	assert_int_equal(bs_budget_over(b), 32768);
+}
+
 static void run_ms(struct bs_ctx *ctx, int ms)
 {
 	uint64_t end = bs_now_ns() + (uint64_t)ms * 1000000;
@@ -268,6 +297,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(take_wait_smallest_first,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(overdue_waiter_goes_first,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(take_over_goes_above_the_limit,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(oversize_goes_alone,
 						th_ctx_setup, th_ctx_teardown),

@@ -605,6 +605,91 @@ static void stalled_write_is_evicted(void **state)
 	bs_budget_leave(b, &other);
 }
 
+/*
+ * In-capsule data in front of the data of an R2T already granted, with
+ * the budget full: the in-capsule bytes are taken above the limit, so
+ * that input reaches the H2CData behind them (which gives bytes back).
+ * Before, input stopped at the capsule's header and queues holding the
+ * budget that way waited for each other until the stall timeout.
+ */
+static void incapsule_ahead_of_granted_data(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	const uint32_t ic = 4096, len = MiB;
+	size_t total = BS_NVME_TCP_CMD_HLEN + ic + BS_NVME_TCP_DATA_HLEN + len;
+	uint8_t *wire = calloc(1, total), *p = wire, *got = malloc(len);
+	struct bs_nvme_sqe sqe;
+	uint16_t cid = 4, ttag;
+	size_t off = 0;
+	uint32_t i;
+	int n;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	q = ops_queue(f, &port, false);
+	/* a 1 MiB write at LBA 0: its bytes held, R2T sent */
+	put_capsule(f, q, BS_NVME_CMD_WRITE, cid, len);
+	assert_int_equal(q->out_tail->hdr[0], BS_NVME_TCP_R2T);
+	memcpy(&ttag, q->out_tail->hdr + 10, 2);
+	/* everything else is taken */
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, BS_BUDGET_MIN - len));
+
+	/* a 4 KiB write at LBA 4096 with in-capsule data ... */
+	p[0] = BS_NVME_TCP_CMD;
+	p[2] = BS_NVME_TCP_CMD_HLEN;
+	p[3] = BS_NVME_TCP_CMD_HLEN;
+	bs_nvme_put32(p + 4, BS_NVME_TCP_CMD_HLEN + ic);
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = BS_NVME_CMD_WRITE;
+	sqe.flags = BS_NVME_SQE_PSDT_SGL;
+	sqe.cid = 5;
+	sqe.nsid = bs_nvme_cpu_to_le32(1);
+	sqe.cdw10 = bs_nvme_cpu_to_le32(4096);
+	sqe.cdw12 = bs_nvme_cpu_to_le32(ic / 512 - 1);
+	sqe.dptr.type = BS_NVME_SGL_TCP_INCAPSULE;
+	sqe.dptr.length = bs_nvme_cpu_to_le32(ic);
+	memcpy(p + 8, &sqe, sizeof(sqe));
+	memset(p + BS_NVME_TCP_CMD_HLEN, 0xc5, ic);
+	p += BS_NVME_TCP_CMD_HLEN + ic;
+	/* ... then the first write's data */
+	p[0] = BS_NVME_TCP_H2C_DATA;
+	p[2] = BS_NVME_TCP_DATA_HLEN;
+	p[3] = BS_NVME_TCP_DATA_HLEN;
+	bs_nvme_put32(p + 4, BS_NVME_TCP_DATA_HLEN + len);
+	memcpy(p + 8, &cid, 2);
+	memcpy(p + 10, &ttag, 2);
+	bs_nvme_put32(p + 16, len);
+	for (i = 0; i < len; i++)
+		p[BS_NVME_TCP_DATA_HLEN + i] = (uint8_t)(i * 13 + 1);
+
+	for (n = 0; n < 100 && off < total; n++) {
+		if (!nvmf_net_proto.wants_input(q))
+			break;
+		off += nvmf_net_proto.input(q, wire + off, total - off);
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 1);
+	}
+	assert_int_equal(off, total);
+	settle(f, q);
+	assert_int_equal(last_status(q), 0);
+	assert_int_equal(bs_read_sync(f->dev, got, len, 0), 0);
+	assert_memory_equal(got, p + BS_NVME_TCP_DATA_HLEN, len);
+	assert_int_equal(bs_read_sync(f->dev, got, ic, 4096 * 512ull), 0);
+	for (i = 0; i < ic; i++)
+		assert_int_equal(got[i], 0xc5);
+	/* the in-capsule bytes went above the limit, and back */
+	assert_int_equal(bs_budget_over(b), ic);
+	assert_int_equal(bs_budget_used(b), BS_BUDGET_MIN - len);
+	ops_close(q);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
+	free(wire);
+	free(got);
+}
+
 /* ---- admin and I/O commands through the dispatch ------------------------ */
 
 /* An admin command's SQE: @opc with NSID and CDW10/CDW11. */
@@ -1019,6 +1104,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(h2c_data_zero_copy_bad_digest,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(read_waits_for_the_budget,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(incapsule_ahead_of_granted_data,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(stalled_write_is_evicted,
 						setup, teardown),

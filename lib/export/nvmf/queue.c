@@ -23,11 +23,15 @@
 
 /* ---- payload buffers and the server budget --------------------------------- */
 
-int nvmf_buf_get(struct nvmf_queue *q, uint32_t len, uint8_t **out)
+/* @over: take the bytes even above the budget's limit (see rest_begin()) */
+static int buf_get(struct nvmf_queue *q, uint32_t len, uint8_t **out,
+		   bool over)
 {
 	uint8_t *b;
 
-	if (q->budget && !bs_budget_take(q->budget, &q->bh, len))
+	if (q->budget && over)
+		bs_budget_take_over(q->budget, &q->bh, len);
+	else if (q->budget && !bs_budget_take(q->budget, &q->bh, len))
 		return -EAGAIN;
 	/* page aligned (drivers may do direct I/O from it) and pooled:
 	 * warm, already mapped, no heap left at its high-water mark */
@@ -39,6 +43,11 @@ int nvmf_buf_get(struct nvmf_queue *q, uint32_t len, uint8_t **out)
 	}
 	*out = b;
 	return 0;
+}
+
+int nvmf_buf_get(struct nvmf_queue *q, uint32_t len, uint8_t **out)
+{
+	return buf_get(q, len, out, false);
 }
 
 void nvmf_buf_put(struct nvmf_queue *q, uint8_t *buf, uint32_t len)
@@ -540,10 +549,29 @@ static void h2c_data(struct nvmf_queue *q)
 		nvmf_io_exec(c);
 }
 
+/* A command with an outstanding R2T: its data is on the way. */
+static bool r2t_pending(const struct nvmf_queue *q)
+{
+	const struct nvmf_cmd *c;
+
+	for (c = q->cmds; c; c = c->next)
+		if (c->wants_data)
+			return true;
+	return false;
+}
+
 /*
  * The header is in: where the rest of the PDU goes. 0; -EAGAIN: its
  * in-capsule data waits for the budget (input stops at this header until
  * the budget wakes the queue); else the queue ended.
+ *
+ * Not while an R2T of this queue is outstanding: its data may be on the
+ * wire behind this capsule, and the bytes that data would give back are
+ * held already. Stopping here, queues that hold the budget that way
+ * would wait for each other until the stall timeout ends one; so the
+ * in-capsule data is taken above the limit. That is bounded: at most
+ * NVMF_INCAPSULE bytes for each command the queue may have open (its
+ * depth), and only while an R2T is outstanding.
  */
 static int rest_begin(struct nvmf_queue *q)
 {
@@ -566,7 +594,9 @@ static int rest_begin(struct nvmf_queue *q)
 		q->ddst = c->buf + c->got;
 	} else if (l->type == BS_NVME_TCP_CMD &&
 		   l->data_len <= NVMF_INCAPSULE) {
-		err = nvmf_buf_get(q, l->data_len, &q->icbuf);
+		err = buf_get(q, l->data_len, &q->icbuf, false);
+		if (err == -EAGAIN && r2t_pending(q))
+			err = buf_get(q, l->data_len, &q->icbuf, true);
 		if (err == -EAGAIN)
 			return err;
 		if (err) {
@@ -627,17 +657,6 @@ static void rest_done(struct nvmf_queue *q)
 		h2c_data(q);
 		break;
 	}
-}
-
-/* A command with an outstanding R2T: its data is on the way. */
-static bool r2t_pending(const struct nvmf_queue *q)
-{
-	const struct nvmf_cmd *c;
-
-	for (c = q->cmds; c; c = c->next)
-		if (c->wants_data)
-			return true;
-	return false;
 }
 
 /*
