@@ -129,8 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			off += 64;
 			dlen = data[off] | (uint32_t)data[off + 1] << 8;
 			off += 2;
-			if (dlen > NVMF_INCAPSULE)
-				dlen = NVMF_INCAPSULE;
+			if (dlen > t.ss.incapsule)
+				dlen = t.ss.incapsule;
 			if (dlen > size - off)
 				dlen = (uint32_t)(size - off);
 			buf = NULL;

@@ -7,7 +7,8 @@
 # and I/O opcodes (Invalid Command Opcode), an unknown log page, a read and
 # a Write Zeroes past the end (LBA Out of Range), a read of a missing
 # namespace (Invalid Namespace), 32 KiB of in-capsule data where IOCCSZ
-# offers 16 KiB (Data SGL Length Invalid; 16 KiB is taken). The daemon stays up and serves on.
+# offers 16 KiB (in_capsule = 16K: Data SGL Length Invalid; 16 KiB is
+# taken). The daemon stays up and serves on.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3
@@ -19,6 +20,7 @@ size = 64M
 [export s0]
 type = nvmf
 listen = 127.0.0.1:$PORT
+in_capsule = 16K
 device = da
 EOC
 start_daemon "$T/d.ini"

@@ -3,10 +3,12 @@
 # in-flight budget ([daemon] max_inflight), as NBD, iSCSI and NFS do:
 # - target A (max_inflight 64M) serves four libnvmf nvmf-fio runs of
 #   1 MiB random reads and writes, two I/O queues of depth 32 each (256 MiB
-#   asked for at once), two of them with header and data digests;
+#   asked for at once), two of them with header and data digests, its
+#   writes by R2T (in_capsule = 16K);
 # - at the same time fio verifies data written and read through daemon B
 #   (its nvmf host driver, NBD in front), once without digests and once
-#   with both, on a second subsystem of A: every byte comes back;
+#   with both, on a second subsystem of A (default in_capsule: writes
+#   inside their capsules): every byte comes back;
 # - A's budget peak never passed 64 MiB (plus the bounded in-capsule
 #   bytes taken above it) and requests did wait for it
 #   (A logs both when it stops), no command failed, nobody was evicted.
@@ -46,6 +48,9 @@ type = nvmf
 device = va
 listen = 127.0.0.1:$PA
 nqn = $NQA
+# writes by R2T (granted once their bytes are held); sb keeps the
+# default (1M: every write in its capsule, waiting at its header)
+in_capsule = 16K
 
 [export sb]
 type = nvmf
@@ -132,7 +137,8 @@ echo "$line"
 read -r peak limit waits over < <(sed -E 's/.*peak ([0-9]+) bytes of ([0-9]+), ([0-9]+) requests waited, ([0-9]+) bytes taken above it.*/\1 \2 \3 \4/' <<<"$line")
 ((limit == LIMIT)) || fail "budget limit $limit, not $LIMIT"
 # in-capsule data ahead of a granted R2T's data goes above the limit:
-# at most 16 KiB per open command (at most 6 queues of depth 32 here)
+# at most in_capsule (16K on sa; sb's writes never wait for an R2T) per
+# open command (at most 6 queues of depth 32 here)
 echo "$over bytes taken above the limit in all"
 ((peak <= LIMIT + 16384 * 32 * 6)) || fail "budget peak $peak above the limit $LIMIT"
 # 256 MiB asked for at once: without the target's accounting nothing waits

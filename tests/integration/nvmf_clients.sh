@@ -15,7 +15,7 @@
 #   DLFEAT 0;
 # - pynvmeof writes (in capsule and through R2T) read back byte-exact;
 # - libnvmf's nvmf-fio at its default queue depth (32): random read/write
-#   of 4 KiB, 8 KiB, 64 KiB and 1 MiB (writes above 16 KiB through one
+#   of 4 KiB, 8 KiB, 64 KiB and 1 MiB (in_capsule = 64K: writes above it through one
 #   R2T answered by one H2CData PDU), random discard and random write
 #   zeroes, sequential 1 MiB writes and 128 KiB reads, with and without
 #   header and data digests, bounded runtime, exit 0, a summary line
@@ -46,6 +46,7 @@ zeroes = none
 [export s0]
 type = nvmf
 listen = 127.0.0.1:$PORT
+in_capsule = 64K
 unit.a = da
 unit.b = db
 [export s1]
@@ -63,6 +64,8 @@ grep -q 'dlfeat=9 ' <<<"$out" || fail "DLFEAT is not 9 on a punching file"
 grep -q 'nmic=1 ' <<<"$out" || fail "NMIC shared not set"
 grep -q 'cmic=2 ' <<<"$out" || fail "CMIC multi-controller not set"
 grep -q 'oncs=13$' <<<"$out" || fail "ONCS is not Compare|DSM|Write Zeroes"
+# in_capsule = 64K: (64 + 65536) / 16
+grep -q 'ioccsz=4100 ' <<<"$out" || fail "IOCCSZ does not follow in_capsule = 64K"
 ids=$(grep -o 'nguid=[0-9a-f]* eui64=[0-9a-f]*' <<<"$out")
 
 note "active namespace list, identification descriptors with a UUID"
@@ -81,6 +84,8 @@ out=$(timeout 30 $PY "$PORT2" nqn.2026-12.org.blkstack:s1 identify) ||
 	fail "identify s1: $out"
 echo "$out"
 grep -q 'oncs=9$' <<<"$out" || fail "ONCS is not Compare|Write Zeroes"
+# the default: a whole transfer (1 MiB) may come with its command
+grep -q 'ioccsz=65540 ' <<<"$out" || fail "IOCCSZ is not (64 + 1 MiB) / 16 by default"
 grep -q 'dlfeat=0 ' <<<"$out" || fail "DLFEAT is not 0 without unmap"
 
 note "writes read back byte-exact (in capsule and R2T)"
@@ -127,4 +132,14 @@ out=$(timeout 30 $PY "$PORT" "$NQN" ids) || fail "ids: $out"
 [[ $(grep -o 'uuid=[0-9a-f-]*' <<<"$out") == "$uuids" ]] ||
 	fail "UUIDs changed: $uuids vs $out"
 stop_daemon
+
+note "in_capsule above 1M or not a multiple of 16 is refused with the place"
+for bad in 2M 100; do
+	sed "s/^in_capsule = .*/in_capsule = $bad/" "$T/d.ini" >"$T/bad.ini"
+	if "$BSD" -f -c "$T/bad.ini" >"$T/bad.log" 2>&1; then
+		fail "in_capsule = $bad accepted"
+	fi
+	grep -q "bad.ini:[0-9]*: export s0: in_capsule '$bad': give a size up to 1024K, a multiple of 16 bytes" "$T/bad.log" ||
+		{ cat "$T/bad.log"; fail "wrong error for in_capsule = $bad"; }
+done
 echo PASS

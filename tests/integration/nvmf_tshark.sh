@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tshark (Wireshark's decoder, which blkstack did not write) reads a
 # capture of an NVMe/TCP session with blkstackd's target on loopback
-# (issue 14): pynvmeof identify, writes in capsule and through R2T, reads
+# (issue 14): pynvmeof identify, writes in capsule and through R2T
+# (in_capsule = 16K), reads
 # (C2HData) and the discovery log. Checked from the decoded fields:
 # - no frame is Malformed;
 # - the PDU types of a session are all there: ICReq/ICResp, CapsuleCmd/
@@ -34,6 +35,7 @@ size = 16M
 [export s0]
 type = nvmf
 listen = 127.0.0.1:$PORT
+in_capsule = 16K
 device = da
 EOC
 start_daemon "$T/d.ini"

@@ -62,6 +62,7 @@ static int setup(void **state)
 	f->ss.ns = f->ns;
 	f->ss.nns = 2;
 	f->ss.qdepth = 128;
+	f->ss.incapsule = 16384;
 	f->ss.max_ioq = 1;
 	f->ss.ana = true;
 	f->ss.anatt = NVMF_ANATT;

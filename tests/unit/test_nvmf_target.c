@@ -75,6 +75,7 @@ static int setup_spec(void **state, const char *spec_in)
 	f->ss.ns = &f->ns;
 	f->ss.nns = 1;
 	f->ss.qdepth = 128;
+	f->ss.incapsule = 16384;
 	f->ss.max_ioq = 1;
 	f->ctrl.ss = &f->ss;
 	f->ctrl.cntlid = 7;
@@ -126,6 +127,12 @@ static void dlfeat_follows_the_knob(void **state)
 			 BS_NVME_ONCS_COMPARE | BS_NVME_ONCS_DSM |
 				 BS_NVME_ONCS_WRITE_ZEROES);
 	assert_int_equal(bs_nvme_le16(ic.cntlid), 7);
+	/* IOCCSZ: the 64-byte command and in_capsule bytes, in 16s */
+	assert_int_equal(bs_nvme_le32(ic.ioccsz), (64 + 16384) / 16);
+	f->ss.incapsule = 0;
+	nvmf_id_ctrl(&f->q, &ic);
+	assert_int_equal(bs_nvme_le32(ic.ioccsz), 4);
+	f->ss.incapsule = 16384;
 	assert_int_equal(ic.cntrltype, BS_NVME_CTRL_TYPE_IO);
 	assert_int_equal(bs_nvme_le32(ic.nn), 1);
 	assert_string_equal(ic.subnqn, "nqn.2026-12.org.blkstack:t");

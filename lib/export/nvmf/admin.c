@@ -134,7 +134,7 @@ void nvmf_id_ctrl(struct nvmf_queue *q, struct bs_nvme_id_ctrl *id)
 	id->maxcmd = bs_nvme_cpu_to_le16((uint16_t)ss->qdepth);
 	id->sqes = (BS_NVME_SQES_LOG2 << 4) | BS_NVME_SQES_LOG2;
 	id->cqes = (BS_NVME_CQES_LOG2 << 4) | BS_NVME_CQES_LOG2;
-	id->ioccsz = bs_nvme_cpu_to_le32((64 + NVMF_INCAPSULE) / 16);
+	id->ioccsz = bs_nvme_cpu_to_le32((64 + ss->incapsule) / 16);
 	id->iorcsz = bs_nvme_cpu_to_le32(1);
 	id->msdbd = 1;
 	id->mdts = mdts_of(ss);

@@ -45,9 +45,11 @@
 #define NVMF_NQN_PREFIX "nqn.2026-12.org.blkstack:"
 #define NVMF_DEFAULT_LISTEN "127.0.0.1:4420"
 #define NVMF_MAX_ALLOW 32
-#define NVMF_INCAPSULE 16384u	/* in-capsule data bytes accepted */
 #define NVMF_MDTS 8		/* 2^8 x 4 KiB = 1 MiB per command */
 #define NVMF_MAX_XFER (4096u << NVMF_MDTS)
+/* in-capsule data bytes accepted (IOCCSZ): `in_capsule`, at most a
+ * whole transfer, by default a whole transfer (no R2T round trip) */
+#define NVMF_INCAPSULE_MAX NVMF_MAX_XFER
 /* ICResp MAXH2CDATA: the largest transfer, so that one R2T (and one
  * H2CData PDU) can carry all of a write's data (see queue.c) */
 #define NVMF_MAXH2CDATA NVMF_MAX_XFER
@@ -101,6 +103,7 @@ struct nvmf_subsys {
 	bool hdgst_ok, ddgst_ok;	/* digests the target accepts */
 	uint32_t max_ioq;		/* I/O queues per controller */
 	uint32_t qdepth;		/* entries per queue (MQES + 1) */
+	uint32_t incapsule;		/* in-capsule data bytes (IOCCSZ) */
 	uint32_t kato_max_ms;		/* 0 = any */
 	struct bs_net_limits lim;
 	struct nvmf_port ports[NVMF_MAX_PORTS];

@@ -471,7 +471,7 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	/* more in-capsule data than IOCCSZ offers (PDUs may be as long as
 	 * MAXH2CDATA, capsules may not; such data was not kept) */
-	if (!sf && inc && (dlen > NVMF_INCAPSULE || (dlen && !buf)))
+	if (!sf && inc && (dlen > q->ss->incapsule || (dlen && !buf)))
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && len > NVMF_MAX_XFER + 0u &&
 	    c->sqe.opcode != BS_NVME_FABRICS_OPC)
@@ -570,7 +570,7 @@ static bool r2t_pending(const struct nvmf_queue *q)
  * held already. Stopping here, queues that hold the budget that way
  * would wait for each other until the stall timeout ends one; so the
  * in-capsule data is taken above the limit. That is bounded: at most
- * NVMF_INCAPSULE bytes for each command the queue may have open (its
+ * `in_capsule` bytes for each command the queue may have open (its
  * depth), and only while an R2T is outstanding.
  */
 static int rest_begin(struct nvmf_queue *q)
@@ -593,7 +593,7 @@ static int rest_begin(struct nvmf_queue *q)
 		q->h2c = c;
 		q->ddst = c->buf + c->got;
 	} else if (l->type == BS_NVME_TCP_CMD &&
-		   l->data_len <= NVMF_INCAPSULE) {
+		   l->data_len <= q->ss->incapsule) {
 		err = buf_get(q, l->data_len, &q->icbuf, false);
 		if (err == -EAGAIN && r2t_pending(q))
 			err = buf_get(q, l->data_len, &q->icbuf, true);
@@ -881,8 +881,8 @@ static int p_start(void *owner, struct bs_net_conn *nc, void **sess)
 	q->port = port;
 	q->ss = port->ss;
 	q->loop = bs_loop_current();
-	q->pp.max_data = NVMF_MAXH2CDATA > NVMF_INCAPSULE ? NVMF_MAXH2CDATA
-							  : NVMF_INCAPSULE;
+	q->pp.max_data = NVMF_MAXH2CDATA > NVMF_INCAPSULE_MAX
+				 ? NVMF_MAXH2CDATA : NVMF_INCAPSULE_MAX;
 	q->start_ns = bs_now_ns();
 	if (q->ss->exp && q->ss->exp->ctx)
 		q->budget = bs_ctx_budget(q->ss->exp->ctx);

@@ -27,6 +27,9 @@
  *   data_digest = 0|1             allow CRC32C data digests (default 1)
  *   io_queues = 4                 I/O queues per controller (1..64)
  *   queue_depth = 128             entries per queue (2..1024)
+ *   in_capsule = 1M               write data a host may send with its
+ *                                 command (IOCCSZ; 0..1M, a multiple
+ *                                 of 16; larger writes wait for an R2T)
  *   kato_max = 0                  longest keep alive timeout a host may
  *                                 set (seconds; 0 = any)
  *   max_connections = 512         per listener
@@ -73,7 +76,7 @@ struct nvmf_opts {
 	char *allow[NVMF_MAX_ALLOW];
 	unsigned nallow;
 	bool hdgst, ddgst;
-	uint32_t ioq, qdepth;
+	uint32_t ioq, qdepth, incapsule;
 	unsigned kato_max_ms;
 	struct bs_net_limits lim;
 };
@@ -303,6 +306,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	o->hdgst = o->ddgst = true;
 	o->ioq = 4;
 	o->qdepth = 128;
+	o->incapsule = NVMF_INCAPSULE_MAX;
 	snprintf(o->listen[0], sizeof(o->listen[0]), "%s",
 		 listen ? listen : NVMF_DEFAULT_LISTEN);
 	w = bs_opts_where(opts, "listen");
@@ -381,6 +385,23 @@ static int read_opts(const char *name, struct bs_opts *opts,
 				       "handshake_timeout '%s': give seconds "
 				       "(10, 2.5, 500ms; 0 = none)", w, sep(w),
 				       name, v);
+	}
+	if (!err) {
+		uint64_t sz;
+		int r = bs_opts_get_size(opts, "in_capsule", &sz);
+
+		w = bs_opts_where(opts, "in_capsule");
+		if (r < 0)
+			err = r;
+		else if (!r && (sz > NVMF_INCAPSULE_MAX || sz % 16))
+			err = bs_error(-EINVAL, "%s%sexport %s: in_capsule "
+				       "'%s': give a size up to %uK, a multiple "
+				       "of 16 bytes (0: all write data by R2T)",
+				       w, sep(w), name,
+				       bs_opts_get(opts, "in_capsule"),
+				       NVMF_INCAPSULE_MAX >> 10);
+		else if (!r)
+			o->incapsule = (uint32_t)sz;
 	}
 	return err;
 }
@@ -608,6 +629,7 @@ static int nvmf_open(struct bs_export *exp, struct bs_opts *opts)
 	ss->ddgst_ok = o.ddgst;
 	ss->max_ioq = o.ioq;
 	ss->qdepth = o.qdepth;
+	ss->incapsule = o.incapsule;
 	ss->kato_max_ms = o.kato_max_ms;
 	ss->lim = o.lim;
 	ss->next_cntlid = 1;
@@ -910,6 +932,8 @@ const struct bs_export_type nvmf_export_type = {
 		"data_digest=0|1  allow CRC32C data digests (default 1)\n"
 		"io_queues=N  I/O queues per controller, 1..64 (default 4)\n"
 		"queue_depth=N  entries per queue, 2..1024 (default 128)\n"
+		"in_capsule=SIZE  write data sent with the command (IOCCSZ),\n"
+		"  0..1M, a multiple of 16 (default 1M); more waits for an R2T\n"
 		"kato_max=SECONDS  longest keep alive timeout (default 0: any)\n"
 		"max_connections=N  per listener (default 512)\n"
 		"handshake_timeout=SECONDS  for ICReq + Connect (default 10)",

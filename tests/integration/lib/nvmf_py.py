@@ -113,7 +113,8 @@ def ident():
 if step == "identify":
     ns, ic = ident()
     print(f"dlfeat={ns['dlfeat']} nmic={ns['nmic']} nguid={ns['nguid']} "
-          f"eui64={ns['eui64']} cmic={ic['cmic']} oncs={ic['oncs']}")
+          f"eui64={ns['eui64']} cmic={ic['cmic']} ioccsz={ic['ioccsz']} "
+          f"oncs={ic['oncs']}")
 elif step == "rw":
     c.setup_io_queues()
     small = bytes((i * 7 + 1) & 0xff for i in range(4096))
