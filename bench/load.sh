@@ -173,7 +173,10 @@ for job in bw lat; do
 		echo "| $job | $label | $secs | $gib | $bw | $avg | $p99 | ${BW_COST[$job.$bg]} | ${P99_COST[$job.$bg]} |"
 	done
 done
-stop_server >/dev/null
+read -r _ rss <<<"$(stop_server)"
+echo
+echo "One blkstackd served every row: its peak RSS over all of them was"
+echo "$(mib "$rss") MiB (the rows share it; not measured per row)."
 echo
 echo "Cost of unmap zeroing beside the foreground job: overwrite bandwidth"
 echo "${BW_COST[bw.data]} zeroing data, ${BW_COST[bw.sparse]} zeroing a sparse range in a loop"
