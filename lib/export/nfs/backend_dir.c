@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -454,6 +455,78 @@ static int d_write(struct nfs_backend *b, const struct nfs_fh *fh,
 	return err;
 }
 
+/*
+ * Without waiting (a COMPOUND on a connection's I/O thread): RWF_NOWAIT
+ * reads only what the page cache holds and writes only what the
+ * filesystem takes without blocking; otherwise -EAGAIN, and the caller
+ * does it again with d_read / d_write on a worker (a write cut short is
+ * written again whole: same bytes, same place). A filesystem that
+ * refuses RWF_NOWAIT (EOPNOTSUPP: ext4's buffered writes, tmpfs) is not
+ * asked again: b->nowait_off.
+ */
+static int nowait_err(struct nfs_backend *b, unsigned what)
+{
+	if (errno == EOPNOTSUPP)
+		__atomic_or_fetch(&b->nowait_off, what, __ATOMIC_RELAXED);
+	return errno == EAGAIN || errno == EOPNOTSUPP ? -EAGAIN : -errno;
+}
+
+static int d_read_nowait(struct nfs_backend *b, const struct nfs_fh *fh,
+			 uint64_t off, void *buf, size_t len, size_t *n,
+			 bool *eof)
+{
+	int fd = open_fh(b, fh, O_RDONLY), err = 0;
+	struct stat st;
+	size_t got = 0;
+
+	if (fd < 0)
+		return fd;
+	while (got < len) {
+		struct iovec v = { (uint8_t *)buf + got, len - got };
+		ssize_t k = preadv2(fd, &v, 1, (off_t)(off + got),
+				    RWF_NOWAIT);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			err = nowait_err(b, NFS_NOWAIT_READ);
+			break;
+		}
+		if (!k)
+			break;
+		got += (size_t)k;
+	}
+	*n = got;
+	*eof = fstat(fd, &st) == 0 && off + got >= (uint64_t)st.st_size;
+	close(fd);
+	return err;
+}
+
+static int d_write_nowait(struct nfs_backend *b, const struct nfs_fh *fh,
+			  uint64_t off, const void *buf, size_t len)
+{
+	int fd = open_fh(b, fh, O_WRONLY), err = 0;
+	size_t put = 0;
+
+	if (fd < 0)
+		return fd;
+	while (put < len) {
+		struct iovec v = { (uint8_t *)buf + put, len - put };
+		ssize_t k = pwritev2(fd, &v, 1, (off_t)(off + put),
+				     RWF_NOWAIT);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			err = nowait_err(b, NFS_NOWAIT_WRITE);
+			break;
+		}
+		put += (size_t)k;
+	}
+	close(fd);
+	return err;
+}
+
 static int d_commit(struct nfs_backend *b, const struct nfs_fh *fh)
 {
 	int fd = open_fh(b, fh, O_RDONLY), err = 0;
@@ -659,6 +732,8 @@ static const struct nfs_backend_ops dir_ops = {
 	.setattr = d_setattr,
 	.read = d_read,
 	.write = d_write,
+	.read_nowait = d_read_nowait,
+	.write_nowait = d_write_nowait,
 	.commit = d_commit,
 	.fallocate = d_fallocate,
 	.seek = d_seek,
