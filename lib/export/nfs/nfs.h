@@ -4,12 +4,13 @@
  * export (its backend, clients, sessions and state under one lock), the
  * per-COMPOUND state the op handlers share, and the backend ops table.
  *
- * Threads: a COMPOUND runs on a worker (bs_ctx_workers) with srv->lock
- * held from its first op to its reply (but for an op waiting for a
- * callback, NFS_OP_WAIT, and for the I/O of a backend with parallel_io:
- * nfs_unlock()), so one filesystem's calls and all protocol state are
- * serialised; connections, record marking and replies stay on the
- * connection's I/O loop (conn.c).
+ * Threads: a COMPOUND runs with srv->lock held from its first op to its
+ * reply (but for an op waiting for a callback, NFS_OP_WAIT, and for the
+ * I/O of a backend with parallel_io: nfs_unlock()), so one filesystem's
+ * calls and all protocol state are serialised: first on the connection's
+ * I/O loop while its ops cannot block (nowait, NFS_OP_BLOCK), then on a
+ * worker (bs_ctx_workers) from the op that would have; connections,
+ * record marking and replies stay on the connection's I/O loop (conn.c).
  */
 #ifndef BLKSTACK_NFS_H
 #define BLKSTACK_NFS_H
