@@ -763,6 +763,22 @@ static void await_sent(struct fix *f, struct cl *c, unsigned n)
 	fail_msg("%u callbacks sent, not %u", sent, n);
 }
 
+/* @c answers its CB_GETATTR: change @change, size @size */
+static void answer_getattr(struct fix *f, struct cl *c, uint64_t change,
+			   uint64_t size)
+{
+	uint8_t body[64];
+	struct xdr_enc e;
+
+	xdr_enc_init(&e, body, sizeof(body));
+	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
+	xdr_put_u32(&e, 16);
+	xdr_put_u64(&e, change);
+	xdr_put_u64(&e, size);
+	answer(f, c, OP_CB_GETATTR, NFS4_OK, body, xdr_enc_len(&e));
+}
+
 /*
  * another client's GETATTR of a write-delegated file: CB_GETATTR, its
  * answer shown (without the server's lock held meanwhile: a's own
@@ -775,8 +791,6 @@ static void cb_getattr(void **state)
 	struct nfs_attr at;
 	struct deleg a;
 	struct xdr_dec d;
-	uint8_t body[64];
-	struct xdr_enc e;
 	uint32_t seqid;
 	pthread_t th;
 
@@ -796,13 +810,7 @@ static void cb_getattr(void **state)
 	/* b waits for it without the server's lock: a is served */
 	assert_int_equal(seq_flags(f, &f->a), 0);
 	/* the holder has written 5 bytes */
-	xdr_enc_init(&e, body, sizeof(body));
-	xdr_put_u32(&e, 1);
-	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
-	xdr_put_u32(&e, 16);
-	xdr_put_u64(&e, at.change + 7);
-	xdr_put_u64(&e, 5);
-	answer(f, &f->a, OP_CB_GETATTR, NFS4_OK, body, xdr_enc_len(&e));
+	answer_getattr(f, &f->a, at.change + 7, 5);
 	pthread_join(th, NULL);
 	assert_int_equal(j.st, NFS4_OK);
 	assert_int_equal(j.size, 5);
@@ -841,7 +849,7 @@ static void cb_getattr_inline(void **state)
 	struct deleg a;
 	struct xdr_dec args, d;
 	struct xdr_enc e, r;
-	uint8_t b[256], body[64];
+	uint8_t b[256];
 	uint32_t seqid, l;
 	pthread_t th;
 
@@ -872,13 +880,7 @@ static void cb_getattr_inline(void **state)
 	assert_int_equal(pthread_create(&th, NULL, resume_thread, &p), 0);
 	open_call(&f->a, &d, &seqid);
 	assert_int_equal(xdr_get_u32(&d), OP_CB_GETATTR);
-	xdr_enc_init(&e, body, sizeof(body));
-	xdr_put_u32(&e, 1);
-	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
-	xdr_put_u32(&e, 16);
-	xdr_put_u64(&e, at.change + 7);
-	xdr_put_u64(&e, 5);
-	answer(f, &f->a, OP_CB_GETATTR, NFS4_OK, body, xdr_enc_len(&e));
+	answer_getattr(f, &f->a, at.change + 7, 5);
 	pthread_join(th, NULL);
 	assert_null(p.c.wait);
 	xdr_dec_init(&d, res, xdr_enc_len(&r));

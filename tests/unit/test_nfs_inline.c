@@ -229,6 +229,7 @@ struct step {
 	struct xdr_enc r;
 	struct nfs_run p;
 	uint8_t out[1 << 16];
+	uint8_t req[512];
 };
 
 static void step_begin(struct fix *f, struct step *s, struct xdr_enc *e)
@@ -266,26 +267,26 @@ static void lock_is_free(struct fix *f)
 	pthread_mutex_unlock(&f->srv->lock);
 }
 
-static void read_runs_inline(void **state)
+/* SEQUENCE (the next seqid), PUTFH "f", READ of its 4 KiB, begun */
+static void read_step(struct fix *f, struct step *s)
 {
-	struct fix *f = *state;
-	static struct step s;
-	uint8_t b[512];
 	struct xdr_enc e;
+
+	seq_head(f, ++f->seq, &e, s->req, sizeof(s->req), 2);
+	put_putfh(f, &e);
+	put_read(&e, 0, 4096);
+	step_begin(f, s, &e);
+}
+
+/* its reply: all three ops done, the file's bytes read */
+static void read_reply_right(struct step *s)
+{
 	struct xdr_dec d;
 	uint32_t n, len;
 	const uint8_t *data;
 
-	client(f);
-	seq_head(f, ++f->seq, &e, b, sizeof(b), 2);
-	put_putfh(f, &e);
-	put_read(&e, 0, 4096);
-	step_begin(f, &s, &e);
-	assert_int_equal(nfs_compound_run(&s.p, true), 0);
-	assert_int_equal(reply(&s, &d, &n), NFS4_OK);
+	assert_int_equal(reply(s, &d, &n), NFS4_OK);
 	assert_int_equal(n, 3);
-	assert_int_equal(be.nowait_reads, 1);
-	assert_int_equal(be.reads, 0);
 	xdr_skip(&d, 8 + 36 + 8);		/* SEQUENCE, PUTFH */
 	assert_int_equal(xdr_get_u32(&d), OP_READ);
 	assert_int_equal(xdr_get_u32(&d), NFS4_OK);
@@ -293,6 +294,19 @@ static void read_runs_inline(void **state)
 	data = xdr_get_opaque_ref(&d, &len, XDR_NOMAX);
 	assert_int_equal(len, 4096);
 	assert_memory_equal(data, pattern, 4096);
+}
+
+static void read_runs_inline(void **state)
+{
+	struct fix *f = *state;
+	static struct step s;
+
+	client(f);
+	read_step(f, &s);
+	assert_int_equal(nfs_compound_run(&s.p, true), 0);
+	read_reply_right(&s);
+	assert_int_equal(be.nowait_reads, 1);
+	assert_int_equal(be.reads, 0);
 	assert_int_equal(slot0(f)->seqid, f->seq);
 	assert_false(slot0(f)->busy);
 	lock_is_free(f);
@@ -413,28 +427,15 @@ static void uncached_read_continues(void **state)
 {
 	struct fix *f = *state;
 	static struct step s;
-	uint8_t b[512];
-	struct xdr_enc e;
-	struct xdr_dec d;
-	uint32_t n, len;
-	const uint8_t *data;
 
 	client(f);
 	be.read_block = true;
-	seq_head(f, ++f->seq, &e, b, sizeof(b), 2);
-	put_putfh(f, &e);
-	put_read(&e, 0, 4096);
-	step_begin(f, &s, &e);
+	read_step(f, &s);
 	assert_int_equal(nfs_compound_run(&s.p, true), -EAGAIN);
 	assert_int_equal(nfs_compound_run(&s.p, false), 0);
-	assert_int_equal(reply(&s, &d, &n), NFS4_OK);
-	assert_int_equal(n, 3);
+	read_reply_right(&s);
 	assert_int_equal(be.nowait_reads, 1);
 	assert_int_equal(be.reads, 1);
-	xdr_skip(&d, 8 + 36 + 8 + 8 + 4);
-	data = xdr_get_opaque_ref(&d, &len, XDR_NOMAX);
-	assert_int_equal(len, 4096);
-	assert_memory_equal(data, pattern, 4096);
 	assert_int_equal(slot0(f)->seqid, f->seq);
 }
 
@@ -442,17 +443,11 @@ static void taken_lock_stops_first(void **state)
 {
 	struct fix *f = *state;
 	static struct step s;
-	uint8_t b[512];
-	struct xdr_enc e;
-	struct xdr_dec d;
-	uint32_t n, before;
+	uint32_t before;
 
 	client(f);
 	before = slot0(f)->seqid;
-	seq_head(f, ++f->seq, &e, b, sizeof(b), 2);
-	put_putfh(f, &e);
-	put_read(&e, 0, 4096);
-	step_begin(f, &s, &e);
+	read_step(f, &s);
 	pthread_mutex_lock(&f->srv->lock);
 	assert_int_equal(nfs_compound_run(&s.p, true), -EAGAIN);
 	pthread_mutex_unlock(&f->srv->lock);
@@ -461,8 +456,7 @@ static void taken_lock_stops_first(void **state)
 	assert_int_equal(slot0(f)->seqid, before);
 	assert_false(slot0(f)->busy);
 	assert_int_equal(nfs_compound_run(&s.p, false), 0);
-	assert_int_equal(reply(&s, &d, &n), NFS4_OK);
-	assert_int_equal(n, 3);
+	read_reply_right(&s);
 	assert_int_equal(slot0(f)->seqid, before + 1);
 }
 
@@ -497,22 +491,15 @@ static void backend_without_nowait(void **state)
 {
 	struct fix *f = *state;
 	static struct step s;
-	uint8_t b[512];
-	struct xdr_enc e;
-	struct xdr_dec d;
-	uint32_t n;
 
 	client(f);
 	ops.read_nowait = NULL;
 	ops.write_nowait = NULL;
-	seq_head(f, ++f->seq, &e, b, sizeof(b), 2);
-	put_putfh(f, &e);
-	put_read(&e, 0, 4096);
-	step_begin(f, &s, &e);
+	read_step(f, &s);
 	assert_int_equal(nfs_compound_run(&s.p, true), -EAGAIN);
 	assert_int_equal(s.p.i, 2);
 	assert_int_equal(nfs_compound_run(&s.p, false), 0);
-	assert_int_equal(reply(&s, &d, &n), NFS4_OK);
+	read_reply_right(&s);
 	assert_int_equal(be.reads, 1);
 }
 
