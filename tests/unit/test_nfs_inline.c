@@ -88,11 +88,8 @@ static int setup(void **state)
 	int fd;
 
 	strcpy(f->dir, "/tmp/test_nfs_inline.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->srv = nfs_th_dir_server(f->dir);
+	f->srv = nfs_th_tmp_server(f->dir);
 	if (!f->srv) {
-		/* open_by_handle_at needs CAP_DAC_READ_SEARCH */
-		rmdir(f->dir);
 		free(f);
 		skip();
 		return 0;
@@ -119,11 +116,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[128];
 
-	nfs_server_put(f->srv);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
+	nfs_th_tmp_drop(f->srv, f->dir);
 	free(f);
 	return 0;
 }
