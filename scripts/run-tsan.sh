@@ -48,6 +48,10 @@ SCRIPTS+=(nbd_driver nbd_driver_reconnect mpath_nbd)
 # depth 16 through an NBD export, and discard): about 55 s under TSan,
 # most of it the test cluster's start (tests/tsan.supp: libceph-common).
 SCRIPTS+=(rbd_io)
+# NFS COMPOUNDs answered on the I/O threads beside the worker pool's
+# (the server's lock tried from the loops, runs stopped there and gone
+# on with on a worker)
+SCRIPTS+=(nfs_inline)
 
 source scripts/lib/runner.bash
 

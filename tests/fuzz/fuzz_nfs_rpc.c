@@ -12,9 +12,13 @@
  * ranges answer FBIG), so a run never fills the disk.
  *
  * Input layout:
- *   byte 0   feed granularity: bytes per feed is 1 + byte * 31
+ *   byte 0   feed granularity: bytes per feed is 1 + byte * 31; when
+ *            odd, each call is first run as on a connection's I/O thread
+ *            (nowait) and, where that stops at an op, run on from there
+ *            (conn.c's way); when even, run whole (a worker's)
  *   rest     the client's byte stream (record-marked RPC calls)
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,11 +96,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct nfs_server *s = server();
 	struct nfs_rm rm;
+	struct nfs_call *call = malloc(sizeof(*call));
 	size_t step, used = 0, n;
+	bool nowait;
 
-	if (size < 1)
+	if (!call)
+		abort();
+	if (size < 1) {
+		free(call);
 		return 0;
+	}
 	step = 1 + (size_t)data[0] * 31;
+	nowait = data[0] & 1;
 	data++;
 	size--;
 	nfs_rm_init(&rm, 256 * 1024);
@@ -108,11 +119,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		used += (size_t)r;
 		if (rm.ready) {
-			nfs_rpc_process(s, 1, rm.buf, rm.len, reply,
-					NFS_MAX_REPLY, &n);
+			if (!nfs_call_start(call, s, 1, rm.buf, rm.len, reply,
+					    NFS_MAX_REPLY) &&
+			    nfs_call_run(call, nowait, &n) == -EAGAIN)
+				nfs_call_run(call, false, &n);
 			nfs_rm_next(&rm);
 		}
 	}
 	nfs_rm_free(&rm);
+	free(call);
 	return 0;
 }

@@ -15,7 +15,9 @@
  * and the holder CB_RECALL until DELEGRETURN; not returned half a lease
  * later, revoked (DELEG_REVOKED, RECALLABLE_STATE_REVOKED, TEST_STATEID,
  * FREE_STATEID); dropped with DESTROY_CLIENTID; another client's GETATTR
- * waits for CB_GETATTR on a thread of its own while the server goes on.
+ * waits for CB_GETATTR on a thread of its own while the server goes on;
+ * tried on an I/O thread first, it stops at GETATTR with the callback
+ * sent and a worker waits for it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -761,6 +763,22 @@ static void await_sent(struct fix *f, struct cl *c, unsigned n)
 	fail_msg("%u callbacks sent, not %u", sent, n);
 }
 
+/* @c answers its CB_GETATTR: change @change, size @size */
+static void answer_getattr(struct fix *f, struct cl *c, uint64_t change,
+			   uint64_t size)
+{
+	uint8_t body[64];
+	struct xdr_enc e;
+
+	xdr_enc_init(&e, body, sizeof(body));
+	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
+	xdr_put_u32(&e, 16);
+	xdr_put_u64(&e, change);
+	xdr_put_u64(&e, size);
+	answer(f, c, OP_CB_GETATTR, NFS4_OK, body, xdr_enc_len(&e));
+}
+
 /*
  * another client's GETATTR of a write-delegated file: CB_GETATTR, its
  * answer shown (without the server's lock held meanwhile: a's own
@@ -773,8 +791,6 @@ static void cb_getattr(void **state)
 	struct nfs_attr at;
 	struct deleg a;
 	struct xdr_dec d;
-	uint8_t body[64];
-	struct xdr_enc e;
 	uint32_t seqid;
 	pthread_t th;
 
@@ -794,13 +810,7 @@ static void cb_getattr(void **state)
 	/* b waits for it without the server's lock: a is served */
 	assert_int_equal(seq_flags(f, &f->a), 0);
 	/* the holder has written 5 bytes */
-	xdr_enc_init(&e, body, sizeof(body));
-	xdr_put_u32(&e, 1);
-	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
-	xdr_put_u32(&e, 16);
-	xdr_put_u64(&e, at.change + 7);
-	xdr_put_u64(&e, 5);
-	answer(f, &f->a, OP_CB_GETATTR, NFS4_OK, body, xdr_enc_len(&e));
+	answer_getattr(f, &f->a, at.change + 7, 5);
 	pthread_join(th, NULL);
 	assert_int_equal(j.st, NFS4_OK);
 	assert_int_equal(j.size, 5);
@@ -813,6 +823,77 @@ static void cb_getattr(void **state)
 	assert_int_equal(j.st, NFS4ERR_DELAY);
 	assert_int_equal(f->a.fx.sent, 3);
 	is_recall(&f->a, &a.sid);
+}
+
+static void *resume_thread(void *arg)
+{
+	struct nfs_run *p = arg;
+
+	assert_int_equal(nfs_compound_run(p, false), 0);
+	return NULL;
+}
+
+/*
+ * the same GETATTR tried on a connection's I/O thread first (nowait): it
+ * stops at GETATTR with the CB_GETATTR sent, without waiting; the worker
+ * waits for the answer and runs GETATTR again, which shows it
+ */
+static void cb_getattr_inline(void **state)
+{
+	struct fix *f = *state;
+	static uint8_t res[4096];
+	static struct nfs_run p;
+	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS };
+	struct nfs_fh wire;
+	struct nfs_attr at;
+	struct deleg a;
+	struct xdr_dec args, d;
+	struct xdr_enc e, r;
+	uint8_t b[256];
+	uint32_t seqid, l;
+	pthread_t th;
+
+	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
+	assert_int_equal(granted(f, &f->a, "g", WR | W_WR, &a),
+			 OPEN_DELEGATE_WRITE);
+	pthread_mutex_lock(&f->srv->lock);
+	assert_int_equal(f->srv->be.ops->getattr(&f->srv->be,
+						 &f->srv->states->fh, &at), 0);
+	nfs_fh_wrap(f->srv, &f->srv->states->fh, &wire);
+	pthread_mutex_unlock(&f->srv->lock);
+
+	seq_head(&f->b, &e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_PUTFH);
+	xdr_put_opaque(&e, wire.data, wire.len, NFS4_FHSIZE);
+	xdr_put_u32(&e, OP_GETATTR);
+	xdr_put_u32(&e, 1);
+	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
+	xdr_dec_init(&args, b, xdr_enc_len(&e));
+	xdr_enc_init(&r, res, sizeof(res));
+	assert_int_equal(nfs_compound_begin(&p, f->srv, &cred, f->b.fx.x.id,
+					    &args, &r), 0);
+	assert_int_equal(nfs_compound_run(&p, true), -EAGAIN);
+	assert_int_equal(p.i, 2);
+	assert_non_null(p.c.wait);
+	await_sent(f, &f->a, 1);
+	assert_int_equal(pthread_create(&th, NULL, resume_thread, &p), 0);
+	open_call(&f->a, &d, &seqid);
+	assert_int_equal(xdr_get_u32(&d), OP_CB_GETATTR);
+	answer_getattr(f, &f->a, at.change + 7, 5);
+	pthread_join(th, NULL);
+	assert_null(p.c.wait);
+	xdr_dec_init(&d, res, xdr_enc_len(&r));
+	assert_int_equal(xdr_get_u32(&d), NFS4_OK);
+	xdr_get_opaque_ref(&d, &l, 64);
+	assert_int_equal(xdr_get_u32(&d), 3);
+	xdr_skip(&d, 8 + 36 + 8);		/* SEQUENCE, PUTFH */
+	assert_int_equal(xdr_get_u32(&d), OP_GETATTR);
+	assert_int_equal(xdr_get_u32(&d), NFS4_OK);
+	xdr_skip(&d, 12);			/* bitmap, length */
+	assert_int_equal(xdr_get_u64(&d), at.change + 1);
+	assert_int_equal(xdr_get_u64(&d), 5);
+	assert_int_equal(f->a.fx.sent, 1);
 }
 
 int main(void)
@@ -830,6 +911,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(released_with_client, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(cb_getattr, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_getattr_inline, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -399,8 +400,27 @@ out:
 	return err;
 }
 
-static int d_read(struct nfs_backend *b, const struct nfs_fh *fh,
-		  uint64_t off, void *buf, size_t len, size_t *n, bool *eof)
+/*
+ * A read or write by handle; with @rwf RWF_NOWAIT (a COMPOUND on a
+ * connection's I/O thread) it reads only what the page cache holds and
+ * writes only what the filesystem takes without blocking, else -EAGAIN,
+ * and the caller does it again without it on a worker (a write cut short
+ * is written again whole: same bytes, same place). A filesystem that
+ * refuses RWF_NOWAIT (EOPNOTSUPP: ext4's buffered writes, tmpfs) is not
+ * asked again: b->nowait_off.
+ */
+static int io_err(struct nfs_backend *b, int rwf, unsigned what)
+{
+	if (!rwf)
+		return -errno;
+	if (errno == EOPNOTSUPP)
+		__atomic_or_fetch(&b->nowait_off, what, __ATOMIC_RELAXED);
+	return errno == EAGAIN || errno == EOPNOTSUPP ? -EAGAIN : -errno;
+}
+
+static int read_at(struct nfs_backend *b, const struct nfs_fh *fh,
+		   uint64_t off, void *buf, size_t len, size_t *n, bool *eof,
+		   int rwf)
 {
 	int fd = open_fh(b, fh, O_RDONLY), err = 0;
 	struct stat st;
@@ -409,13 +429,13 @@ static int d_read(struct nfs_backend *b, const struct nfs_fh *fh,
 	if (fd < 0)
 		return fd;
 	while (got < len) {
-		ssize_t k = pread(fd, (uint8_t *)buf + got, len - got,
-				  (off_t)(off + got));
+		struct iovec v = { (uint8_t *)buf + got, len - got };
+		ssize_t k = preadv2(fd, &v, 1, (off_t)(off + got), rwf);
 
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			err = -errno;
+			err = io_err(b, rwf, NFS_NOWAIT_READ);
 			break;
 		}
 		if (!k)
@@ -428,8 +448,9 @@ static int d_read(struct nfs_backend *b, const struct nfs_fh *fh,
 	return err;
 }
 
-static int d_write(struct nfs_backend *b, const struct nfs_fh *fh,
-		   uint64_t off, const void *buf, size_t len, bool sync)
+static int write_at(struct nfs_backend *b, const struct nfs_fh *fh,
+		    uint64_t off, const void *buf, size_t len, bool sync,
+		    int rwf)
 {
 	int fd = open_fh(b, fh, O_WRONLY), err = 0;
 	size_t put = 0;
@@ -437,13 +458,13 @@ static int d_write(struct nfs_backend *b, const struct nfs_fh *fh,
 	if (fd < 0)
 		return fd;
 	while (put < len) {
-		ssize_t k = pwrite(fd, (const uint8_t *)buf + put, len - put,
-				   (off_t)(off + put));
+		struct iovec v = { (uint8_t *)buf + put, len - put };
+		ssize_t k = pwritev2(fd, &v, 1, (off_t)(off + put), rwf);
 
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			err = -errno;
+			err = io_err(b, rwf, NFS_NOWAIT_WRITE);
 			break;
 		}
 		put += (size_t)k;
@@ -452,6 +473,31 @@ static int d_write(struct nfs_backend *b, const struct nfs_fh *fh,
 		err = -errno;
 	close(fd);
 	return err;
+}
+
+static int d_read(struct nfs_backend *b, const struct nfs_fh *fh,
+		  uint64_t off, void *buf, size_t len, size_t *n, bool *eof)
+{
+	return read_at(b, fh, off, buf, len, n, eof, 0);
+}
+
+static int d_write(struct nfs_backend *b, const struct nfs_fh *fh,
+		   uint64_t off, const void *buf, size_t len, bool sync)
+{
+	return write_at(b, fh, off, buf, len, sync, 0);
+}
+
+static int d_read_nowait(struct nfs_backend *b, const struct nfs_fh *fh,
+			 uint64_t off, void *buf, size_t len, size_t *n,
+			 bool *eof)
+{
+	return read_at(b, fh, off, buf, len, n, eof, RWF_NOWAIT);
+}
+
+static int d_write_nowait(struct nfs_backend *b, const struct nfs_fh *fh,
+			  uint64_t off, const void *buf, size_t len)
+{
+	return write_at(b, fh, off, buf, len, false, RWF_NOWAIT);
 }
 
 static int d_commit(struct nfs_backend *b, const struct nfs_fh *fh)
@@ -659,6 +705,8 @@ static const struct nfs_backend_ops dir_ops = {
 	.setattr = d_setattr,
 	.read = d_read,
 	.write = d_write,
+	.read_nowait = d_read_nowait,
+	.write_nowait = d_write_nowait,
 	.commit = d_commit,
 	.fallocate = d_fallocate,
 	.seek = d_seek,

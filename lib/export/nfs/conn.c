@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * NFS on a network connection: the session-operations table of the
- * network server. Input is cut into RPC records (record marking, rpc.c);
- * each record is one job on the context's worker pool, where the
- * COMPOUND runs under the server's lock (the backend blocks); the job's
- * done() runs back on the connection's loop and queues the reply.
- * Replies go out in completion order (RPC matches them by XID). A
- * connection closed with jobs in flight is freed by the last done().
+ * network server. Input is cut into RPC records (record marking, rpc.c).
+ * A record is first tried right here on the connection's loop (when the
+ * export allows it: srv->inline_io): its COMPOUND runs if the server's
+ * lock is free and as long as its ops cannot block (nfs_compound_run's
+ * nowait), and its reply is queued at once. Otherwise, or from the op
+ * that would block, it is one job on the context's worker pool, where
+ * the COMPOUND runs (on) under the server's lock; the job's done() runs
+ * back on the connection's loop and queues the reply. Replies go out in
+ * completion order (RPC matches them by XID). A connection closed with
+ * jobs in flight is freed by the last done().
  *
  * Each connection is also a way back to the client (an nfs_xprt): the
  * back channel (backchannel.c) hands callbacks to conn_send() from any
@@ -49,6 +53,7 @@ struct nfs_conn {
 	bool closed, eof, stopping;
 	struct nfs_out *head, *tail;
 	size_t out_bytes;
+	uint8_t *spare;		/* a reply buffer for inline calls */
 };
 
 struct nfs_job {
@@ -59,6 +64,8 @@ struct nfs_job {
 	size_t len;
 	uint8_t *reply;
 	size_t reply_len;
+	bool started;		/* the call began on the connection's loop */
+	struct nfs_call call;
 };
 
 static void conn_free(struct nfs_conn *c)
@@ -73,6 +80,7 @@ static void conn_free(struct nfs_conn *c)
 		free(o);
 	}
 	nfs_rm_free(&c->rm);
+	free(c->spare);
 	nfs_server_put(c->srv);
 	free(c);
 }
@@ -171,13 +179,18 @@ static int job_run(struct bs_job *j)
 {
 	struct nfs_job *job = (struct nfs_job *)j;
 	size_t n = 0;
-	int err;
+	int err = 0;
 
-	job->reply = malloc(NFS_MAX_REPLY + 4);
-	if (!job->reply)
-		return -ENOMEM;
-	err = nfs_rpc_process(job->c->srv, job->conn_id, job->req, job->len,
-			      job->reply + 4, NFS_MAX_REPLY, &n);
+	if (!job->started) {
+		job->reply = malloc(NFS_MAX_REPLY + 4);
+		if (!job->reply)
+			return -ENOMEM;
+		err = nfs_call_start(&job->call, job->c->srv, job->conn_id,
+				     job->req, job->len, job->reply + 4,
+				     NFS_MAX_REPLY);
+	}
+	if (!err)
+		err = nfs_call_run(&job->call, false, &n);
 	if (err || !n)
 		return err ? err : -EBADMSG;
 	xdr_set_be32(job->reply, RPC_LAST_FRAG | (uint32_t)n);
@@ -207,6 +220,44 @@ static void job_done(struct bs_job *j)
 	free(job);
 }
 
+/*
+ * The record in c->rm, run here on the connection's loop as far as it
+ * goes without blocking: true when it is done (its reply queued, or
+ * nothing to answer); false when @job must go on on a worker (it then
+ * holds the reply buffer, and the call stopped at an op, or never began
+ * because the server's lock was taken).
+ */
+static bool run_inline(struct nfs_conn *c, struct nfs_job *job)
+{
+	struct nfs_server *srv = c->srv;
+	uint8_t *out;
+	size_t n = 0;
+	int err;
+
+	if (!c->spare && !(c->spare = malloc(NFS_MAX_REPLY + 4)))
+		return false;
+	err = nfs_call_start(&job->call, srv, job->conn_id, c->rm.buf,
+			     c->rm.len, c->spare + 4, NFS_MAX_REPLY);
+	if (!err)
+		err = nfs_call_run(&job->call, true, &n);
+	if (err == -EAGAIN) {
+		job->started = true;
+		job->reply = c->spare;
+		c->spare = NULL;
+		return false;
+	}
+	__atomic_add_fetch(&srv->calls_inline, 1, __ATOMIC_RELAXED);
+	/* the reply in a buffer of its size; the big one stays for the next */
+	if (!err && n && (out = malloc(n + 4))) {
+		xdr_set_be32(out, RPC_LAST_FRAG | (uint32_t)n);
+		memcpy(out + 4, c->spare + 4, n);
+		queue_out(c, out, n + 4);
+	}
+	bs_net_conn_kick(c->nc);
+	nfs_rm_next(&c->rm);
+	return true;
+}
+
 static int submit(struct nfs_conn *c)
 {
 	struct bs_workers *w = bs_ctx_workers(c->srv->ctx);
@@ -219,6 +270,11 @@ static int submit(struct nfs_conn *c)
 		return -ENOMEM;
 	job->c = c;
 	job->conn_id = bs_net_conn_id(c->nc);
+	if (c->srv->inline_io && c->loop && run_inline(c, job)) {
+		free(job);
+		return 0;
+	}
+	__atomic_add_fetch(&c->srv->calls_worker, 1, __ATOMIC_RELAXED);
 	job->req = c->rm.buf;
 	job->len = c->rm.len;
 	c->rm.buf = NULL;
@@ -235,7 +291,9 @@ static bool c_wants_input(void *sess)
 {
 	struct nfs_conn *c = sess;
 
-	return !c->closed && !c->stopping && c->inflight < NFS_CONN_INFLIGHT;
+	/* replies made inline pile up within one input: bounded here too */
+	return !c->closed && !c->stopping && c->inflight < NFS_CONN_INFLIGHT &&
+	       c->out_bytes <= BS_NET_OUT_MAX;
 }
 
 /* A whole record came: a callback's reply, or a call for a worker.

@@ -4,12 +4,13 @@
  * export (its backend, clients, sessions and state under one lock), the
  * per-COMPOUND state the op handlers share, and the backend ops table.
  *
- * Threads: a COMPOUND runs on a worker (bs_ctx_workers) with srv->lock
- * held from its first op to its reply (but for an op waiting for a
- * callback, NFS_OP_WAIT, and for the I/O of a backend with parallel_io:
- * nfs_unlock()), so one filesystem's calls and all protocol state are
- * serialised; connections, record marking and replies stay on the
- * connection's I/O loop (conn.c).
+ * Threads: a COMPOUND runs with srv->lock held from its first op to its
+ * reply (but for an op waiting for a callback, NFS_OP_WAIT, and for the
+ * I/O of a backend with parallel_io: nfs_unlock()), so one filesystem's
+ * calls and all protocol state are serialised: first on the connection's
+ * I/O loop while its ops cannot block (nowait, NFS_OP_BLOCK), then on a
+ * worker (bs_ctx_workers) from the op that would have; connections,
+ * record marking and replies stay on the connection's I/O loop (conn.c).
  */
 #ifndef BLKSTACK_NFS_H
 #define BLKSTACK_NFS_H
@@ -144,6 +145,20 @@ struct nfs_backend_ops {
 		    bool *eof);
 	int (*write)(struct nfs_backend *b, const struct nfs_fh *fh,
 		     uint64_t off, const void *buf, size_t len, bool sync);
+	/*
+	 * read and write that never wait (a COMPOUND on a connection's I/O
+	 * thread, with the server's lock): -EAGAIN when they would (data
+	 * not cached, a write the filesystem cannot take at once), and the
+	 * COMPOUND does it with read / write on a worker. NULL: the backend
+	 * cannot, and its COMPOUNDs always run on a worker. A backend with
+	 * these also answers root and getattr without waiting (but for an
+	 * inode the kernel must read first): PUTFH and GETATTR run inline.
+	 */
+	int (*read_nowait)(struct nfs_backend *b, const struct nfs_fh *fh,
+			   uint64_t off, void *buf, size_t len, size_t *n,
+			   bool *eof);
+	int (*write_nowait)(struct nfs_backend *b, const struct nfs_fh *fh,
+			    uint64_t off, const void *buf, size_t len);
 	int (*commit)(struct nfs_backend *b, const struct nfs_fh *fh);
 	/* FALLOC_FL_* mode */
 	int (*fallocate)(struct nfs_backend *b, const struct nfs_fh *fh,
@@ -178,7 +193,17 @@ struct nfs_backend_ops {
 struct nfs_backend {
 	const struct nfs_backend_ops *ops;
 	void *priv;
+	/*
+	 * NFS_NOWAIT_READ / _WRITE: not worth trying read_nowait / write_nowait
+	 * (the filesystem refused them); set by the backend, read by any
+	 * thread (atomic)
+	 */
+	unsigned nowait_off;
 };
+#define NFS_NOWAIT_READ 1u
+#define NFS_NOWAIT_WRITE 2u
+/* the largest READ / WRITE tried on an I/O thread (a copy, with the lock) */
+#define NFS_INLINE_IO_MAX (64u << 10)
 
 int nfs_backend_dir_open(struct nfs_backend *b, const char *path);
 int nfs_backend_ext4_open(struct nfs_backend *b, struct bs_export_unit *u);
@@ -322,6 +347,10 @@ struct nfs_server {
 	char listen[128];
 	bool shutdown;
 	bool delegations;		/* the export's `delegations` */
+	/* the export's `inline` and a backend with read_nowait (conn.c) */
+	bool inline_io;
+	/* calls answered on a connection's loop / handed to a worker */
+	uint64_t calls_inline, calls_worker;
 	/* the back channel (backchannel.c) */
 	pthread_mutex_t cb_lock;
 	pthread_cond_t cb_cond;
@@ -361,8 +390,30 @@ struct nfs_compound {
 	struct nfs_cb_call *wait;
 	bool waited;
 	uint8_t sess_id[NFS4_SESSIONID_SIZE];	/* nfs_unlock()'s */
+	/*
+	 * on a connection's I/O thread: an op that might block returns
+	 * NFS_OP_BLOCK before it changes anything, and the COMPOUND goes on
+	 * from that op on a worker (compound.c)
+	 */
+	bool nowait;
 };
 #define NFS_OP_WAIT 0xfffffffeu
+#define NFS_OP_BLOCK 0xfffffffdu
+
+/*
+ * A COMPOUND in progress (compound.c), between nfs_compound_begin() and
+ * the nfs_compound_run() that finishes it; @a and @r must stay where
+ * they are (and their buffers) until then.
+ */
+struct nfs_run {
+	struct nfs_compound c;
+	struct xdr_dec *a;
+	struct xdr_enc *r;
+	size_t start, count_at;
+	uint32_t nops, i, n;
+	bool started;		/* the lock was taken: ops ran */
+	bool done;		/* the reply is whole */
+};
 
 /*
  * compound.c: an op lets go of srv->lock for a call that needs none of
@@ -460,10 +511,39 @@ void nfs_server_put(struct nfs_server *srv);
 int nfs_rpc_process(struct nfs_server *srv, uint64_t conn_id,
 		    const uint8_t *req, size_t len, uint8_t *out, size_t cap,
 		    size_t *out_len);
+/*
+ * The same in steps, for a COMPOUND that may stop on an I/O thread and go
+ * on on a worker: start reads the call's header (-EBADMSG: not a call,
+ * nothing to answer) and answers what is no COMPOUND; run runs the
+ * COMPOUND (nfs_compound_run: -EAGAIN with @nowait when it stopped) and
+ * gives the reply's length. @k, @req and @out stay put in between.
+ */
+struct nfs_call {
+	struct xdr_dec d;
+	struct xdr_enc e;
+	bool compound;
+	struct nfs_run run;
+};
+int nfs_call_start(struct nfs_call *k, struct nfs_server *srv,
+		   uint64_t conn_id, const uint8_t *req, size_t len,
+		   uint8_t *out, size_t cap);
+int nfs_call_run(struct nfs_call *k, bool nowait, size_t *out_len);
 
 /* compound.c: COMPOUND4args at @args -> COMPOUND4res at @res. */
 int nfs_compound(struct nfs_server *srv, const struct nfs_cred *cred,
 		 uint64_t conn_id, struct xdr_dec *args, struct xdr_enc *res);
+/*
+ * The same in steps: begin decodes the header (-EBADMSG: garbage) and
+ * encodes the reply's head; run runs the ops from where the last run
+ * stopped. With @nowait (a connection's I/O thread) run takes the lock
+ * only when it is free and stops at the first op that would block:
+ * -EAGAIN, the lock not held, everything before that op done; call it
+ * again without @nowait (a worker) to go on. 0 when the reply is whole.
+ */
+int nfs_compound_begin(struct nfs_run *p, struct nfs_server *srv,
+		       const struct nfs_cred *cred, uint64_t conn_id,
+		       struct xdr_dec *args, struct xdr_enc *res);
+int nfs_compound_run(struct nfs_run *p, bool nowait);
 
 typedef uint32_t (*nfs_op_fn)(struct nfs_compound *c, struct xdr_dec *a,
 			      struct xdr_enc *r);

@@ -66,6 +66,21 @@ static uint32_t io_relock(struct nfs_compound *c)
 	return c->srv->be.ops->parallel_io ? nfs_relock(c) : NFS4_OK;
 }
 
+/*
+ * On a connection's I/O thread (c->nowait): whether the backend may try
+ * @what (NFS_NOWAIT_READ / _WRITE) of @len bytes without waiting; if not,
+ * the op says NFS_OP_BLOCK before it does anything.
+ */
+static bool nowait_ok(struct nfs_compound *c, unsigned what, size_t len)
+{
+	const struct nfs_backend *be = &c->srv->be;
+	bool op = what == NFS_NOWAIT_READ ? be->ops->read_nowait != NULL :
+		  be->ops->write_nowait != NULL;
+
+	return op && len <= NFS_INLINE_IO_MAX &&
+	       !(__atomic_load_n(&be->nowait_off, __ATOMIC_RELAXED) & what);
+}
+
 uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 		     struct xdr_enc *r)
 {
@@ -81,6 +96,9 @@ uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 	nfs_get_stateid(c, a, &sid);
 	off = xdr_get_u64(a);
 	count = xdr_get_u32(a);
+	if (c->nowait && !xdr_dec_err(a) &&
+	    !nowait_ok(c, NFS_NOWAIT_READ, count))
+		return NFS_OP_BLOCK;
 	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_READ);
 	if (st)
 		return st;
@@ -96,7 +114,15 @@ uint32_t nfs_op_read(struct nfs_compound *c, struct xdr_dec *a,
 	p = xdr_reserve(r, count);
 	if (!p)
 		return NFS4ERR_SERVERFAULT;
-	if (count) {
+	if (count && c->nowait) {
+		/* a copy from the page cache: the lock stays */
+		err = c->srv->be.ops->read_nowait(&c->srv->be, &c->cfh, off,
+						  p, count, &n, &eof);
+		if (err == -EAGAIN)
+			return NFS_OP_BLOCK;
+		if (err)
+			return nfs_errno(err);
+	} else if (count) {
 		io_unlock(c);
 		err = c->srv->be.ops->read(&c->srv->be, &c->cfh, off, p,
 					   count, &n, &eof);
@@ -130,16 +156,28 @@ uint32_t nfs_op_write(struct nfs_compound *c, struct xdr_dec *a,
 	data = xdr_get_opaque_ref(a, &len, XDR_NOMAX);
 	if (stable > FILE_SYNC4)
 		return NFS4ERR_BADXDR;
+	/* a synced write waits for the disk */
+	if (c->nowait && !xdr_dec_err(a) &&
+	    (stable != UNSTABLE4 || !nowait_ok(c, NFS_NOWAIT_WRITE, len)))
+		return NFS_OP_BLOCK;
 	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_WRITE);
 	if (st)
 		return st;
 	if (off + len < off || off + len > (uint64_t)INT64_MAX)
 		return NFS4ERR_FBIG;
+	if (c->nowait) {
+		err = c->srv->be.ops->write_nowait(&c->srv->be, &c->cfh, off,
+						   data, len);
+		if (err == -EAGAIN)
+			return NFS_OP_BLOCK;
+		goto done;
+	}
 	io_unlock(c);
 	err = c->srv->be.ops->write(&c->srv->be, &c->cfh, off, data, len,
 				    stable != UNSTABLE4);
 	if ((st = io_relock(c)))
 		return st;
+done:
 	if (err)
 		return nfs_errno(err);
 	xdr_put_u32(r, len);

@@ -167,74 +167,101 @@ static int get_cred(struct xdr_dec *d, struct nfs_cred *cred)
 	return 0;
 }
 
-int nfs_rpc_process(struct nfs_server *srv, uint64_t conn_id,
-		    const uint8_t *req, size_t len, uint8_t *out, size_t cap,
-		    size_t *out_len)
+int nfs_call_start(struct nfs_call *k, struct nfs_server *srv,
+		   uint64_t conn_id, const uint8_t *req, size_t len,
+		   uint8_t *out, size_t cap)
 {
-	struct xdr_dec d;
-	struct xdr_enc e;
+	struct xdr_dec *d = &k->d;
+	struct xdr_enc *e = &k->e;
 	struct nfs_cred cred;
 	uint32_t xid, type, vers, prog, pvers, proc, vlen;
 	int a;
 
-	*out_len = 0;
-	xdr_dec_init(&d, req, len);
-	xdr_enc_init(&e, out, cap);
-	xid = xdr_get_u32(&d);
-	type = xdr_get_u32(&d);
-	if (xdr_dec_err(&d) || type != RPC_CALL)
+	k->compound = false;
+	xdr_dec_init(d, req, len);
+	xdr_enc_init(e, out, cap);
+	xid = xdr_get_u32(d);
+	type = xdr_get_u32(d);
+	if (xdr_dec_err(d) || type != RPC_CALL)
 		return -EBADMSG;	/* not a call: nothing to answer */
-	vers = xdr_get_u32(&d);
-	prog = xdr_get_u32(&d);
-	pvers = xdr_get_u32(&d);
-	proc = xdr_get_u32(&d);
-	if (xdr_dec_err(&d))
+	vers = xdr_get_u32(d);
+	prog = xdr_get_u32(d);
+	pvers = xdr_get_u32(d);
+	proc = xdr_get_u32(d);
+	if (xdr_dec_err(d))
 		return -EBADMSG;
 	if (vers != RPC_VERSION) {
-		reply_head(&e, xid);
-		xdr_put_u32(&e, RPC_MSG_DENIED);
-		xdr_put_u32(&e, RPC_MISMATCH);
-		xdr_put_u32(&e, RPC_VERSION);
-		xdr_put_u32(&e, RPC_VERSION);
-		goto out;
+		reply_head(e, xid);
+		xdr_put_u32(e, RPC_MSG_DENIED);
+		xdr_put_u32(e, RPC_MISMATCH);
+		xdr_put_u32(e, RPC_VERSION);
+		xdr_put_u32(e, RPC_VERSION);
+		return 0;
 	}
-	a = get_cred(&d, &cred);
-	xdr_get_u32(&d);			/* verifier flavor */
-	xdr_get_opaque_ref(&d, &vlen, RPC_AUTH_MAX);
-	if (a < 0 || xdr_dec_err(&d)) {
-		denied_auth(&e, xid, RPC_AUTH_BADCRED);
-		goto out;
+	a = get_cred(d, &cred);
+	xdr_get_u32(d);				/* verifier flavor */
+	xdr_get_opaque_ref(d, &vlen, RPC_AUTH_MAX);
+	if (a < 0 || xdr_dec_err(d)) {
+		denied_auth(e, xid, RPC_AUTH_BADCRED);
+		return 0;
 	}
 	if (a > 0) {
-		denied_auth(&e, xid, (uint32_t)a);
-		goto out;
+		denied_auth(e, xid, (uint32_t)a);
+		return 0;
 	}
 	if (prog != NFS4_PROGRAM) {
-		accepted(&e, xid, RPC_PROG_UNAVAIL);
-		goto out;
+		accepted(e, xid, RPC_PROG_UNAVAIL);
+		return 0;
 	}
 	if (pvers != NFS4_VERSION) {
-		accepted(&e, xid, RPC_PROG_MISMATCH);
-		xdr_put_u32(&e, NFS4_VERSION);
-		xdr_put_u32(&e, NFS4_VERSION);
-		goto out;
+		accepted(e, xid, RPC_PROG_MISMATCH);
+		xdr_put_u32(e, NFS4_VERSION);
+		xdr_put_u32(e, NFS4_VERSION);
+		return 0;
 	}
 	if (proc == NFS4_PROC_NULL) {
-		accepted(&e, xid, RPC_SUCCESS);
-		goto out;
+		accepted(e, xid, RPC_SUCCESS);
+		return 0;
 	}
 	if (proc != NFS4_PROC_COMPOUND) {
-		accepted(&e, xid, RPC_PROC_UNAVAIL);
-		goto out;
+		accepted(e, xid, RPC_PROC_UNAVAIL);
+		return 0;
 	}
-	accepted(&e, xid, RPC_SUCCESS);
-	if (nfs_compound(srv, &cred, conn_id, &d, &e) == -EBADMSG) {
-		xdr_enc_init(&e, out, cap);
-		accepted(&e, xid, RPC_GARBAGE_ARGS);
+	accepted(e, xid, RPC_SUCCESS);
+	if (nfs_compound_begin(&k->run, srv, &cred, conn_id, d, e) ==
+	    -EBADMSG) {
+		xdr_enc_init(e, out, cap);
+		accepted(e, xid, RPC_GARBAGE_ARGS);
+		return 0;
 	}
-out:
-	if (xdr_enc_err(&e))
-		return xdr_enc_err(&e);
-	*out_len = xdr_enc_len(&e);
+	k->compound = true;
 	return 0;
+}
+
+int nfs_call_run(struct nfs_call *k, bool nowait, size_t *out_len)
+{
+	*out_len = 0;
+	if (k->compound && nfs_compound_run(&k->run, nowait) == -EAGAIN)
+		return -EAGAIN;
+	if (xdr_enc_err(&k->e))
+		return xdr_enc_err(&k->e);
+	*out_len = xdr_enc_len(&k->e);
+	return 0;
+}
+
+int nfs_rpc_process(struct nfs_server *srv, uint64_t conn_id,
+		    const uint8_t *req, size_t len, uint8_t *out, size_t cap,
+		    size_t *out_len)
+{
+	struct nfs_call *k = malloc(sizeof(*k));
+	int err;
+
+	*out_len = 0;
+	if (!k)
+		return -ENOMEM;
+	err = nfs_call_start(k, srv, conn_id, req, len, out, cap);
+	if (!err)
+		err = nfs_call_run(k, false, out_len);
+	free(k);
+	return err;
 }

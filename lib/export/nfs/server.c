@@ -12,6 +12,8 @@
  *   grace = 90                 seconds after start when only reclaims
  *                              are served (default: the lease)
  *   delegations = 1            hand out read/write delegations (0: never)
+ *   inline = 1                 try COMPOUNDs on the connection's I/O
+ *                              thread first (0: always on a worker)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,7 +29,7 @@ extern const struct bs_export_type nfs_export_type;
 
 struct nfs_opts {
 	const char *path, *listen;
-	uint32_t lease, grace, delegations;
+	uint32_t lease, grace, delegations, inline_io;
 	bool grace_set;
 };
 
@@ -73,6 +75,14 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	if (o->delegations > 1)
 		return bs_error(-EINVAL, "%s%sexport %s: delegations: give 0 "
 				"or 1", w, sep(w), name);
+	o->inline_io = 1;
+	err = bs_opts_get_u32(opts, "inline", &o->inline_io);
+	if (err < 0)
+		return err;
+	w = bs_opts_where(opts, "inline");
+	if (o->inline_io > 1)
+		return bs_error(-EINVAL, "%s%sexport %s: inline: give 0 or 1",
+				w, sep(w), name);
 	w = bs_opts_where(opts, "listen");
 	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
 		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
@@ -140,6 +150,12 @@ static void nfs_close(struct bs_export *exp)
 	if (!srv)
 		return;
 	exp->priv = NULL;
+	bs_exports_log(exp->set, "nfs: export %s: %llu calls answered on the "
+		       "I/O threads, %llu on workers", exp->name,
+		       (unsigned long long)__atomic_load_n(&srv->calls_inline,
+							   __ATOMIC_RELAXED),
+		       (unsigned long long)__atomic_load_n(&srv->calls_worker,
+							   __ATOMIC_RELAXED));
 	if (srv->nl) {
 		bs_net_listener_stop(srv->nl);
 		bs_net_listener_close_conns(srv->nl, NULL, NULL,
@@ -194,6 +210,8 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 		nfs_server_put(srv);
 		return bs_error(err, "export %s: %s", exp->name, msg);
 	}
+	/* a backend that cannot try without waiting always hands off */
+	srv->inline_io = o.inline_io && srv->be.ops->read_nowait;
 	exp->priv = srv;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.addr = o.listen;
@@ -216,10 +234,11 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 	}
 	snprintf(srv->listen, sizeof(srv->listen), "%s", o.listen);
 	bs_exports_log(exp->set, "nfs: export %s (%s %s) listening on %s, "
-		       "lease %u s, grace %u s", exp->name,
+		       "lease %u s, grace %u s%s", exp->name,
 		       o.path ? "directory" : "device",
 		       o.path ? o.path : exp->units[0].dev->name, o.listen,
-		       srv->lease, srv->grace);
+		       srv->lease, srv->grace,
+		       srv->inline_io ? ", inline" : "");
 	return 0;
 }
 
@@ -252,6 +271,11 @@ static void nfs_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 	kv(arg, "grace", "%u", srv->grace);
 	kv(arg, "delegations", "%u", srv->delegations ? 1 : 0);
 	kv(arg, "clients", "%u", nfs_clients(exp));
+	kv(arg, "inline", "%u", srv->inline_io ? 1 : 0);
+	kv(arg, "calls_inline", "%llu", (unsigned long long)
+	   __atomic_load_n(&srv->calls_inline, __ATOMIC_RELAXED));
+	kv(arg, "calls_worker", "%llu", (unsigned long long)
+	   __atomic_load_n(&srv->calls_worker, __ATOMIC_RELAXED));
 }
 
 const struct bs_export_type nfs_export_type = {
@@ -264,7 +288,9 @@ const struct bs_export_type nfs_export_type = {
 		"lease=SECONDS        client lease (default 90)\n"
 		"grace=SECONDS        grace period after start (default: the "
 		"lease)\n"
-		"delegations=0|1      hand out file delegations (default 1)\n",
+		"delegations=0|1      hand out file delegations (default 1)\n"
+		"inline=0|1           run COMPOUNDs that cannot block on the "
+		"I/O thread (default 1)\n",
 	.device_optional = true,
 	.check = nfs_check,
 	.open = nfs_open,

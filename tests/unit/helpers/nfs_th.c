@@ -3,8 +3,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -46,6 +48,26 @@ struct nfs_server *nfs_th_dir_server(const char *dir)
 		return NULL;
 	}
 	return srv;
+}
+
+struct nfs_server *nfs_th_tmp_server(char *dir)
+{
+	struct nfs_server *srv;
+
+	assert_non_null(mkdtemp(dir));
+	srv = nfs_th_dir_server(dir);
+	if (!srv)
+		rmdir(dir);
+	return srv;
+}
+
+void nfs_th_tmp_drop(struct nfs_server *srv, const char *dir)
+{
+	char cmd[128];
+
+	nfs_server_put(srv);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 struct nfs_server *nfs_th_ext4_server(struct bs_dev *dev)

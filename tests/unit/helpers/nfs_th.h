@@ -18,6 +18,15 @@ struct xdr_dec;
 
 /* NULL when @dir cannot be opened as a directory export. */
 struct nfs_server *nfs_th_dir_server(const char *dir);
+/*
+ * The directory export of a new temporary directory: @dir holds a
+ * mkdtemp template ("/tmp/NAME.XXXXXX") and gets its name; NULL (the
+ * directory removed again) when it cannot be served (open_by_handle_at
+ * needs CAP_DAC_READ_SEARCH): the test then skips. nfs_th_tmp_drop()
+ * releases the server and removes the directory with what it holds.
+ */
+struct nfs_server *nfs_th_tmp_server(char *dir);
+void nfs_th_tmp_drop(struct nfs_server *srv, const char *dir);
 /* The ext4 on @dev (made by bs_fs_mkfs), read-write; NULL on failure. */
 struct nfs_server *nfs_th_ext4_server(struct bs_dev *dev);
 
