@@ -83,7 +83,9 @@ for s in "${SCRIPTS[@]}" tests/integration/mt_*.sh; do
 	[[ -n ${seen[$s]:-} ]] && continue
 	seen[$s]=1
 	if [[ -f tests/integration/$s.sh ]]; then
-		run "tsan/integration/$s" "$INTEG_TIMEOUT" \
+		alone=()
+		is_alone "tests/integration/$s.sh" && alone=(--alone)
+		run "${alone[@]}" "tsan/integration/$s" "$INTEG_TIMEOUT" \
 			env BUILD="$TSAN_BUILD" bash "tests/integration/$s.sh"
 	else
 		skip "tsan/integration/$s" "not in this tree"
