@@ -2,6 +2,7 @@
 # The benchmark helpers (bench/lib.sh) without servers or fio: ratio
 # columns and the Targets summary from made-up rows, a server that dies at
 # start-up fails fast, and every bench script parses. Seconds, no I/O.
+# check: alone (wall-time bounds of 3 and 5 s on the bench helpers)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . bench/lib.sh

@@ -8,6 +8,7 @@
 # LONGZERO_SIZE (default 4G) and LONGZERO_P99_MS (default 50) exist for
 # the ThreadSanitizer run (`make tsan`), whose shadow memory would double
 # 4 GiB of RAM; every other run uses the defaults.
+# check: alone (fio's p99 read latency bounded during a zeroout)
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need fio jq qemu-io

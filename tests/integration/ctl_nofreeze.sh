@@ -5,6 +5,7 @@
 # once with a clear line instead of blocking in open(), and the daemon
 # goes on serving. NOFREEZE_SIZE (default 1536M) is smaller in the
 # ThreadSanitizer run, where the zeroing itself is many times slower.
+# check: alone (an NBD client's wait bounded to 3 s during a zeroout)
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3 nbdinfo

@@ -11,6 +11,7 @@
 #     e2fsck -fy repairs it (exit 0 or 1, then -fn clean) without touching
 #     the files the operation did not name.
 # docs/fs.md ("When an operation fails") states this guarantee.
+# check: alone (CPU-heavy sweeps, already two at a time; it timed out under load once)
 source "$(dirname "$0")/lib/cli-common.bash"
 has_type file || skip "no 'file' device type in this build"
 has_type error || skip "no 'error' device type in this build"

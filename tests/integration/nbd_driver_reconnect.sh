@@ -25,6 +25,7 @@
 #     once; the daemon's log, info and explain say the server is
 #     unreachable; attempts go on, and the restarted server is used again
 #     (log line, info, explain back to the decision, the bytes read).
+# check: alone (an EIO expected after the 4 s timeout, not much later; restarts within it)
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need nbdkit qemu-io

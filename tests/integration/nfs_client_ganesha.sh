@@ -30,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 E=$T/export
 mkdir -p "$E" "$T/recovery"
 cat >"$T/ganesha.conf" <<EOF

@@ -21,6 +21,7 @@
 #   library, built into $BUILD/peers/pynfs; left out with a note when
 #   pynfs or python3-ply is missing): OPENMODE, BAD_STATEID, OLD_STATEID,
 #   seqid 0 and the current stateid.
+# check: alone (a 10 GiB WRITE_SAME bounded to 1 s (3 s under ASan))
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/pynfs.bash"
 source "$(dirname "$0")/lib/daemon.bash"

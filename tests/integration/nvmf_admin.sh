@@ -10,6 +10,7 @@
 #   for the tick), and the daemon says why;
 # - Disconnect: a Fabrics Disconnect capsule (pynvmeof has none, so a raw
 #   one on its admin socket) is answered with success and the queue closes.
+# check: alone (a KATO of 2 s must close the queue within 5 s)
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3

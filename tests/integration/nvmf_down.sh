@@ -12,6 +12,7 @@
 #   - T restarted: both devices come back by themselves (a log line each,
 #     `reachable yes (down 1 times)`, explain back to the decision), and
 #     the bytes written before read back intact.
+# check: alone (a read fails with EIO after about 2 s, not the 30 s timeout: times measured)
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/nvmf_ana.bash"

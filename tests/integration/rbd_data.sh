@@ -12,6 +12,7 @@
 #     equals the image read by qemu directly;
 #   - a missing image or pool, or create with another size, fail the open
 #     naming the step.
+# check: alone (a Ceph cluster of its own (CPU-heavy start, 4 GiB memstore))
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/ceph.bash"

@@ -5,6 +5,7 @@
 # a WRITE_ZEROES file (fs fallocate -w, which needs unmap zeroing) that
 # reads back as zeroes and frees objects (`rbd du`); e2fsck -fn of the
 # image, read out by qemu-img, is clean.
+# check: alone (a Ceph cluster of its own (CPU-heavy start, 4 GiB memstore))
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/ceph.bash"

@@ -12,6 +12,7 @@
 #     pieces inside it keep their data (rbd_skip_partial_discard, as
 #     docs/drivers.md says: discard is advisory, never zeroing).
 # In the ThreadSanitizer stage too (scripts/run-tsan.sh).
+# check: alone (a Ceph cluster of its own (CPU-heavy start, 4 GiB memstore))
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/ceph.bash"

@@ -11,6 +11,7 @@
 #     and nothing written is ever reported as a hole;
 #   - the cache: info says the flush at open put librbd's cache in
 #     write-back (rbd_cache_writethrough_until_flush).
+# check: alone (a Ceph cluster of its own (CPU-heavy start, 4 GiB memstore); a 1 ms status budget)
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/ceph.bash"

@@ -12,6 +12,7 @@
 # own where /run is a directory of this test, so its control socket is
 # private (no clash with a system tgtd or a parallel test); tgtadm reaches
 # it the same way. Only the PIDs started here are stopped.
+# check: alone (a killed target must give EIO within 20 s: a 6 s timeout plus reconnects)
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need tgtd tgtadm qemu-io nbdinfo fio jq python3 unshare

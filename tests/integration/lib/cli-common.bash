@@ -32,6 +32,39 @@ make_tmp() {
 	skip "no disk filesystem for temp files"
 }
 
+# A free TCP port on 127.0.0.1 (the kernel picks; tiny race accepted).
+# Once $T exists, ports already handed out in it are not handed out again
+# (the kernel may pick a port twice: nothing holds it between the calls);
+# under the test runner (scripts/lib/runner.bash) neither are ports handed
+# to another test of the run, which may be running beside this one: each
+# is claimed with an atomic mkdir in $CHECK_PORTS_DIR.
+free_port() {
+	local p i
+	for ((i = 0; i < 20; i++)); do
+		p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		if [[ -n ${CHECK_PORTS_DIR:-} && -d $CHECK_PORTS_DIR ]]; then
+			mkdir "$CHECK_PORTS_DIR/$p" 2>/dev/null || continue
+		fi
+		[[ -n ${T:-} && -d $T ]] || { echo "$p"; return; }
+		grep -qx "$p" "$T/.ports" 2>/dev/null && continue
+		echo "$p" >>"$T/.ports"
+		echo "$p"
+		return
+	done
+	fail "free_port: no new port in 20 tries"
+}
+
+# peers_lock NAME: hold $BUILD/peers/NAME.lock (wait up to 10 min) while
+# a peer built once into $BUILD/peers is checked and built: tests running
+# side by side (scripts/lib/runner.bash) build it once. peers_unlock lets
+# it go; the test's exit does too.
+peers_lock() {
+	mkdir -p "$BUILD/peers"
+	exec {PEERS_LOCK_FD}>"$BUILD/peers/$1.lock"
+	flock -w 600 "$PEERS_LOCK_FD" || fail "$BUILD/peers/$1.lock held for 10 min"
+}
+peers_unlock() { exec {PEERS_LOCK_FD}>&-; }
+
 # run_bs EXPECTED_RC ARGS...: run blkstack; output in $OUT, errors in $ERR.
 run_bs() {
 	local want=$1 rc=0

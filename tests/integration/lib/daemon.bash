@@ -6,22 +6,6 @@ BSD="$BUILD/blkstackd"
 [[ -x $BSD ]] || fail "$BSD not built"
 DPID=
 
-# A free TCP port on 127.0.0.1 (the kernel picks; tiny race accepted).
-# Once $T exists, ports already handed out in it are not handed out again
-# (the kernel may pick a port twice: nothing holds it between the calls).
-free_port() {
-	local p i
-	for ((i = 0; i < 20; i++)); do
-		p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-		[[ -n ${T:-} && -d $T ]] || { echo "$p"; return; }
-		grep -qx "$p" "$T/.ports" 2>/dev/null && continue
-		echo "$p" >>"$T/.ports"
-		echo "$p"
-		return
-	done
-	fail "free_port: no new port in 20 tries"
-}
-
 # start_daemon CONF: run blkstackd -f -c CONF, wait until its control
 # socket answers ($CTL, from [daemon] control in CONF). Log in $T/d.log.
 start_daemon() {

@@ -29,6 +29,8 @@ nvmf_fio_build() {
 	# patch (which also gives nvmf-fio what bench/nvmf.sh needs)
 	patch=$(dirname "${BASH_SOURCE[0]}")/../peers/libnvmf.patch
 	stamp=$BUILD/peers/libnvmf/.blkstack-patch
+	# one build for tests running side by side: the others wait for it
+	peers_lock libnvmf
 	if [[ ! -x $BUILD/peers/libnvmf/examples/nvmf-fio ]] ||
 		! cmp -s "$patch" "$stamp"; then
 		rm -rf "$BUILD/peers/libnvmf"
@@ -39,5 +41,6 @@ nvmf_fio_build() {
 			make -C "$BUILD/peers/libnvmf/examples" fio >/dev/null 2>&1 ||
 			fail "building libnvmf"
 	fi
+	peers_unlock
 	FIO=$BUILD/peers/libnvmf/examples/nvmf-fio
 }

@@ -21,14 +21,17 @@ pynfs_ready() {
 		return 1
 	fi
 	PY=$BUILD/peers/pynfs
+	mkdir -p "$BUILD/peers"
+	# one build for tests running side by side: the others wait for it
+	peers_lock pynfs
 	if [[ ! -f $PY/.built ]]; then
 		rm -rf "$PY"
-		mkdir -p "$(dirname "$PY")"
 		cp -r "$src" "$PY"
 		(cd "$PY" && PATH=/usr/bin:/bin timeout 300 python3 setup.py build \
 			>build.log 2>&1) || fail "pynfs did not build: $PY/build.log"
 		touch "$PY/.built"
 	fi
+	peers_unlock
 }
 
 # pynfs_py WHAT SCRIPT ARGS...: tests/integration/lib/SCRIPT ARGS on the
