@@ -294,7 +294,7 @@ static void nbd_name_clash(void **state)
 static void iscsi_shared_address(void **state)
 {
 	struct bs_ctx *ctx = *state;
-	unsigned port = 20000 + (unsigned)getpid() % 20000;
+	unsigned port = th_free_port();
 	struct bs_exports *set;
 	char *text;
 	int err;

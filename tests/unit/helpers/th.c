@@ -2,7 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <blkstack/attr.h>
 #include <blkstack/opts.h>
@@ -162,4 +166,20 @@ const char *th_describe(struct bs_dev *dev, struct th_desc *d)
 	d->text[0] = 0;
 	bs_dev_describe(dev, desc_kv, d);
 	return d->text;
+}
+
+unsigned th_free_port(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
 }

@@ -25,6 +25,10 @@ struct bs_dev *th_dev_kv(struct bs_ctx *ctx, const char *name, const char *kv);
 int th_dev_kv_try(struct bs_ctx *ctx, const char *name, const char *kv,
 		  struct bs_dev **out);
 
+/* A loopback TCP port that was free a moment ago (the kernel's choice:
+ * tests running side by side do not pick the same one). */
+unsigned th_free_port(void);
+
 /* Deterministic pseudo-random bytes. */
 void th_fill(void *buf, size_t len, uint64_t seed);
 uint64_t th_rand(uint64_t *state);
