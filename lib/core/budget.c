@@ -338,26 +338,39 @@ static void arm(struct bs_budget *b)
 		b->timer = id;
 }
 
+/* Under the lock: @h's wake/evict loop, the first time it takes. */
+static void bind_loop(struct bs_budget *b, struct bs_budget_holder *h)
+{
+	if (!h->loop) {
+		struct bs_loop *cur = bs_loop_current();
+		h->loop = cur ? cur : b->loop;
+	}
+}
+
+/* Under the lock: @n more bytes held by @h. */
+static void charge_locked(struct bs_budget *b, struct bs_budget_holder *h,
+			  uint64_t n)
+{
+	b->used += n;
+	if (b->used > b->peak)
+		b->peak = b->used;
+	h->held += n;
+	if (!h->listed)
+		__atomic_store_n(&h->progress_ns, bs_now_ns(),
+				 __ATOMIC_RELAXED);
+	list_add(b, h);
+}
+
 bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n)
 {
 	bool ok = true;
 
 	pthread_mutex_lock(&b->lock);
-	if (!h->loop) {
-		struct bs_loop *cur = bs_loop_current();
-		h->loop = cur ? cur : b->loop;
-	}
+	bind_loop(b, h);
 	if (may_take(b, h, n)) {
 		dequeue(b, h);
-		b->used += n;
-		if (b->used > b->peak)
-			b->peak = b->used;
-		h->held += n;
-		if (!h->listed)
-			__atomic_store_n(&h->progress_ns, bs_now_ns(),
-					 __ATOMIC_RELAXED);
-		list_add(b, h);
+		charge_locked(b, h, n);
 		wake_head(b);
 		goto out;
 	}
@@ -384,19 +397,9 @@ void bs_budget_take_over(struct bs_budget *b, struct bs_budget_holder *h,
 			 uint64_t n)
 {
 	pthread_mutex_lock(&b->lock);
-	if (!h->loop) {
-		struct bs_loop *cur = bs_loop_current();
-		h->loop = cur ? cur : b->loop;
-	}
-	b->used += n;
-	if (b->used > b->peak)
-		b->peak = b->used;
+	bind_loop(b, h);
+	charge_locked(b, h, n);
 	b->over += n;
-	h->held += n;
-	if (!h->listed)
-		__atomic_store_n(&h->progress_ns, bs_now_ns(),
-				 __ATOMIC_RELAXED);
-	list_add(b, h);
 	pthread_mutex_unlock(&b->lock);
 }
 
