@@ -25,6 +25,8 @@
 #include <blkstack/loop.h>
 #include <blkstack/net.h>
 
+#include "helpers/th.h"
+
 /* ---- parsing ------------------------------------------------------------ */
 
 static void parse_ok(const char *s, int family, unsigned port, bool wild)
@@ -276,20 +278,6 @@ static void w_log(void *arg, const char *msg)
 	snprintf(W.log + n, sizeof(W.log) - n, "%s\n", msg);
 }
 
-/* A port that was free a moment ago. */
-static unsigned free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, len), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 static struct bs_net_listener *w_listen(const struct bs_net_limits *lim,
 					unsigned *port)
 {
@@ -304,7 +292,7 @@ static struct bs_net_listener *w_listen(const struct bs_net_limits *lim,
 
 	memset(&W, 0, sizeof(W));
 	assert_int_equal(bs_loop_new(&W.loop), 0);
-	*port = free_port();
+	*port = th_free_port();
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", *port);
 	assert_int_equal(bs_net_listen(W.loop, &cfg, &l), 0);
 	return l;

@@ -25,6 +25,8 @@
 #include <blkstack/loop.h>
 #include <blkstack/net.h>
 
+#include "helpers/th.h"
+
 #define PAYLOAD (64u << 10)
 #define HDR 4u
 #define DIRECT_MIN (16u << 10)
@@ -229,7 +231,6 @@ static void next_payload_goes_direct(void **state)
 	struct bs_loop *loop;
 	struct bs_net_listener *l;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
 	struct bs_net_listen_cfg cfg = {
 		.addr = "127.0.0.1:0",
 		.proto = &frames_proto,
@@ -237,18 +238,14 @@ static void next_payload_goes_direct(void **state)
 	uint8_t *f0 = frame(0), *two;
 	char addr[64];
 	size_t copied;
-	int fd, probe;
+	int fd;
 
 	(void)state;
 	F = NULL;
 	bs_net_limits_default(&cfg.limits);
 	assert_int_equal(bs_loop_new(&loop), 0);
-	/* a port that was free a moment ago */
-	probe = socket(AF_INET, SOCK_STREAM, 0);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(probe, (struct sockaddr *)&sa, sl), 0);
-	assert_int_equal(getsockname(probe, (struct sockaddr *)&sa, &sl), 0);
-	close(probe);
+	sa.sin_port = htons((uint16_t)th_free_port());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
 	cfg.addr = addr;
 	assert_int_equal(bs_net_listen(loop, &cfg, &l), 0);
