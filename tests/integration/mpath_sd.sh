@@ -13,6 +13,7 @@
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 source "$(dirname "$0")/lib/mpath.bash"
+source "$(dirname "$0")/lib/procs.bash"
 need python3 fio jq nbdinfo qemu-img qemu-io
 has_type iscsi || skip "blkstack built without the iscsi driver"
 has_type multipath || skip "blkstack built without the multipath mapper"
@@ -67,15 +68,9 @@ grep -q 'ready:' "$T/bottom.log" || fail "the bottom blkstackd is not ready"
 
 # start_proxy NAME PORT: a forwarder PORT -> the bottom's portal
 start_proxy() {
-	local i
 	python3 "$PROXY" "$2" "$BPORT" >>"$T/proxy-$1.log" 2>&1 &
 	PID[$1]=$!
-	for ((i = 0; i < 100; i++)); do
-		python3 -c "import socket; socket.create_connection(('127.0.0.1', $2), 0.2).close()" \
-			2>/dev/null && return 0
-		sleep 0.05
-	done
-	fail "forwarder $1 not listening on $2"
+	tp_listening "forwarder $1" "$2"
 }
 
 stop_proxy() {

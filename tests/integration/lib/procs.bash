@@ -1,6 +1,7 @@
 # Processes a test starts by name and kills to take a path away (target
 # stand-ins, TCP forwarders, a second blkstackd), for the nvmf multipath
-# tests (nvmf_multipath.sh, nvmf_failover.sh): their PIDs in the
+# tests (nvmf_multipath.sh, nvmf_failover.sh; mpath_sd.sh waits with
+# tp_listening): their PIDs in the
 # associative array TP. Source after cli-common.bash; call tp_cleanup
 # from the EXIT trap (before daemon_cleanup).
 declare -A TP
