@@ -90,6 +90,13 @@ struct bs_net_limits {
 	unsigned idle_ms;	/* 0 = no idle timeout */
 	size_t out_max;		/* unsent output above which input stops */
 	mode_t socket_mode;	/* UNIX sockets */
+	/*
+	 * TCP connections' send buffer (SO_SNDBUF, which the kernel
+	 * doubles and caps at net.core.wmem_max); 0 = the kernel's
+	 * autotuning. A bounded buffer keeps a reply's bytes in the CPU
+	 * caches until the receiver takes them (docs/net.md).
+	 */
+	size_t sndbuf;
 };
 
 #define BS_NET_MAX_CONNS 512
@@ -97,6 +104,9 @@ struct bs_net_limits {
 #define BS_NET_HANDSHAKE_MS 10000
 #define BS_NET_OUT_MAX (16u << 20)
 #define BS_NET_SOCKET_MODE 0600
+/* send_buffer keys: 0, or this range */
+#define BS_NET_SNDBUF_MIN (4u << 10)
+#define BS_NET_SNDBUF_MAX (64u << 20)
 
 /* The defaults above; idle off. */
 void bs_net_limits_default(struct bs_net_limits *l);

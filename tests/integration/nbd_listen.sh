@@ -3,7 +3,8 @@
 # - a port outside 1..65535, port 0, an empty host (":PORT"), a name, an
 #   unbracketed IPv6 address: one config error naming file:line, found
 #   before anything is created (the state directory stays absent);
-# - bad socket_mode, limits and timeouts: the same;
+# - bad socket_mode, limits, timeouts and send_buffer: the same;
+# - send_buffer sets each TCP connection's send buffer (SO_SNDBUF);
 # - the UNIX NBD socket is created with socket_mode (default 0600) even
 #   under umask 000, and the control socket is 0600;
 # - IPv6 loopback is served ([::1]:PORT), when the host has it.
@@ -68,6 +69,14 @@ bad_start bad.ini:10 "handshake_timeout '10m'" <<EOC
 listen = 127.0.0.1:$PORT
 handshake_timeout = 10m
 EOC
+bad_start bad.ini:10 "send_buffer 1024" "0 (the kernel's autotuning) or 4K to 64M" <<EOC
+listen = 127.0.0.1:$PORT
+send_buffer = 1K
+EOC
+bad_start bad.ini:10 "send_buffer 134217728" "4K to 64M" <<EOC
+listen = 127.0.0.1:$PORT
+send_buffer = 128M
+EOC
 [[ ! -e $T/x.sock ]] || fail "a refused config created a socket"
 # the settings belong to the listener: sharing it means agreeing on them
 bad_start "export b: 127.0.0.1:$PORT is shared with export a" "give the same ones" <<EOC
@@ -112,6 +121,49 @@ start_daemon "$T/d.ini"
 umask "$OLD_UMASK"
 [[ $(stat -c %a "$T/nbd.sock") == 660 ]] ||
 	fail "socket_mode = 0660 gave $(stat -c %a "$T/nbd.sock")"
+stop_daemon
+
+# sndbuf_of: the send buffer (ss's skmem tb: twice SO_SNDBUF) of the
+# server's side of a TCP connection held open to PORT for a moment
+sndbuf_of() {
+	python3 -c 'import socket,sys,time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(3)' "$PORT" &
+	local pid=$! tb="" i
+	for ((i = 0; i < 50; i++)); do
+		tb=$(ss -tmnH state established "( sport = :$PORT )" |
+			grep -o 'tb[0-9]*' | head -1)
+		[[ -n $tb ]] && break
+		sleep 0.05
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
+	echo "${tb#tb}"
+}
+note "send_buffer: each TCP connection's SO_SNDBUF (default 512K; 0 = autotuned)"
+WMEM_MAX=$(cat /proc/sys/net/core/wmem_max)
+want() {	# what SO_SNDBUF=$1 gives: doubled; capped by wmem_max unless root
+	local v=$1
+	((EUID == 0 || v <= WMEM_MAX)) || v=$WMEM_MAX
+	echo $((2 * v))
+}
+write_conf </dev/null
+start_daemon "$T/d.ini"
+got=$(sndbuf_of)
+[[ $got == "$(want 524288)" ]] ||
+	fail "default send_buffer: the connection's send buffer is '$got', expected $(want 524288)"
+stop_daemon
+write_conf <<<"send_buffer = 64K"
+start_daemon "$T/d.ini"
+got=$(sndbuf_of)
+[[ $got == "$(want 65536)" ]] ||
+	fail "send_buffer = 64K: send buffer '$got', expected $(want 65536)"
+stop_daemon
+write_conf <<<"send_buffer = 0"
+start_daemon "$T/d.ini"
+got=$(sndbuf_of)
+[[ -n $got && $got != "$(want 524288)" && $got != "$(want 65536)" ]] ||
+	fail "send_buffer = 0: send buffer '$got', expected the kernel's own"
 stop_daemon
 
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then

@@ -210,9 +210,22 @@ static void on_accept(void *arg, uint32_t events)
 			close(fd);
 			continue;
 		}
-		if (!l->is_unix)
+		if (!l->is_unix) {
+			int sb = (int)l->limits.sndbuf;
+
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 				   sizeof(one));
+			/*
+			 * Best effort, as TCP_NODELAY: a refusal only costs
+			 * speed. FORCE (CAP_NET_ADMIN) goes past the
+			 * net.core.wmem_max cap (212992 on a stock kernel),
+			 * so that the size asked for is the size served.
+			 */
+			if (sb && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE,
+					     &sb, sizeof(sb)))
+				setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb,
+					   sizeof(sb));
+		}
 		err = bs_net_conn_start(l, fd, peer, key);
 		if (err) {
 			bs_net_log(l, "%s %s: dropped %s: %s", proto_name(l),

@@ -105,7 +105,7 @@ static bool same_limits(const struct bs_net_limits *a,
 	       a->max_per_peer == b->max_per_peer &&
 	       a->handshake_ms == b->handshake_ms &&
 	       a->idle_ms == b->idle_ms && a->out_max == b->out_max &&
-	       a->socket_mode == b->socket_mode;
+	       a->socket_mode == b->socket_mode && a->sndbuf == b->sndbuf;
 }
 
 static void set_log(void *arg, const char *msg)
@@ -156,8 +156,8 @@ int bs_share_listen(struct bs_share_ref *ref, const char *where,
 			return bs_error(-EINVAL, "%s%sexport %s: %s is shared "
 					"with export %s but with other "
 					"connection settings (max_connections"
-					"*, *_timeout, socket_mode): give the "
-					"same ones", where, sep(where),
+					"*, *_timeout, socket_mode, "
+					"send_buffer): give the same ones", where, sep(where),
 					ref->name, addr, l->refs[0]->name);
 		return listener_add(l, ref, where, arg);
 	}
