@@ -17,27 +17,19 @@
 #    a bystander's verified writes and reads are served.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nfs.bash"
 need python3 nfs-cat
 [[ $EUID == 0 ]] || skip "the directory backend needs CAP_DAC_READ_SEARCH (run as root)"
 daemon_setup
 daemon_threads 2
-NFSIO=$BUILD/bench/nfsio
-bench/tools/build-nfsio.sh "$NFSIO" 2>"$T/nfsio.build" ||
-	skip "nfsio not built ($(tail -1 "$T/nfsio.build"))"
+nfsio_build || skip "nfsio not built ($(nfsio_why))"
 LIMIT=$((64 << 20))
 NCLI=8
 DIR=$T/dir
 mkdir -p "$DIR/d"
 sed -i '/^\[daemon\]/a max_inflight = 64M' "$T/d.ini"
-cp "$T/d.ini" "$T/d0.ini"
-cat >>"$T/d.ini" <<EOC
-[export e]
-type = nfs
-path = $DIR
-listen = 127.0.0.1:$PORT
-lease = 5
-grace = 0
-EOC
+cp "$T/d.ini" "$T/s.ini"
+nfs_dir_export "$T/d.ini" e "$DIR" "$PORT"
 start_daemon "$T/d.ini"
 grep -q 'in-flight payload budget 64 MiB' "$T/d.log" || fail "budget not logged"
 url() { echo "nfs://127.0.0.1/d/$1?version=4&nfsport=$PORT"; }
@@ -81,16 +73,8 @@ read -r peak limit waits over < <(sed -E 's/.*peak ([0-9]+) bytes of ([0-9]+), (
 
 note "stalled holders are closed, a bystander is served"
 PORT2=$(free_port)
-cp "$T/d0.ini" "$T/s.ini"
 sed -i '/^\[daemon\]/a stall_timeout = 4' "$T/s.ini"
-cat >>"$T/s.ini" <<EOC
-[export s]
-type = nfs
-path = $DIR
-listen = 127.0.0.1:$PORT2
-lease = 5
-grace = 0
-EOC
+nfs_dir_export "$T/s.ini" s "$DIR" "$PORT2"
 start_daemon "$T/s.ini"
 cat >"$T/stall.py" <<'PY'
 import socket, struct, sys, time
@@ -108,13 +92,12 @@ for i in range(n):
 print("stalling", flush=True)
 time.sleep(hold)
 PY
-python3 "$T/stall.py" "$PORT2" 40 40 >"$T/stall.out" 2>&1 &
+mkfifo "$T/stall.fifo"
+python3 "$T/stall.py" "$PORT2" 40 40 >"$T/stall.fifo" 2>"$T/stall.err" &
 SPID=$!
-for ((i = 0; i < 100; i++)); do
-	grep -q stalling "$T/stall.out" && break
-	sleep 0.1
-done
-grep -q stalling "$T/stall.out" || { cat "$T/stall.out"; fail "stallers did not connect"; }
+# its first line once all 40 are connected (EOF if it died)
+read -r -t 20 ready <"$T/stall.fifo" && [[ $ready == stalling ]] ||
+	{ cat "$T/stall.err"; fail "stallers did not connect"; }
 start=$(date +%s)
 N2="nfs://127.0.0.1/d/by?version=4&nfsport=$PORT2"
 timeout 60 "$NFSIO" -m seq -o write -b 1M -q 4 -s 4M -C -V "$N2" >"$T/by.out" 2>&1 &&

@@ -22,6 +22,15 @@ static size_t out_len;
 
 /* ---- record marking ------------------------------------------------------ */
 
+/* 16 bytes: "abc" in a first fragment (at 0), "defgh" in the last (at 7) */
+static void two_fragments(uint8_t *in)
+{
+	xdr_set_be32(in, 3);
+	memcpy(in + 4, "abc", 3);
+	xdr_set_be32(in + 7, RPC_LAST_FRAG | 5);
+	memcpy(in + 11, "defgh", 5);
+}
+
 static void rm_fragments(void **state)
 {
 	uint8_t in[32];
@@ -29,11 +38,7 @@ static void rm_fragments(void **state)
 	size_t i;
 
 	(void)state;
-	/* "abc" in a first fragment, "defgh" in the last */
-	xdr_set_be32(in, 3);
-	memcpy(in + 4, "abc", 3);
-	xdr_set_be32(in + 7, RPC_LAST_FRAG | 5);
-	memcpy(in + 11, "defgh", 5);
+	two_fragments(in);
 	nfs_rm_init(&rm, 1024);
 	assert_int_equal(nfs_rm_feed(&rm, in, 16), 16);
 	assert_true(rm.ready);
@@ -113,10 +118,7 @@ static void rm_admission(void **state)
 	struct nfs_rm rm;
 
 	(void)state;
-	xdr_set_be32(in, 3);
-	memcpy(in + 4, "abc", 3);
-	xdr_set_be32(in + 7, RPC_LAST_FRAG | 5);
-	memcpy(in + 11, "defgh", 5);
+	two_fragments(in);
 	nfs_rm_init(&rm, 1024);
 	rm.admit = admit_fake;
 	rm.admit_arg = &a;
