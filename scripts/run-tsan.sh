@@ -52,6 +52,10 @@ SCRIPTS+=(rbd_io)
 # (the server's lock tried from the loops, runs stopped there and gone
 # on with on a worker)
 SCRIPTS+=(nfs_inline)
+# The in-flight budget's wake and eviction handed from the loop that
+# gives bytes back to the NFS connection's own (two I/O threads, eight
+# libnfs clients; about 12 s)
+SCRIPTS+=(nfs_budget)
 
 # One test at a time unless TSAN_JOBS says more: TSan's tests are
 # CPU-bound (its instrumentation costs every thread many times over), so
