@@ -53,8 +53,8 @@ SCRIPTS+=(rbd_io)
 # on with on a worker)
 SCRIPTS+=(nfs_inline)
 # The in-flight budget's wake and eviction handed from the loop that
-# gives bytes back to the NFS connection's own (two I/O threads, eight
-# libnfs clients; about 12 s)
+# gives bytes back to the NFS connection's own (two I/O threads, twelve
+# libnfs clients; about 15 s)
 SCRIPTS+=(nfs_budget)
 
 # One test at a time unless TSAN_JOBS says more: TSan's tests are

@@ -2,11 +2,11 @@
 # The NFS server takes its calls' bytes from the server-wide in-flight
 # budget ([daemon] max_inflight), as NBD, iSCSI and NVMe/TCP do
 # (docs/nfs.md "Memory"):
-#  - a daemon with max_inflight = 64M serves eight bench/tools/nfsio
+#  - a daemon with max_inflight = 64M serves twelve bench/tools/nfsio
 #    clients (libnfs's async API) at once, each writing its own 16 MiB
 #    file in 1 MiB WRITEs with 16 in flight, then all reading theirs back
 #    the same way (each call asks for its record plus its reply's room:
-#    about 270 MiB at once for the writes, 135 MiB for the reads); every
+#    about 400 MiB at once for the writes, 200 MiB for the reads); every
 #    byte verified by nfsio, the host files equal, one read back again
 #    by nfs-cat; at the stop the daemon's budget line shows a peak at
 #    most 64 MiB, above half of it, and calls that waited;
@@ -24,7 +24,7 @@ daemon_setup
 daemon_threads 2
 nfsio_build || skip "nfsio not built ($(nfsio_why))"
 LIMIT=$((64 << 20))
-NCLI=8
+NCLI=12
 DIR=$T/dir
 mkdir -p "$DIR/d"
 sed -i '/^\[daemon\]/a max_inflight = 64M' "$T/d.ini"
