@@ -93,6 +93,20 @@ struct nfs_job {
 	struct nfs_call call;
 };
 
+/* The network connection's side; none when a test drives the session
+ * ops by hand (c->nc NULL). */
+static void conn_kick(struct nfs_conn *c)
+{
+	if (c->nc)
+		bs_net_conn_kick(c->nc);
+}
+
+static void conn_close(struct nfs_conn *c, const char *why)
+{
+	if (c->nc)
+		bs_net_conn_close(c->nc, why);
+}
+
 static void budget_give(struct nfs_conn *c, uint64_t n)
 {
 	if (n && c->budget)
@@ -158,7 +172,7 @@ static void cb_send_run(void *arg)
 
 	if (!c->closed) {
 		queue_out(c, cs->rec, cs->len, 0);
-		bs_net_conn_kick(c->nc);
+		conn_kick(c);
 	} else {
 		free(cs->rec);
 	}
@@ -226,7 +240,7 @@ static void budget_wake(struct bs_budget_holder *h)
 	if (c->closed || !c->rm.held)
 		return;
 	if (nfs_rm_retry(&c->rm) < 0) {
-		bs_net_conn_close(c->nc, "out of memory");
+		conn_close(c, "out of memory");
 		return;
 	}
 	if (c->rm.held)
@@ -234,7 +248,7 @@ static void budget_wake(struct bs_budget_holder *h)
 	/* an empty last fragment completes its record at once */
 	if (c->rm.ready && !record_ready(c))
 		return;
-	bs_net_conn_kick(c->nc);
+	conn_kick(c);
 }
 
 /* on the connection's loop: it held bytes others wait for, and moved
@@ -244,7 +258,7 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 	struct nfs_conn *c = CONN_OF(h);
 
 	if (!c->closed)
-		bs_net_conn_close(c->nc, why);
+		conn_close(c, why);
 }
 
 /* ---- the session operations ---------------------------------------------- */
@@ -261,7 +275,7 @@ static int c_start(void *owner, struct bs_net_conn *nc, void **sess)
 	c->refs = 1;
 	c->loop = bs_loop_current();
 	nfs_server_get(srv);
-	c->xprt.id = bs_net_conn_id(nc);
+	c->xprt.id = nc ? bs_net_conn_id(nc) : 0;
 	c->xprt.send = conn_send;
 	if (c->loop)
 		nfs_xprt_add(srv, &c->xprt);
@@ -272,7 +286,8 @@ static int c_start(void *owner, struct bs_net_conn *nc, void **sess)
 	c->rm.admit = rm_admit;
 	c->rm.admit_arg = c;
 	/* no handshake in NFS: the first byte may be a COMPOUND */
-	bs_net_conn_handshake_done(nc);
+	if (nc)
+		bs_net_conn_handshake_done(nc);
 	*sess = c;
 	return 0;
 }
@@ -315,11 +330,11 @@ static void job_done(struct bs_job *j)
 			  reply_acct(c, job->acct, job->reply_len));
 		job->reply = NULL;
 		bs_budget_progress(&c->bh);
-		bs_net_conn_kick(c->nc);
+		conn_kick(c);
 	} else {
 		/* not a call, or no memory: nothing to answer */
 		budget_give(c, job->acct);
-		bs_net_conn_kick(c->nc);
+		conn_kick(c);
 	}
 	free(job->reply);
 	free(job->req);
@@ -362,7 +377,7 @@ static bool run_inline(struct nfs_conn *c, struct nfs_job *job)
 		budget_give(c, c->rec_acct);
 	}
 	c->rec_acct = 0;
-	bs_net_conn_kick(c->nc);
+	conn_kick(c);
 	nfs_rm_next(&c->rm);
 	return true;
 }
@@ -378,7 +393,7 @@ static int submit(struct nfs_conn *c)
 	if (!job)
 		return -ENOMEM;
 	job->c = c;
-	job->conn_id = bs_net_conn_id(c->nc);
+	job->conn_id = c->xprt.id;
 	if (c->srv->inline_io && c->loop && run_inline(c, job)) {
 		free(job);
 		return 0;
@@ -422,7 +437,7 @@ static bool record_ready(struct nfs_conn *c)
 		return true;
 	}
 	if (submit(c)) {
-		bs_net_conn_close(c->nc, "out of memory");
+		conn_close(c, "out of memory");
 		return false;
 	}
 	return true;
@@ -437,7 +452,7 @@ static size_t c_input(void *sess, const uint8_t *buf, size_t len)
 		long k = nfs_rm_feed(&c->rm, buf + used, len - used);
 
 		if (k < 0) {
-			bs_net_conn_close(c->nc, k == -EMSGSIZE ?
+			conn_close(c, k == -EMSGSIZE ?
 					  "RPC record over the size limit" :
 					  "out of memory");
 			return len;
@@ -543,7 +558,7 @@ static void c_close(void *sess, const char *why)
 {
 	struct nfs_conn *c = sess;
 
-	if (why)
+	if (why && c->nc)
 		bs_net_conn_log(c->nc, "closed: %s", why);
 	if (c->loop)
 		nfs_xprt_del(c->srv, &c->xprt);
