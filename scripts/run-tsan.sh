@@ -19,6 +19,7 @@ TSAN_BUILD=${TSAN_BUILD:-build/tsan}
 # test_threads* and test_mt*: the multi-threaded data path's (I/O
 # threads), whatever their number.
 UNITS=(test_threads test_sync test_workers test_control test_budget test_nfs_deleg test_nfs_parallel
+	test_nfs_budget
 	test_fdpump test_hostbdev)
 # Integration scripts whose daemon runs several threads (control commands
 # on the control thread, many NBD connections: the I/O threads once
@@ -52,6 +53,10 @@ SCRIPTS+=(rbd_io)
 # (the server's lock tried from the loops, runs stopped there and gone
 # on with on a worker)
 SCRIPTS+=(nfs_inline)
+# The in-flight budget's wake and eviction handed from the loop that
+# gives bytes back to the NFS connection's own (two I/O threads, twelve
+# libnfs clients; about 15 s)
+SCRIPTS+=(nfs_budget)
 
 # One test at a time unless TSAN_JOBS says more: TSan's tests are
 # CPU-bound (its instrumentation costs every thread many times over), so

@@ -136,7 +136,9 @@ static void run_wake(void *arg)
 {
 	struct bs_budget_holder *h = arg;
 
-	__atomic_store_n(&h->wake_sent, false, __ATOMIC_RELAXED);
+	/* release: the loop is done with wake_work (it read fn and next)
+	 * before another thread may send it again */
+	__atomic_store_n(&h->wake_sent, false, __ATOMIC_RELEASE);
 	if (h->wake)
 		h->wake(h);
 }
@@ -153,7 +155,7 @@ static void run_evict(void *arg)
 static void send_wake(struct bs_budget_holder *h)
 {
 	if (!h->wake || __atomic_exchange_n(&h->wake_sent, true,
-					    __ATOMIC_RELAXED))
+					    __ATOMIC_ACQ_REL))
 		return;
 	h->wake_work.fn = run_wake;
 	h->wake_work.arg = h;

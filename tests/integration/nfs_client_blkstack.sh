@@ -6,19 +6,13 @@
 # Skips when this build has no nfs export type.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nfs.bash"
 need python3
 need_export_type nfs
 daemon_setup
 DIR=$T/dir
 mkdir -p "$DIR"
-cat >>"$T/d.ini" <<EOF
-[export e]
-type = nfs
-path = $DIR
-listen = 127.0.0.1:$PORT
-lease = 5
-grace = 0
-EOF
+nfs_dir_export "$T/d.ini" e "$DIR" "$PORT"
 # a build without the nfs export type refuses the config at once
 start_daemon "$T/d.ini"
 U=nfs://127.0.0.1:$PORT

@@ -11,31 +11,16 @@
 # too).
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nfs.bash"
 need nfs-cat
 [[ $EUID == 0 ]] || skip "the directory backend needs CAP_DAC_READ_SEARCH (run as root)"
 daemon_setup
 daemon_threads 2
-NFSIO=$BUILD/bench/nfsio
-bench/tools/build-nfsio.sh "$NFSIO" 2>"$T/nfsio.build" ||
-	skip "nfsio not built ($(tail -1 "$T/nfsio.build"))"
+nfsio_build || skip "nfsio not built ($(nfsio_why))"
 PORT2=$(free_port)
 mkdir -p "$T/on/d" "$T/off/d"
-cat >>"$T/d.ini" <<EOC
-[export on]
-type = nfs
-path = $T/on
-listen = 127.0.0.1:$PORT
-lease = 5
-grace = 0
-
-[export off]
-type = nfs
-path = $T/off
-listen = 127.0.0.1:$PORT2
-lease = 5
-grace = 0
-inline = 0
-EOC
+nfs_dir_export "$T/d.ini" on "$T/on" "$PORT"
+nfs_dir_export "$T/d.ini" off "$T/off" "$PORT2" "inline = 0"
 start_daemon "$T/d.ini"
 grep -q "export on .*, inline$" "$T/d.log" || fail "export on: not inline"
 grep -q "export off .*grace 0 s$" "$T/d.log" || fail "export off: inline"

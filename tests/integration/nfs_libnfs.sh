@@ -7,19 +7,13 @@
 # WRITE of 4 KiB or more (docs/nfs.md "Other clients").
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/nfs.bash"
 need nfs-ls nfs-cat
 [[ $EUID == 0 ]] || skip "the directory backend needs CAP_DAC_READ_SEARCH (run as root)"
 daemon_setup
 DIR=$T/dir
 mkdir -p "$DIR/sub"
-cat >>"$T/d.ini" <<EOC
-[export e]
-type = nfs
-path = $DIR
-listen = 127.0.0.1:$PORT
-lease = 5
-grace = 0
-EOC
+nfs_dir_export "$T/d.ini" e "$DIR" "$PORT"
 head -c 1500000 /dev/urandom >"$DIR/big"
 cp "$DIR/big" "$DIR/sub/big"
 echo hello >"$DIR/sub/small"
@@ -46,8 +40,7 @@ note "nfs-cat byte-exact (1.5 MB and 6 bytes)"
 
 # nfsio: the pattern depends on the offset only, and the same seed draws
 # the same offsets, so a read pass checks exactly what was written
-NFSIO=$BUILD/bench/nfsio
-if bench/tools/build-nfsio.sh "$NFSIO" 2>"$T/nfsio.build"; then
+if nfsio_build; then
 	N="$U/sub/io$Q"
 	run_nfsio() {
 		timeout 120 "$NFSIO" "$@" "$N" >>"$T/nfsio.out" 2>&1 ||
@@ -66,7 +59,7 @@ if bench/tools/build-nfsio.sh "$NFSIO" 2>"$T/nfsio.build"; then
 	cmp "$DIR/sub/io" "$T/io.back" || fail "nfs-cat: nfsio's file differs"
 	note "nfsio: 1 MiB sequential and 100+100 random 4 KiB (qd 16) verified writes and reads"
 else
-	note "nfsio not built ($(tail -1 "$T/nfsio.build")): its checks are left out"
+	note "nfsio not built ($(nfsio_why)): its checks are left out"
 fi
 
 stop_daemon

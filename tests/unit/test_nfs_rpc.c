@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The NFS server's RPC layers without a socket: record marking
- * (fragments, byte-at-a-time input, the size cap), the RPC refusals
+ * (fragments, byte-at-a-time input, the size cap, admission of each
+ * fragment at its header), the RPC refusals
  * (RPC_MISMATCH, AUTH_ERROR, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL,
  * GARBAGE_ARGS), COMPOUND decoding (minor version, unknown op numbers,
  * a count promising more ops than sent, SEQUENCE rules) and the slot
@@ -21,6 +22,15 @@ static size_t out_len;
 
 /* ---- record marking ------------------------------------------------------ */
 
+/* 16 bytes: "abc" in a first fragment (at 0), "defgh" in the last (at 7) */
+static void two_fragments(uint8_t *in)
+{
+	xdr_set_be32(in, 3);
+	memcpy(in + 4, "abc", 3);
+	xdr_set_be32(in + 7, RPC_LAST_FRAG | 5);
+	memcpy(in + 11, "defgh", 5);
+}
+
 static void rm_fragments(void **state)
 {
 	uint8_t in[32];
@@ -28,11 +38,7 @@ static void rm_fragments(void **state)
 	size_t i;
 
 	(void)state;
-	/* "abc" in a first fragment, "defgh" in the last */
-	xdr_set_be32(in, 3);
-	memcpy(in + 4, "abc", 3);
-	xdr_set_be32(in + 7, RPC_LAST_FRAG | 5);
-	memcpy(in + 11, "defgh", 5);
+	two_fragments(in);
 	nfs_rm_init(&rm, 1024);
 	assert_int_equal(nfs_rm_feed(&rm, in, 16), 16);
 	assert_true(rm.ready);
@@ -82,6 +88,80 @@ static void rm_direct(void **state)
 	assert_memory_equal(rm.buf, "abcdefghi", 9);
 	/* a ready record takes nothing more until it is gone */
 	assert_int_equal(nfs_rm_direct(&rm, &dst), 0);
+	nfs_rm_free(&rm);
+}
+
+/* admission (what conn.c takes from the budget by): each fragment's
+ * length is asked for at its header, before its room exists; refused,
+ * the feed stops right after the header, takes nothing more (neither by
+ * feed nor in place) and goes on once nfs_rm_retry() is admitted */
+struct admit_log {
+	bool allow;
+	unsigned asked;
+	uint32_t lens[4];
+};
+
+static bool admit_fake(void *arg, uint32_t len)
+{
+	struct admit_log *a = arg;
+
+	if (a->asked < 4)
+		a->lens[a->asked] = len;
+	a->asked++;
+	return a->allow;
+}
+
+static void rm_admission(void **state)
+{
+	uint8_t in[32], *dst;
+	struct admit_log a = { 0 };
+	struct nfs_rm rm;
+
+	(void)state;
+	two_fragments(in);
+	nfs_rm_init(&rm, 1024);
+	rm.admit = admit_fake;
+	rm.admit_arg = &a;
+	/* refused at the first header: 4 bytes consumed, no room made */
+	assert_int_equal(nfs_rm_feed(&rm, in, 16), 4);
+	assert_true(rm.held);
+	assert_null(rm.buf);
+	assert_int_equal(a.asked, 1);
+	assert_int_equal(a.lens[0], 3);
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 0);
+	/* still refused: nothing taken, asked once more */
+	assert_int_equal(nfs_rm_retry(&rm), 0);
+	assert_int_equal(nfs_rm_feed(&rm, in + 4, 12), 0);
+	assert_int_equal(a.asked, 3);
+	/* admitted: the room is made and the body goes in place */
+	a.allow = true;
+	assert_int_equal(nfs_rm_retry(&rm), 1);
+	assert_false(rm.held);
+	assert_int_equal(nfs_rm_direct(&rm, &dst), 3);
+	memcpy(dst, "abc", 3);
+	nfs_rm_direct_done(&rm, 3);
+	assert_int_equal(a.asked, 4);
+	/* the second fragment is asked for on its own */
+	a.allow = false;
+	a.asked = 0;
+	assert_int_equal(nfs_rm_feed(&rm, in + 7, 9), 4);
+	assert_true(rm.held);
+	assert_int_equal(a.asked, 1);
+	assert_int_equal(a.lens[0], 5);
+	a.allow = true;
+	assert_int_equal(nfs_rm_feed(&rm, in + 11, 5), 5);
+	assert_true(rm.ready);
+	assert_memory_equal(rm.buf, "abcdefgh", 8);
+	/* a ready record asks nothing; the next one starts over */
+	nfs_rm_next(&rm);
+	assert_int_equal(nfs_rm_retry(&rm), 1);
+	a.asked = 0;
+	xdr_set_be32(in, RPC_LAST_FRAG | 0);
+	assert_int_equal(nfs_rm_feed(&rm, in, 4), 4);
+	assert_int_equal(a.asked, 1);
+	assert_int_equal(a.lens[0], 0);
+	assert_true(rm.ready);
+	assert_int_equal(rm.len, 0);
 	nfs_rm_free(&rm);
 }
 
@@ -450,6 +530,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rm_fragments),
 		cmocka_unit_test(rm_direct),
+		cmocka_unit_test(rm_admission),
 		cmocka_unit_test(rm_oversize),
 		cmocka_unit_test_setup_teardown(rpc_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(compound_decode, setup,

@@ -17,12 +17,26 @@
  * thread, which posts them to the connection's loop; RPC REPLY records
  * coming in are the answers to them and go to nfs_cb_reply(). Posted
  * callbacks hold a reference, so the connection outlives them.
+ *
+ * Memory: every call takes its bytes from the server-wide in-flight
+ * budget (budget.h) before they are held. At each fragment header of a
+ * record (rpc.c's admission) the fragment's length is taken, and with
+ * the first also room for the largest reply (NFS_CONN_REPLY_ROOM): the
+ * call may be a READ whose data sits in its reply until it is sent. Once
+ * the reply is made, the room beyond its size is given back; the reply's
+ * bytes go back when it has been sent (or the connection is gone). A
+ * fragment refused at its header stops the connection's input there
+ * until the budget's wake (on this loop) admits it; a connection that
+ * holds bytes and moves none while others wait is closed by the
+ * budget's watchdog. Callbacks the server sends are not counted (a few
+ * hundred bytes each).
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/budget.h>
 #include <blkstack/loop.h>
 #include <blkstack/workers.h>
 
@@ -35,10 +49,14 @@
  * buffer (RPC header, credential, SEQUENCE, PUTFH, WRITE arguments) so
  * that the next WRITE's data goes in place too */
 #define NFS_CONN_DIRECT_HDR 1024u
+/* budget held for a call's reply from its first fragment on: the largest
+ * reply and its record mark */
+#define NFS_CONN_REPLY_ROOM (NFS_MAX_REPLY + 4u)
 
 struct nfs_out {
 	uint8_t *buf;
 	size_t len, off;
+	size_t acct;		/* of the budget, given back when freed */
 	struct nfs_out *next;
 };
 
@@ -54,7 +72,13 @@ struct nfs_conn {
 	struct nfs_out *head, *tail;
 	size_t out_bytes;
 	uint8_t *spare;		/* a reply buffer for inline calls */
+	struct bs_budget *budget;	/* server-wide payload budget */
+	struct bs_budget_holder bh;
+	uint64_t rec_acct;	/* taken for the record in rm */
 };
+
+#define CONN_OF(h) ((struct nfs_conn *)((char *)(h) - \
+				       offsetof(struct nfs_conn, bh)))
 
 struct nfs_job {
 	struct bs_job job;
@@ -65,9 +89,31 @@ struct nfs_job {
 	uint8_t *reply;
 	size_t reply_len;
 	bool started;		/* the call began on the connection's loop */
+	uint64_t acct;		/* budget taken for the call and its reply */
 	struct nfs_call call;
 };
 
+/* The network connection's side; none when a test drives the session
+ * ops by hand (c->nc NULL). */
+static void conn_kick(struct nfs_conn *c)
+{
+	if (c->nc)
+		bs_net_conn_kick(c->nc);
+}
+
+static void conn_close(struct nfs_conn *c, const char *why)
+{
+	if (c->nc)
+		bs_net_conn_close(c->nc, why);
+}
+
+static void budget_give(struct nfs_conn *c, uint64_t n)
+{
+	if (n && c->budget)
+		bs_budget_give(c->budget, &c->bh, n);
+}
+
+/* on the connection's loop, like every budget call of the connection */
 static void conn_free(struct nfs_conn *c)
 {
 	struct nfs_out *o, *n;
@@ -79,23 +125,30 @@ static void conn_free(struct nfs_conn *c)
 		free(o->buf);
 		free(o);
 	}
+	/* gives back what the queue and a partial record held */
+	if (c->budget)
+		bs_budget_leave(c->budget, &c->bh);
 	nfs_rm_free(&c->rm);
 	free(c->spare);
 	nfs_server_put(c->srv);
 	free(c);
 }
 
-static void queue_out(struct nfs_conn *c, uint8_t *buf, size_t len)
+/* @acct bytes of the budget go with @buf until it is freed */
+static void queue_out(struct nfs_conn *c, uint8_t *buf, size_t len,
+		      size_t acct)
 {
 	struct nfs_out *o = malloc(sizeof(*o));
 
 	if (!o) {
 		free(buf);
+		budget_give(c, acct);
 		return;
 	}
 	o->buf = buf;
 	o->len = len;
 	o->off = 0;
+	o->acct = acct;
 	o->next = NULL;
 	if (c->tail)
 		c->tail->next = o;
@@ -118,8 +171,8 @@ static void cb_send_run(void *arg)
 	struct nfs_conn *c = cs->c;
 
 	if (!c->closed) {
-		queue_out(c, cs->rec, cs->len);
-		bs_net_conn_kick(c->nc);
+		queue_out(c, cs->rec, cs->len, 0);
+		conn_kick(c);
 	} else {
 		free(cs->rec);
 	}
@@ -152,6 +205,64 @@ static int conn_send(struct nfs_xprt *x, uint8_t *rec, size_t len)
 	return 0;
 }
 
+/* ---- the in-flight budget ------------------------------------------------ */
+
+/* rpc.c's admission: a fragment of @len bytes (and, for a record's first,
+ * its reply's room) is held only once taken */
+static bool rm_admit(void *arg, uint32_t len)
+{
+	struct nfs_conn *c = arg;
+	uint64_t n = len + (c->rec_acct ? 0 : NFS_CONN_REPLY_ROOM);
+
+	if (c->budget && !bs_budget_take(c->budget, &c->bh, n))
+		return false;	/* queued: budget_wake() comes */
+	c->rec_acct += n;
+	return true;
+}
+
+/* A call's reply of @len bytes is made: of the call's @acct it keeps
+ * that much (returned), the rest goes back now. */
+static size_t reply_acct(struct nfs_conn *c, uint64_t acct, size_t len)
+{
+	size_t keep = len < acct ? len : (size_t)acct;
+
+	budget_give(c, acct - keep);
+	return keep;
+}
+
+static bool record_ready(struct nfs_conn *c);
+
+/* on the connection's loop: bytes were given back, try the held header */
+static void budget_wake(struct bs_budget_holder *h)
+{
+	struct nfs_conn *c = CONN_OF(h);
+
+	if (c->closed || !c->rm.held)
+		return;
+	if (nfs_rm_retry(&c->rm) < 0) {
+		conn_close(c, "out of memory");
+		return;
+	}
+	if (c->rm.held)
+		return;
+	/* an empty last fragment completes its record at once */
+	if (c->rm.ready && !record_ready(c))
+		return;
+	conn_kick(c);
+}
+
+/* on the connection's loop: it held bytes others wait for, and moved
+ * none for the stall timeout; closing frees them */
+static void budget_evict(struct bs_budget_holder *h, const char *why)
+{
+	struct nfs_conn *c = CONN_OF(h);
+
+	if (!c->closed)
+		conn_close(c, why);
+}
+
+/* ---- the session operations ---------------------------------------------- */
+
 static int c_start(void *owner, struct bs_net_conn *nc, void **sess)
 {
 	struct nfs_server *srv = owner;
@@ -164,13 +275,19 @@ static int c_start(void *owner, struct bs_net_conn *nc, void **sess)
 	c->refs = 1;
 	c->loop = bs_loop_current();
 	nfs_server_get(srv);
-	c->xprt.id = bs_net_conn_id(nc);
+	c->xprt.id = nc ? bs_net_conn_id(nc) : 0;
 	c->xprt.send = conn_send;
 	if (c->loop)
 		nfs_xprt_add(srv, &c->xprt);
 	nfs_rm_init(&c->rm, NFS_MAX_RECORD);
+	c->budget = srv->ctx ? bs_ctx_budget(srv->ctx) : NULL;
+	c->bh.wake = budget_wake;
+	c->bh.evict = budget_evict;
+	c->rm.admit = rm_admit;
+	c->rm.admit_arg = c;
 	/* no handshake in NFS: the first byte may be a COMPOUND */
-	bs_net_conn_handshake_done(nc);
+	if (nc)
+		bs_net_conn_handshake_done(nc);
 	*sess = c;
 	return 0;
 }
@@ -205,15 +322,19 @@ static void job_done(struct bs_job *j)
 
 	c->inflight--;
 	if (c->closed) {
+		budget_give(c, job->acct);
 		if (!c->inflight)
 			conn_free(c);
 	} else if (job->job.result == 0) {
-		queue_out(c, job->reply, job->reply_len);
+		queue_out(c, job->reply, job->reply_len,
+			  reply_acct(c, job->acct, job->reply_len));
 		job->reply = NULL;
-		bs_net_conn_kick(c->nc);
+		bs_budget_progress(&c->bh);
+		conn_kick(c);
 	} else {
 		/* not a call, or no memory: nothing to answer */
-		bs_net_conn_kick(c->nc);
+		budget_give(c, job->acct);
+		conn_kick(c);
 	}
 	free(job->reply);
 	free(job->req);
@@ -251,9 +372,12 @@ static bool run_inline(struct nfs_conn *c, struct nfs_job *job)
 	if (!err && n && (out = malloc(n + 4))) {
 		xdr_set_be32(out, RPC_LAST_FRAG | (uint32_t)n);
 		memcpy(out + 4, c->spare + 4, n);
-		queue_out(c, out, n + 4);
+		queue_out(c, out, n + 4, reply_acct(c, c->rec_acct, n + 4));
+	} else {
+		budget_give(c, c->rec_acct);
 	}
-	bs_net_conn_kick(c->nc);
+	c->rec_acct = 0;
+	conn_kick(c);
 	nfs_rm_next(&c->rm);
 	return true;
 }
@@ -269,7 +393,7 @@ static int submit(struct nfs_conn *c)
 	if (!job)
 		return -ENOMEM;
 	job->c = c;
-	job->conn_id = bs_net_conn_id(c->nc);
+	job->conn_id = c->xprt.id;
 	if (c->srv->inline_io && c->loop && run_inline(c, job)) {
 		free(job);
 		return 0;
@@ -277,6 +401,8 @@ static int submit(struct nfs_conn *c)
 	__atomic_add_fetch(&c->srv->calls_worker, 1, __ATOMIC_RELAXED);
 	job->req = c->rm.buf;
 	job->len = c->rm.len;
+	job->acct = c->rec_acct;
+	c->rec_acct = 0;
 	c->rm.buf = NULL;
 	c->rm.cap = 0;
 	nfs_rm_next(&c->rm);
@@ -291,8 +417,10 @@ static bool c_wants_input(void *sess)
 {
 	struct nfs_conn *c = sess;
 
-	/* replies made inline pile up within one input: bounded here too */
-	return !c->closed && !c->stopping && c->inflight < NFS_CONN_INFLIGHT &&
+	/* replies made inline pile up within one input: bounded here too;
+	 * a fragment held at its header waits for the budget's wake */
+	return !c->closed && !c->stopping && !c->rm.held &&
+	       c->inflight < NFS_CONN_INFLIGHT &&
 	       c->out_bytes <= BS_NET_OUT_MAX;
 }
 
@@ -303,11 +431,13 @@ static bool record_ready(struct nfs_conn *c)
 	if (c->rm.len >= 8 && xdr_be32(c->rm.buf + 4) == RPC_REPLY) {
 		/* the answer to a callback */
 		nfs_cb_reply(c->srv, c->xprt.id, c->rm.buf, c->rm.len);
+		budget_give(c, c->rec_acct);
+		c->rec_acct = 0;
 		nfs_rm_next(&c->rm);
 		return true;
 	}
 	if (submit(c)) {
-		bs_net_conn_close(c->nc, "out of memory");
+		conn_close(c, "out of memory");
 		return false;
 	}
 	return true;
@@ -322,7 +452,7 @@ static size_t c_input(void *sess, const uint8_t *buf, size_t len)
 		long k = nfs_rm_feed(&c->rm, buf + used, len - used);
 
 		if (k < 0) {
-			bs_net_conn_close(c->nc, k == -EMSGSIZE ?
+			conn_close(c, k == -EMSGSIZE ?
 					  "RPC record over the size limit" :
 					  "out of memory");
 			return len;
@@ -331,6 +461,8 @@ static size_t c_input(void *sess, const uint8_t *buf, size_t len)
 		if (c->rm.ready && !record_ready(c))
 			return len;
 	}
+	if (used)
+		bs_budget_progress(&c->bh);
 	return used;
 }
 
@@ -353,6 +485,7 @@ static void c_in_direct_done(void *sess, size_t n)
 	struct nfs_conn *c = sess;
 
 	nfs_rm_direct_done(&c->rm, n);
+	bs_budget_progress(&c->bh);
 	if (c->rm.ready)
 		record_ready(c);
 }
@@ -380,6 +513,7 @@ static void c_sent(void *sess, size_t n)
 	struct nfs_conn *c = sess;
 
 	c->out_bytes -= n;
+	bs_budget_progress(&c->bh);
 	while (n && c->head) {
 		struct nfs_out *o = c->head;
 		size_t k = o->len - o->off;
@@ -392,6 +526,7 @@ static void c_sent(void *sess, size_t n)
 		c->head = o->next;
 		if (!c->head)
 			c->tail = NULL;
+		budget_give(c, o->acct);
 		free(o->buf);
 		free(o);
 	}
@@ -423,7 +558,7 @@ static void c_close(void *sess, const char *why)
 {
 	struct nfs_conn *c = sess;
 
-	if (why)
+	if (why && c->nc)
 		bs_net_conn_log(c->nc, "closed: %s", why);
 	if (c->loop)
 		nfs_xprt_del(c->srv, &c->xprt);

@@ -479,6 +479,11 @@ uint32_t nfs_op_backchannel_ctl(struct nfs_compound *, struct xdr_dec *,
  * ready when its last fragment is in (rm->buf, rm->len); records over
  * @max bytes, or a zero-length non-last fragment train over it, are
  * -EMSGSIZE (the connection closes).
+ *
+ * Admission (optional, set after nfs_rm_init): each fragment's length is
+ * offered to admit() once its header is read, before any room is made
+ * for it; false holds the fragment at its header (rm->held: the feed
+ * stops there, nothing more is consumed) until nfs_rm_retry() admits it.
  */
 struct nfs_rm {
 	uint8_t *buf;
@@ -487,11 +492,18 @@ struct nfs_rm {
 	unsigned hdr_have;
 	uint32_t frag_left;
 	bool in_frag, last, ready;
+	bool held;
+	bool (*admit)(void *arg, uint32_t frag_len);
+	void *admit_arg;
 };
 void nfs_rm_init(struct nfs_rm *rm, size_t max);
 void nfs_rm_free(struct nfs_rm *rm);
-/* bytes consumed (stops at a ready record), or -EMSGSIZE / -ENOMEM */
+/* bytes consumed (stops at a ready record or a held fragment), or
+ * -EMSGSIZE / -ENOMEM */
 long nfs_rm_feed(struct nfs_rm *rm, const uint8_t *p, size_t n);
+/* a held fragment: ask admit() again; 1 admitted (or none held), 0 still
+ * held, -ENOMEM */
+int nfs_rm_retry(struct nfs_rm *rm);
 /* forget the ready record */
 void nfs_rm_next(struct nfs_rm *rm);
 /*

@@ -33,6 +33,7 @@ void nfs_rm_next(struct nfs_rm *rm)
 	rm->in_frag = false;
 	rm->last = false;
 	rm->ready = false;
+	rm->held = false;
 }
 
 static int grow(struct nfs_rm *rm, size_t need)
@@ -54,10 +55,46 @@ static int grow(struct nfs_rm *rm, size_t need)
 	return 0;
 }
 
+/* the fragment in hand is complete: the record, if it was the last */
+static void frag_end(struct nfs_rm *rm)
+{
+	if (rm->in_frag && !rm->frag_left) {
+		rm->in_frag = false;
+		if (rm->last)
+			rm->ready = true;
+	}
+}
+
+/*
+ * The fragment whose header was just read: admitted (1: its room made),
+ * held at its header until nfs_rm_retry() (0), or -ENOMEM.
+ */
+static int frag_open(struct nfs_rm *rm)
+{
+	if (rm->admit && !rm->admit(rm->admit_arg, rm->frag_left)) {
+		rm->held = true;
+		return 0;
+	}
+	rm->held = false;
+	if (grow(rm, rm->len + rm->frag_left))
+		return -ENOMEM;
+	rm->in_frag = true;
+	frag_end(rm);
+	return 1;
+}
+
+int nfs_rm_retry(struct nfs_rm *rm)
+{
+	return rm->held ? frag_open(rm) : 1;
+}
+
 long nfs_rm_feed(struct nfs_rm *rm, const uint8_t *p, size_t n)
 {
 	size_t used = 0;
+	int r;
 
+	if (rm->held && (r = frag_open(rm)) <= 0)
+		return r;
 	while (used < n && !rm->ready) {
 		if (!rm->in_frag) {
 			uint32_t h;
@@ -71,9 +108,10 @@ long nfs_rm_feed(struct nfs_rm *rm, const uint8_t *p, size_t n)
 			rm->frag_left = h & RPC_FRAG_LEN;
 			if (rm->frag_left > rm->max - rm->len)
 				return -EMSGSIZE;
-			if (grow(rm, rm->len + rm->frag_left))
-				return -ENOMEM;
-			rm->in_frag = true;
+			if ((r = frag_open(rm)) < 0)
+				return r;
+			if (!r)
+				break;	/* held: the header is consumed */
 		} else {
 			size_t k = n - used;
 
@@ -83,11 +121,7 @@ long nfs_rm_feed(struct nfs_rm *rm, const uint8_t *p, size_t n)
 			rm->len += k;
 			rm->frag_left -= (uint32_t)k;
 			used += k;
-		}
-		if (rm->in_frag && !rm->frag_left) {
-			rm->in_frag = false;
-			if (rm->last)
-				rm->ready = true;
+			frag_end(rm);
 		}
 	}
 	return (long)used;
@@ -106,11 +140,7 @@ void nfs_rm_direct_done(struct nfs_rm *rm, size_t n)
 {
 	rm->len += n;
 	rm->frag_left -= (uint32_t)n;
-	if (!rm->frag_left) {
-		rm->in_frag = false;
-		if (rm->last)
-			rm->ready = true;
-	}
+	frag_end(rm);
 }
 
 /* ---- calls and replies --------------------------------------------------- */

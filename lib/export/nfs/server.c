@@ -22,6 +22,7 @@
 #include <sys/random.h>
 
 #include <blkstack/opts.h>
+#include <blkstack/workers.h>
 
 #include "export/nfs/nfs.h"
 
@@ -209,6 +210,13 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 		snprintf(msg, sizeof(msg), "%s", bs_last_error());
 		nfs_server_put(srv);
 		return bs_error(err, "export %s: %s", exp->name, msg);
+	}
+	/* the worker pool is made here, on the main loop: made lazily by
+	 * the first calls, two I/O threads could make it at once */
+	if (!bs_ctx_workers(exp->ctx)) {
+		nfs_server_put(srv);
+		return bs_error(-ENOMEM, "export %s: no worker threads",
+				exp->name);
 	}
 	/* a backend that cannot try without waiting always hands off */
 	srv->inline_io = o.inline_io && srv->be.ops->read_nowait;

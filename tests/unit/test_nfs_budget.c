@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An NFS connection's share of the server-wide in-flight budget, through
+ * the session ops the network server drives (no socket): a call takes
+ * its record's bytes and its reply's room at the record's header, before
+ * any of its body is held; once the reply is made only the reply's bytes
+ * stay held, and they go back when it has been sent. With the budget
+ * full the connection waits at the header (the header consumed, nothing
+ * more, no input wanted) until bytes are given back; then it goes on. A
+ * connection closed in the middle of a record, or with a reply unsent,
+ * gives everything back, and a callback's reply from the client is given
+ * back as soon as it has been matched.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <blkstack/budget.h>
+#include <blkstack/loop.h>
+
+#include "export/nfs/nfs.h"
+#include "helpers/nfs_th.h"
+#include "helpers/th.h"
+
+/* what conn.c takes for a reply before it is made */
+#define ROOM (NFS_MAX_REPLY + 4u)
+/* an RPC NULL call (AUTH_NONE) and its accepted reply, record marked */
+#define CALL_LEN 40u
+#define REPLY_LEN (4u + 24u)
+
+struct fx {
+	struct bs_ctx *ctx;
+	struct bs_budget *b;
+	struct nfs_server *srv;
+	char dir[64];
+	void *sess;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	th_ctx_setup((void **)&f->ctx);
+	strcpy(f->dir, "/tmp/test_nfs_budget.XXXXXX");
+	f->srv = nfs_th_tmp_server(f->dir);
+	assert_non_null(f->srv);
+	f->srv->ctx = f->ctx;
+	f->b = bs_ctx_budget(f->ctx);
+	assert_int_equal(bs_budget_configure(f->b, BS_BUDGET_MIN, 0), 0);
+	assert_int_equal(nfs_net_proto.start(f->srv, NULL, &f->sess), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	nfs_th_tmp_drop(f->srv, f->dir);
+	th_ctx_teardown((void **)&f->ctx);
+	free(f);
+	return 0;
+}
+
+/* record mark + a NULL call (type RPC_CALL) or a stray REPLY */
+static size_t record(uint8_t *p, uint32_t xid, uint32_t type)
+{
+	static const uint32_t rest[] = { RPC_VERSION, NFS4_PROGRAM,
+					 NFS4_VERSION, NFS4_PROC_NULL,
+					 0, 0, 0, 0 };
+	unsigned i;
+
+	xdr_set_be32(p, RPC_LAST_FRAG | CALL_LEN);
+	xdr_set_be32(p + 4, xid);
+	xdr_set_be32(p + 8, type);
+	for (i = 0; i < 8; i++)
+		xdr_set_be32(p + 12 + 4 * i, rest[i]);
+	return 4 + CALL_LEN;
+}
+
+/* run the context's loop until the connection has output (bounded) */
+static void until_reply(struct fx *f)
+{
+	int i;
+
+	for (i = 0; i < 500 && !nfs_net_proto.out_bytes(f->sess); i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_int_equal(nfs_net_proto.out_bytes(f->sess), REPLY_LEN);
+}
+
+static void taken_at_the_header_given_back_when_sent(void **state)
+{
+	struct fx *f = *state;
+	struct iovec iov[4];
+	uint8_t rec[64];
+
+	record(rec, 7, RPC_CALL);
+	assert_int_equal(nfs_net_proto.input(f->sess, rec, 4), 4);
+	/* the body is not here yet, its bytes and the reply's room are */
+	assert_int_equal(bs_budget_used(f->b), CALL_LEN + ROOM);
+	assert_int_equal(nfs_net_proto.input(f->sess, rec + 4, CALL_LEN),
+			 CALL_LEN);
+	until_reply(f);
+	/* the reply is made: only its bytes stay */
+	assert_int_equal(bs_budget_used(f->b), REPLY_LEN);
+	assert_int_equal(nfs_net_proto.output(f->sess, iov, 4), 1);
+	assert_int_equal(iov[0].iov_len, REPLY_LEN);
+	assert_int_equal(xdr_be32((uint8_t *)iov[0].iov_base + 4), 7);
+	nfs_net_proto.sent(f->sess, 10);
+	assert_int_equal(bs_budget_used(f->b), REPLY_LEN);
+	nfs_net_proto.sent(f->sess, REPLY_LEN - 10);
+	assert_int_equal(bs_budget_used(f->b), 0);
+	nfs_net_proto.close(f->sess, NULL);
+	assert_int_equal(bs_budget_used(f->b), 0);
+}
+
+static void waits_at_the_header_while_the_budget_is_full(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget_holder other;
+	uint8_t rec[64], *dst;
+	uint64_t held = BS_BUDGET_MIN - 512 * 1024;
+	int i;
+
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(f->b, &other, held));
+	record(rec, 8, RPC_CALL);
+	/* refused: the header is consumed, nothing more; no input wanted */
+	assert_int_equal(nfs_net_proto.input(f->sess, rec, 4 + CALL_LEN), 4);
+	assert_false(nfs_net_proto.wants_input(f->sess));
+	assert_int_equal(nfs_net_proto.in_direct(f->sess, &dst), 0);
+	assert_int_equal(bs_budget_used(f->b), held);
+	assert_int_equal(bs_budget_waits(f->b), 1);
+	/* bytes back: the budget's wake admits the record on the loop */
+	bs_budget_give(f->b, &other, held);
+	for (i = 0; i < 50 && !nfs_net_proto.wants_input(f->sess); i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_true(nfs_net_proto.wants_input(f->sess));
+	assert_int_equal(bs_budget_used(f->b), CALL_LEN + ROOM);
+	assert_int_equal(nfs_net_proto.input(f->sess, rec + 4, CALL_LEN),
+			 CALL_LEN);
+	until_reply(f);
+	assert_int_equal(bs_budget_used(f->b), REPLY_LEN);
+	/* closed with the reply unsent: all of it back */
+	nfs_net_proto.close(f->sess, "test over");
+	assert_int_equal(bs_budget_used(f->b), 0);
+	bs_budget_leave(f->b, &other);
+}
+
+static void partial_records_and_callback_replies(void **state)
+{
+	struct fx *f = *state;
+	uint8_t rec[64], hdr[4], body[4096] = { 0 };
+
+	/* a callback's reply (not matched here): back as soon as it is in */
+	record(rec, 9, RPC_REPLY);
+	assert_int_equal(nfs_net_proto.input(f->sess, rec, 4 + CALL_LEN),
+			 4 + CALL_LEN);
+	assert_int_equal(bs_budget_used(f->b), 0);
+	assert_int_equal(nfs_net_proto.out_bytes(f->sess), 0);
+	/* a 64 KiB record of which 4 KiB came, then the connection closed */
+	xdr_set_be32(hdr, RPC_LAST_FRAG | (64u << 10));
+	assert_int_equal(nfs_net_proto.input(f->sess, hdr, 4), 4);
+	assert_int_equal(nfs_net_proto.input(f->sess, body, sizeof(body)),
+			 sizeof(body));
+	assert_int_equal(bs_budget_used(f->b), (64u << 10) + ROOM);
+	nfs_net_proto.close(f->sess, "test over");
+	assert_int_equal(bs_budget_used(f->b), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			taken_at_the_header_given_back_when_sent, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			waits_at_the_header_while_the_budget_is_full, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			partial_records_and_callback_replies, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
