@@ -31,6 +31,7 @@ struct bsd {
 	bool stall_set;
 	unsigned threads;	/* [daemon] threads (I/O threads) */
 	bool threads_set;
+	unsigned poll_us;	/* [daemon] poll_us (adaptive polling) */
 };
 
 /* One log line, with a timestamp, to the log (stderr or the log file). */

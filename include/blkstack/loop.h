@@ -73,6 +73,16 @@ int bs_loop_run_once(struct bs_loop *loop, int timeout_ms);
 
 /* Run until bs_loop_stop() is called. */
 int bs_loop_run(struct bs_loop *loop);
+
+/*
+ * Adaptive polling: before blocking, spin up to @us microseconds (0 = off,
+ * the default) checking for events, as long as events keep coming that
+ * soon after the loop would block (docs/architecture.md "Threads"). Set
+ * by the thread that runs the loop, or before it runs.
+ */
+void bs_loop_set_poll(struct bs_loop *loop, unsigned us);
+/* The spin the loop does now before blocking, in ns (0: none). */
+uint64_t bs_loop_poll_ns(const struct bs_loop *loop);
 void bs_loop_stop(struct bs_loop *loop);
 
 /*

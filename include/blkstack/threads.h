@@ -26,6 +26,12 @@ unsigned bs_cpu_count(void);
 /* Start @n I/O threads (0: none). Once per context; -errno + bs_error(). */
 int bs_ctx_start_threads(struct bs_ctx *ctx, unsigned n);
 /*
+ * Adaptive polling of the I/O threads started after this call
+ * (bs_loop_set_poll; 0 = off, the default; at most BS_POLL_US_MAX).
+ */
+void bs_ctx_set_poll(struct bs_ctx *ctx, unsigned us);
+#define BS_POLL_US_MAX 1000
+/*
  * Stop and join them. Everything living on them (connections, device
  * channels) must be gone: bs_ctx_free() calls this after the devices are
  * closed.

@@ -16,6 +16,7 @@ struct bs_ctx {
 	/* I/O threads (threads.c): their loops are loops[1..nio] */
 	struct io_thread *io;
 	unsigned nio;
+	unsigned poll_us;	/* bs_ctx_set_poll(), for threads started later */
 	unsigned next_io;		/* round robin, atomic */
 	struct bs_loop *loops[BS_THREADS_MAX + 1];
 	/* published device snapshots (snap.c) */

@@ -61,6 +61,8 @@ struct bs_loop {
 	 */
 	uint64_t iterations;		/* atomic */
 	int idle;			/* atomic */
+	/* adaptive polling before blocking (bs_loop_set_poll) */
+	uint64_t poll_max_ns, poll_ns;
 };
 
 /* The loop the calling thread is running (or created last), or NULL. */
@@ -459,6 +461,57 @@ static void run_timers(struct bs_loop *loop)
 }
 
 /*
+ * Adaptive polling (as QEMU's event loop does): a loop whose events come
+ * within poll_max_ns of blocking spins that long with epoll_wait(0)
+ * before it blocks, so that a request at queue depth 1 does not pay for
+ * waking a halted CPU. The spin grows (from 4 us, doubling) while events
+ * would have been caught by a longer one, and shrinks (halving) when
+ * the loop then blocked longer than poll_max_ns anyway: an idle loop
+ * does not spin.
+ */
+#define LOOP_POLL_START_NS 4000u
+
+void bs_loop_set_poll(struct bs_loop *loop, unsigned us)
+{
+	loop->poll_max_ns = (uint64_t)us * 1000;
+	loop->poll_ns = 0;
+}
+
+uint64_t bs_loop_poll_ns(const struct bs_loop *loop)
+{
+	return loop->poll_ns;
+}
+
+static int loop_poll(struct bs_loop *loop, struct epoll_event *evs)
+{
+	uint64_t end = bs_now_ns() + loop->poll_ns;
+	int n;
+
+	do {
+		n = epoll_wait(loop->epfd, evs, 64, 0);
+		if (n)
+			return n;
+	} while (bs_now_ns() < end);
+	return 0;
+}
+
+static void adapt(struct bs_loop *loop, bool got, uint64_t waited)
+{
+	if (got && waited <= loop->poll_max_ns) {
+		/* a longer spin would have caught it */
+		if (loop->poll_ns < waited)
+			loop->poll_ns = loop->poll_ns ? loop->poll_ns * 2 :
+							LOOP_POLL_START_NS;
+		if (loop->poll_ns > loop->poll_max_ns)
+			loop->poll_ns = loop->poll_max_ns;
+	} else if (waited > loop->poll_max_ns) {
+		loop->poll_ns /= 2;
+		if (loop->poll_ns < LOOP_POLL_START_NS)
+			loop->poll_ns = 0;
+	}
+}
+
+/*
  * One iteration. @settle: the caller waits for a condition that work may
  * have met, so an iteration that ran work must not block (bs_loop_run_once
  * callers check their flag between iterations); bs_loop_run is woken by
@@ -498,11 +551,18 @@ static int run_once(struct bs_loop *loop, int timeout_ms, bool settle)
 		if (timeout_ms < 0 || t < timeout_ms)
 			timeout_ms = t;
 	}
-	if (timeout_ms)
-		__atomic_store_n(&loop->idle, 1, __ATOMIC_SEQ_CST);
-	n = epoll_wait(loop->epfd, evs, 64, timeout_ms);
-	if (timeout_ms)
-		__atomic_store_n(&loop->idle, 0, __ATOMIC_SEQ_CST);
+	n = timeout_ms && loop->poll_ns ? loop_poll(loop, evs) : 0;
+	if (!n) {
+		uint64_t t0 = loop->poll_max_ns && timeout_ms ? bs_now_ns() : 0;
+
+		if (timeout_ms)
+			__atomic_store_n(&loop->idle, 1, __ATOMIC_SEQ_CST);
+		n = epoll_wait(loop->epfd, evs, 64, timeout_ms);
+		if (timeout_ms)
+			__atomic_store_n(&loop->idle, 0, __ATOMIC_SEQ_CST);
+		if (t0)
+			adapt(loop, n > 0, bs_now_ns() - t0);
+	}
 	if (n < 0) {
 		if (errno == EINTR)
 			return 0;

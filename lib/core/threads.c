@@ -39,6 +39,11 @@ unsigned bs_cpu_count(void)
 	return n < 1 ? 1 : n > BS_THREADS_MAX ? BS_THREADS_MAX : (unsigned)n;
 }
 
+void bs_ctx_set_poll(struct bs_ctx *ctx, unsigned us)
+{
+	ctx->poll_us = us;
+}
+
 int bs_ctx_start_threads(struct bs_ctx *ctx, unsigned n)
 {
 	sigset_t all, old;
@@ -68,6 +73,7 @@ int bs_ctx_start_threads(struct bs_ctx *ctx, unsigned n)
 		if (err)
 			break;
 		bs_loop_set_index(t->loop, i + 1);
+		bs_loop_set_poll(t->loop, ctx->poll_us);
 		ctx->loops[i + 1] = t->loop;
 		err = -pthread_create(&t->tid, NULL, io_main, t);
 		if (err) {

@@ -23,13 +23,8 @@ daemon_setup
 daemon_threads 2
 
 P1=$(free_port) P2=$(free_port)
-NQN=nqn.2026-12.org.blkstack:ana-$$
-TCTL=$T/tctl.sock
-
 # the target: its own blkstackd, one file, ports 1 and 2
-truncate -s 64M "$T/ns.img"
-nvmf_target_conf "$T/t.ini" "$NQN" "$P1" "$P2"
-start_other_daemon "$T/t.ini" "$T/t.log"
+nvmf_target_start ana "$P1" "$P2"
 
 
 note "ana-state shows both ports optimized (ana on: two listeners)"

@@ -23,12 +23,7 @@ daemon_setup
 daemon_threads 2
 
 P1=$(free_port) P2=$(free_port)
-NQN=nqn.2026-12.org.blkstack:down-$$
-TCTL=$T/tctl.sock
-
-truncate -s 64M "$T/ns.img"
-nvmf_target_conf "$T/t.ini" "$NQN" "$P1" "$P2"
-start_other_daemon "$T/t.ini" "$T/t.log"
+nvmf_target_start down "$P1" "$P2"
 
 U=nvme+tcp://127.0.0.1
 cat >>"$T/d.ini" <<EOC

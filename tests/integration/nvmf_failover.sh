@@ -23,8 +23,6 @@ daemon_setup
 daemon_threads 2
 
 PA=$(free_port) X1=$(free_port) X2=$(free_port)
-NQN=nqn.2026-12.org.blkstack:fo-$$
-TCTL=$T/tctl.sock
 
 cleanup() {
 	tp_cleanup
@@ -32,9 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-truncate -s 64M "$T/ns.img"
-nvmf_target_conf "$T/t.ini" "$NQN" "$PA"
-start_other_daemon "$T/t.ini" "$T/t.log"
+nvmf_target_start fo "$PA"
 start_proxy x1 "$X1" "$PA"
 start_proxy x2 "$X2" "$PA"
 

@@ -75,3 +75,17 @@ EOC
 		i=$((i + 1))
 	done >>"$f"
 }
+
+# nvmf_target_start NAME PORT...: the target blkstackd of a test, started:
+# NQN=nqn.2026-12.org.blkstack:NAME-PID and TCTL=$T/tctl.sock are set,
+# $T/ns.img is a sparse 64 MiB file, the config is $T/t.ini (written by
+# nvmf_target_conf with PORT...) and its log $T/t.log
+nvmf_target_start() {
+	local name=$1
+	shift
+	NQN=nqn.2026-12.org.blkstack:$name-$$
+	TCTL=$T/tctl.sock
+	truncate -s 64M "$T/ns.img"
+	nvmf_target_conf "$T/t.ini" "$NQN" "$@"
+	start_other_daemon "$T/t.ini" "$T/t.log"
+}
