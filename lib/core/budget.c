@@ -55,21 +55,22 @@ static uint64_t default_limit(void)
 	return l < BS_BUDGET_MIN ? BS_BUDGET_MIN : l;
 }
 
-struct bs_budget *bs_ctx_budget(struct bs_ctx *ctx)
+static struct bs_budget *budget_new(struct bs_ctx *ctx)
 {
-	struct bs_budget *b = ctx->budget;
+	struct bs_budget *b = calloc(1, sizeof(*b));
 
-	if (b)
-		return b;
-	b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
 	b->loop = ctx->loop;
 	pthread_mutex_init(&b->lock, NULL);
 	b->limit = default_limit();
 	b->stall_ms = BS_BUDGET_STALL_MS_DEFAULT;
-	ctx->budget = b;
 	return b;
+}
+
+struct bs_budget *bs_ctx_budget(struct bs_ctx *ctx)
+{
+	return BS_CTX_LAZY_GET(ctx, budget, budget_new(ctx));
 }
 
 void bs_budget_free(struct bs_budget *b)

@@ -70,6 +70,7 @@ int bs_ctx_new(struct bs_ctx **out)
 	bs_loop_set_index(ctx->loop, 0);
 	ctx->loops[0] = ctx->loop;
 	pthread_mutex_init(&ctx->snap_lock, NULL);
+	pthread_mutex_init(&ctx->lazy_lock, NULL);
 	*out = ctx;
 	return 0;
 }
@@ -97,6 +98,7 @@ void bs_ctx_free(struct bs_ctx *ctx)
 	bs_budget_free(ctx->budget);
 	bs_ctx_snaps_free(ctx);
 	pthread_mutex_destroy(&ctx->snap_lock);
+	pthread_mutex_destroy(&ctx->lazy_lock);
 	bs_loop_free(ctx->loop);
 	free(ctx->zero_buf);
 	free(ctx);

@@ -24,12 +24,38 @@ struct bs_ctx {
 	struct retired *retired;
 	int snap_timer;
 	struct bs_dev *devs;	/* creation order */
+	/*
+	 * Made at first use, from any thread: built under lazy_lock and
+	 * published with a release store; readers load with acquire
+	 * (BS_CTX_LAZY_GET), so nobody sees one half built.
+	 */
+	pthread_mutex_t lazy_lock;
 	void *zero_buf;		/* BS_ZERO_BUF_SIZE of zeroes, shared, lazy */
 	struct bs_workers *workers;	/* bs_ctx_workers(), lazy */
 	struct bs_budget *budget;	/* bs_ctx_budget(), lazy */
 	bs_ctx_log_fn log;		/* bs_ctx_set_log(), NULL: none */
 	void *log_arg;
 };
+
+/*
+ * The lazy members of a context: return @field if made; else make it
+ * once under lazy_lock with @make (an expression giving the new value or
+ * NULL) and publish it.
+ */
+#define BS_CTX_LAZY_GET(ctx, field, make)                                  \
+	({                                                                 \
+		__typeof__((ctx)->field) v_ =                              \
+			__atomic_load_n(&(ctx)->field, __ATOMIC_ACQUIRE);  \
+		if (!v_) {                                                 \
+			pthread_mutex_lock(&(ctx)->lazy_lock);             \
+			v_ = (ctx)->field;                                 \
+			if (!v_ && (v_ = (make)))                          \
+				__atomic_store_n(&(ctx)->field, v_,        \
+						 __ATOMIC_RELEASE);        \
+			pthread_mutex_unlock(&(ctx)->lazy_lock);           \
+		}                                                          \
+		v_;                                                        \
+	})
 
 /*
  * Waiting for an asynchronous operation, from either side of the loop

@@ -207,9 +207,15 @@ void bs_workers_free(struct bs_workers *w)
 	free(w);
 }
 
+static struct bs_workers *ctx_workers_new(struct bs_ctx *ctx)
+{
+	struct bs_workers *w;
+
+	return bs_workers_new(ctx->loop, 2, 0, &w) ? NULL : w;
+}
+
+/* first used from any thread (an NFS call, a hostbdev zeroout) */
 struct bs_workers *bs_ctx_workers(struct bs_ctx *ctx)
 {
-	if (!ctx->workers && bs_workers_new(ctx->loop, 2, 0, &ctx->workers))
-		return NULL;
-	return ctx->workers;
+	return BS_CTX_LAZY_GET(ctx, workers, ctx_workers_new(ctx));
 }

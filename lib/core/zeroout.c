@@ -13,14 +13,19 @@
 
 #include "core/internal.h"
 
+static void *zero_buf_new(void)
+{
+	void *b = aligned_alloc(4096, BS_ZERO_BUF_SIZE);
+
+	if (b)
+		memset(b, 0, BS_ZERO_BUF_SIZE);
+	return b;
+}
+
+/* I/O threads zero concurrently: the buffer is whole before anyone sees it */
 const void *bs_ctx_zero_buf(struct bs_ctx *ctx)
 {
-	if (!ctx->zero_buf) {
-		ctx->zero_buf = aligned_alloc(4096, BS_ZERO_BUF_SIZE);
-		if (ctx->zero_buf)
-			memset(ctx->zero_buf, 0, BS_ZERO_BUF_SIZE);
-	}
-	return ctx->zero_buf;
+	return BS_CTX_LAZY_GET(ctx, zero_buf, zero_buf_new());
 }
 
 struct zslot {

@@ -16,8 +16,12 @@
 
 #include <blkstack/attr.h>
 #include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/threads.h>
+#include <blkstack/workers.h>
+#include <blkstack/zero.h>
 
+#include "core/internal.h"
 #include "helpers/th.h"
 
 #define NTHREADS 2
@@ -212,6 +216,62 @@ static void too_many_threads_refused(void **state)
 	assert_ptr_equal(bs_ctx_io_loop(ctx), bs_ctx_loop(ctx));
 }
 
+/* ---- the context's lazy members, first used from many threads ---------- */
+
+struct lazy_race {
+	struct bs_ctx *ctx;
+	pthread_barrier_t *go;
+	const void *zero;
+	struct bs_workers *workers;
+	struct bs_budget *budget;
+};
+
+static void *lazy_user(void *arg)
+{
+	struct lazy_race *r = arg;
+
+	pthread_barrier_wait(r->go);
+	r->zero = bs_ctx_zero_buf(r->ctx);
+	r->workers = bs_ctx_workers(r->ctx);
+	r->budget = bs_ctx_budget(r->ctx);
+	return NULL;
+}
+
+static void lazy_members_made_once_whatever_thread_comes_first(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct lazy_race r[8];
+	pthread_barrier_t go;
+	pthread_t t[8];
+	const unsigned char *z;
+	unsigned i;
+	size_t k;
+
+	pthread_barrier_init(&go, NULL, 8);
+	/* all eight ask at once */
+	for (i = 0; i < 8; i++)
+		r[i] = (struct lazy_race){ .ctx = ctx, .go = &go };
+	for (i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, lazy_user, &r[i]),
+				 0);
+	for (i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&go);
+	for (i = 0; i < 8; i++) {
+		assert_non_null(r[i].zero);
+		assert_ptr_equal(r[i].zero, r[0].zero);
+		assert_non_null(r[i].workers);
+		assert_ptr_equal(r[i].workers, r[0].workers);
+		assert_non_null(r[i].budget);
+		assert_ptr_equal(r[i].budget, r[0].budget);
+	}
+	/* whole before anyone saw it: zeroes throughout */
+	z = r[0].zero;
+	for (k = 0; k < BS_ZERO_BUF_SIZE; k++)
+		if (z[k])
+			fail_msg("zero buffer byte %zu is %u", k, z[k]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +285,9 @@ int main(void)
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(too_many_threads_refused,
 						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(
+			lazy_members_made_once_whatever_thread_comes_first,
+			th_ctx_setup, th_ctx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
