@@ -147,24 +147,22 @@ want() {	# what SO_SNDBUF=$1 gives: doubled; capped by wmem_max unless root
 	((EUID == 0 || v <= WMEM_MAX)) || v=$WMEM_MAX
 	echo $((2 * v))
 }
-write_conf </dev/null
-start_daemon "$T/d.ini"
-got=$(sndbuf_of)
-[[ $got == "$(want 524288)" ]] ||
-	fail "default send_buffer: the connection's send buffer is '$got', expected $(want 524288)"
-stop_daemon
-write_conf <<<"send_buffer = 64K"
-start_daemon "$T/d.ini"
-got=$(sndbuf_of)
-[[ $got == "$(want 65536)" ]] ||
-	fail "send_buffer = 64K: send buffer '$got', expected $(want 65536)"
-stop_daemon
-write_conf <<<"send_buffer = 0"
-start_daemon "$T/d.ini"
-got=$(sndbuf_of)
-[[ -n $got && $got != "$(want 524288)" && $got != "$(want 65536)" ]] ||
-	fail "send_buffer = 0: send buffer '$got', expected the kernel's own"
-stop_daemon
+# sndbuf_with [KEY LINE]: that send buffer, the daemon started with it
+sndbuf_with() {
+	write_conf <<<"${1:-}"
+	start_daemon "$T/d.ini"
+	GOT=$(sndbuf_of)
+	stop_daemon
+}
+sndbuf_with
+[[ $GOT == "$(want 524288)" ]] ||
+	fail "default send_buffer: the connection's send buffer is '$GOT', expected $(want 524288)"
+sndbuf_with "send_buffer = 64K"
+[[ $GOT == "$(want 65536)" ]] ||
+	fail "send_buffer = 64K: send buffer '$GOT', expected $(want 65536)"
+sndbuf_with "send_buffer = 0"
+[[ -n $GOT && $GOT != "$(want 524288)" && $GOT != "$(want 65536)" ]] ||
+	fail "send_buffer = 0: send buffer '$GOT', expected the kernel's own"
 
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
 	note "IPv6 loopback: [::1]:PORT is served"
