@@ -39,6 +39,23 @@ static const char *sep(const char *w)
 	return *w ? ": " : "";
 }
 
+/* @key as a number in [@min, @max] (*@out keeps its default when absent);
+ * out of range: "FILE:LINE: export NAME: KEY: give @hint" */
+static int get_u32_in(const char *name, struct bs_opts *opts,
+		      const char *key, uint32_t min, uint32_t max,
+		      const char *hint, uint32_t *out)
+{
+	int err = bs_opts_get_u32(opts, key, out);
+	const char *w = bs_opts_where(opts, key);
+
+	if (err < 0)
+		return err;
+	if (*out < min || *out > max)
+		return bs_error(-EINVAL, "%s%sexport %s: %s: give %s", w, sep(w),
+				name, key, hint);
+	return 0;
+}
+
 static int read_opts(const char *name, struct bs_opts *opts,
 		     struct nfs_opts *o, bool has_device)
 {
@@ -53,37 +70,21 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	if (!o->listen)
 		o->listen = NFS_DEFAULT_LISTEN;
 	o->lease = NFS_DEFAULT_LEASE;
-	err = bs_opts_get_u32(opts, "lease", &o->lease);
-	if (err < 0)
+	if ((err = get_u32_in(name, opts, "lease", 1, 3600,
+			      "1 to 3600 seconds", &o->lease)))
 		return err;
-	w = bs_opts_where(opts, "lease");
-	if (o->lease < 1 || o->lease > 3600)
-		return bs_error(-EINVAL, "%s%sexport %s: lease: give 1 to "
-				"3600 seconds", w, sep(w), name);
 	o->grace = o->lease;
-	err = bs_opts_get_u32(opts, "grace", &o->grace);
-	if (err < 0)
+	if ((err = get_u32_in(name, opts, "grace", 0, 3600,
+			      "0 to 3600 seconds", &o->grace)))
 		return err;
-	w = bs_opts_where(opts, "grace");
-	if (o->grace > 3600)
-		return bs_error(-EINVAL, "%s%sexport %s: grace: give 0 to "
-				"3600 seconds", w, sep(w), name);
 	o->delegations = 1;
-	err = bs_opts_get_u32(opts, "delegations", &o->delegations);
-	if (err < 0)
+	if ((err = get_u32_in(name, opts, "delegations", 0, 1, "0 or 1",
+			      &o->delegations)))
 		return err;
-	w = bs_opts_where(opts, "delegations");
-	if (o->delegations > 1)
-		return bs_error(-EINVAL, "%s%sexport %s: delegations: give 0 "
-				"or 1", w, sep(w), name);
 	o->inline_io = 1;
-	err = bs_opts_get_u32(opts, "inline", &o->inline_io);
-	if (err < 0)
+	if ((err = get_u32_in(name, opts, "inline", 0, 1, "0 or 1",
+			      &o->inline_io)))
 		return err;
-	w = bs_opts_where(opts, "inline");
-	if (o->inline_io > 1)
-		return bs_error(-EINVAL, "%s%sexport %s: inline: give 0 or 1",
-				w, sep(w), name);
 	w = bs_opts_where(opts, "listen");
 	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
 		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
