@@ -5,10 +5,15 @@
 #   latency:   fio 4 KiB writes, queue depth 1 (as the seed: no fsync; the
 #              device is opened O_DIRECT, so each write reaches the file;
 #              fio's nbd engine fails --fdatasync with EINVAL)
-# each three times: alone; while `blkstack -s SOCK zeroout` loops over a
-# never-written (sparse) range; and while it zeroes, in 256 MiB steps, a
-# range that HOLDS DATA (written just before, so every step really frees
-# blocks). The foreground numbers are taken from fio's per-request log over
+# each four times: alone; while a second NBD client (bench/tools/nbdzero,
+# one connection) zeroes a never-written (sparse) range again and again;
+# while `blkstack -s SOCK zeroout` zeroes that range once a second (the
+# admin's path); and while the CLI zeroes, in 256 MiB steps, a range that
+# HOLDS DATA (written just before, so every step really frees blocks).
+# The script itself starts no process while a row runs (no date, no
+# sleep: bash's EPOCHREALTIME and a read timeout): on 2 cores the pacing
+# loop's own process starts cost the foreground job more than the
+# zeroing did. The foreground numbers are taken from fio's per-request log over
 # the time the zeroing ran (the window), against the same job alone.
 #
 # Knobs: LOAD_FG_GIB, LOAD_DATA_GIB, LOAD_ZERO_GIB (sizes), LOAD_PACE_MS, JOB_SECONDS,
@@ -35,11 +40,21 @@ fill() {	# OFFSET_GIB GIB CHAR: written, synced, not timed
 }
 fill 0 "$FG_GIB" f
 
+NBDZERO=$BUILD/bench/nbdzero
+"$BENCH_ROOT/bench/tools/build-nbdzero.sh" "$NBDZERO"
+
 port=$(free_port)
 start_blkstackd "$img" "$port" "direct = 1"
 sock=$BENCH_DIR/state/blkstackd.sock
 
-now_ms() { date +%s%3N; }
+now_ms() { NOW=$((${EPOCHREALTIME/[.,]/} / 1000)); }	# sets NOW, no fork
+mkfifo "$BENCH_DIR/tick"
+exec {TICK}<>"$BENCH_DIR/tick"	# never written: reads on it time out
+nap_ms() { # MS: sleep without starting a process
+	local s
+	printf -v s '%d.%03d' $(($1 / 1000)) $(($1 % 1000))
+	read -r -t "$s" -u "$TICK" _ || true
+}
 
 fg_start() {	# JOB TAG: fio in the background, FG_PID; per-request log
 	local args
@@ -60,32 +75,49 @@ fg_start() {	# JOB TAG: fio in the background, FG_PID; per-request log
 }
 
 # Background zeroing while fio runs; sets T0 T1 (ms) and ZEROED (GiB).
-# sparse: the whole sparse range again and again (a new blkstack process
-# each time, as fast as they go: on 2 cores that loop's own CPU is part
-# of what it costs); paced: the same, one start every PACE_MS (still
-# ZERO_GIB GiB a second and more zeroed); data: the data range
-# once, a step at a time. Both stop when fio ends (and are bounded in
-# count); a step under way is finished. Not in a subshell: it waits for
-# fio, its child.
-zero_while_fg() {	# none|sparse|data
-	local i n=0 steps=$((DATA_GIB * 1024 / STEP_MIB))
-	sleep 1	# fio connected and writing
-	T0=$(now_ms)
+# sparse: nbdzero (one NBD connection) zeroes the whole sparse range again
+# and again, as fast as the server answers, until fio ends; paced: one
+# `blkstack -s SOCK zeroout` of that range every PACE_MS (the CLI through
+# the control socket); data: the data range once, with the CLI, a step at
+# a time. All stop when fio ends (and are bounded in count); a step under
+# way is finished. Not in a subshell: it waits for fio, its child.
+zero_while_fg() {	# none|sparse|paced|data
+	local i n=0 steps=$((DATA_GIB * 1024 / STEP_MIB)) zpid out next
+	nap_ms 1000	# fio connected and writing
+	now_ms
+	T0=$NOW
 	case $1 in
 	none)
 		wait "$FG_PID" 2>/dev/null || true
 		;;
-	sparse | paced)
-		local next=$T0
+	sparse)
+		timeout -k 5 $((JOB_SECONDS + CLIENT_TIMEOUT)) \
+			"$NBDZERO" -t $((JOB_SECONDS + 5)) "nbd://127.0.0.1:$port/vol0" \
+			"${SPARSE_OFF}G" "${ZERO_GIB}G" >"$BENCH_DIR/nbdzero.out" \
+			2>"$BENCH_DIR/nbdzero.err" &
+		zpid=$!
+		BENCH_PIDS+=("$zpid")
+		wait "$FG_PID" 2>/dev/null || true
+		kill -TERM "$zpid" 2>/dev/null || true
+		if wait "$zpid"; then
+			out=$(<"$BENCH_DIR/nbdzero.out")
+			out=${out##*bytes=}
+			n=$((${out%% *} / 1048576))
+		else
+			echo "bench: nbdzero of the sparse range failed:" \
+				"$(tail -1 "$BENCH_DIR/nbdzero.err")" >&2
+		fi
+		;;
+	paced)
+		next=$T0
 		for ((i = 0; i < 1000; i++)); do
+			next=$((next + PACE_MS))
+			now_ms
+			while ((NOW < next)) && kill -0 "$FG_PID" 2>/dev/null; do
+				nap_ms $((next - NOW < 100 ? next - NOW : 100))
+				now_ms
+			done
 			kill -0 "$FG_PID" 2>/dev/null || break
-			if [ "$1" = paced ]; then
-				next=$((next + PACE_MS))
-				while (($(now_ms) < next)) && kill -0 "$FG_PID" 2>/dev/null; do
-					sleep 0.05
-				done
-				kill -0 "$FG_PID" 2>/dev/null || break
-			fi
 			bounded "$BLKSTACK" -s "$sock" zeroout --force -o ${SPARSE_OFF}G -l ${ZERO_GIB}G vol0 >/dev/null ||
 				{ echo "bench: zeroout of the sparse range failed" >&2; break; }
 			n=$((n + ZERO_GIB * 1024))
@@ -101,7 +133,8 @@ zero_while_fg() {	# none|sparse|data
 		done
 		;;
 	esac
-	T1=$(now_ms)
+	now_ms
+	T1=$NOW
 	ZEROED=$(awk -v m=$n 'BEGIN { printf "%.2f", m / 1024 }')
 }
 
@@ -140,9 +173,11 @@ cost() {	# BASE NOW HIGHER_IS_WORSE(0/1) -> % cost
 
 echo "### Zeroing under load (blkstackd over NBD, ${JOB_SECONDS} s per job)"
 echo
-echo "Foreground: $FG_GIB GiB overwritten by fio; background: \`blkstack -s SOCK"
-echo "zeroout\` of a disjoint range, either a $ZERO_GIB GiB never-written range in a"
-echo "loop or $DATA_GIB GiB that holds data, ${STEP_MIB} MiB a step. The numbers are"
+echo "Foreground: $FG_GIB GiB overwritten by fio; background: zeroing of a"
+echo "disjoint range: a $ZERO_GIB GiB never-written range again and again by a"
+echo "second NBD client (bench/tools/nbdzero, 1 GiB requests, one connection),"
+echo "or once every ${PACE_MS} ms by \`blkstack -s SOCK zeroout\`; or $DATA_GIB GiB that"
+echo "holds data by \`blkstack zeroout\`, ${STEP_MIB} MiB a step. The numbers are"
 echo "over the window while the zeroing ran (the alone run: from 1 s on)."
 echo
 echo "| job | background | window s | zeroed GiB | MiB/s | avg µs | p99 µs | bandwidth cost | p99 cost |"
@@ -164,8 +199,8 @@ for job in bw lat; do
 			echo "| $job | $label | $secs | - | $bw | $avg | $p99 | | |"
 			continue
 			;;
-		sparse) label="$ZERO_GIB GiB never-written range, in a loop" ;;
-		paced) label="$ZERO_GIB GiB never-written range, every ${PACE_MS} ms" ;;
+		sparse) label="$ZERO_GIB GiB never-written range, NBD client in a loop" ;;
+		paced) label="$ZERO_GIB GiB never-written range, CLI every ${PACE_MS} ms" ;;
 		data) label="$DATA_GIB GiB holding data, once" ;;
 		esac
 		BW_COST[$job.$bg]=$(cost "$b0" "$bw" 0)
