@@ -127,12 +127,15 @@ stop_server() {
 		END {printf "%.2f %d\n", u+s, r}' "$SERVER_TIME"
 }
 
-# BD_THREADS=N in the environment adds `threads = N` to [daemon].
+# BD_THREADS=N in the environment adds `threads = N` to [daemon],
+# BD_POLL_US=US `poll_us = US`; BD_SEND_BUFFER=SIZE `send_buffer = SIZE`
+# in the iSCSI, NVMe/TCP and NFS (nfs_rw.sh) exports.
 blkstackd_conf() {	# FILE IMG PORT [extra device lines]
 	cat >"$1" <<CONF
 [daemon]
 state_dir = $BENCH_DIR/state
 ${BD_THREADS:+threads = $BD_THREADS}
+${BD_POLL_US:+poll_us = $BD_POLL_US}
 [device vol0]
 type = file
 path = $2
@@ -178,6 +181,7 @@ type = iscsi
 device = vol0
 listen = 127.0.0.1:$2
 iqn = $BENCH_IQN
+${BD_SEND_BUFFER:+send_buffer = $BD_SEND_BUFFER}
 CONF
 	start_server blkstackd "$2" "$BLKSTACKD" -f -c "$BENCH_DIR/bdi.$2.ini"
 }
@@ -254,13 +258,16 @@ machine_info() {
 # blkstackd runs twice per row, with `threads = 1` and `threads = 2`
 # (the [daemon] key, docs/daemon.md), so that the gain of a second I/O
 # thread is shown on this 2-core machine. BENCH_SERVERS overrides the list,
-# e.g. "blkstackd nbdkit qemu-nbd" for blkstackd with its defaults.
+# e.g. "blkstackd nbdkit qemu-nbd" for blkstackd with its defaults;
+# blkstackd-tN-pUS also sets `poll_us = US` (e.g. blkstackd-t2-p0).
 bench_servers() {
 	echo "${BENCH_SERVERS:-blkstackd-t1 blkstackd-t2 nbdkit qemu-nbd}"
 }
 
 server_label() {	# SERVER -> the name a table shows
 	case $1 in
+	blkstackd-t*-p*) local t=${1#blkstackd-t}
+		echo "blkstackd t${t%%-*} poll ${t#*-p}" ;;
 	blkstackd-t*) echo "blkstackd t${1#blkstackd-t}" ;;
 	*) echo "$1" ;;
 	esac
@@ -269,6 +276,8 @@ server_label() {	# SERVER -> the name a table shows
 start_named() {	# SERVER IMG PORT
 	case $1 in
 	blkstackd) start_blkstackd "$2" "$3" ;;
+	blkstackd-t*-p*) local t=${1#blkstackd-t}
+		BD_THREADS=${t%%-*} BD_POLL_US=${t#*-p} start_blkstackd "$2" "$3" ;;
 	blkstackd-t*) BD_THREADS=${1#blkstackd-t} start_blkstackd "$2" "$3" ;;
 	nbdkit) start_nbdkit "$2" "$3" ;;
 	qemu-nbd) start_qemu_nbd "$2" "$3" ;;

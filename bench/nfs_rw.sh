@@ -132,6 +132,7 @@ path = $SHARE
 listen = 127.0.0.1:$P
 lease = 10
 grace = 0
+${BD_SEND_BUFFER:+send_buffer = $BD_SEND_BUFFER}
 CONF
 start_server blkstackd "$P" "$BLKSTACKD" -f -c "$BENCH_DIR/rw.ini"
 libnfs_url=-

@@ -56,6 +56,7 @@ type = nvmf
 device = vol0
 listen = 127.0.0.1:$2
 nqn = $NQN
+${BD_SEND_BUFFER:+send_buffer = $BD_SEND_BUFFER}
 CONF
 	start_server blkstackd "$2" "$BLKSTACKD" -f -c "$BENCH_DIR/bdn.$2.ini"
 }
