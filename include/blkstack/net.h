@@ -104,12 +104,44 @@ struct bs_net_limits {
 #define BS_NET_HANDSHAKE_MS 10000
 #define BS_NET_OUT_MAX (16u << 20)
 #define BS_NET_SOCKET_MODE 0600
+/*
+ * Default send buffer of TCP connections: about one 1 MiB read reply in
+ * flight (the kernel doubles it). Measured on loopback with 1 MiB reads
+ * against the autotuned buffer (up to 4 MiB, whose bytes go cold in the
+ * caches before the receiver copies them): NBD +6-36 %, iSCSI +29-43 %,
+ * NVMe/TCP +39 %, NFS READ +30 %, and CPU per GiB down at both ends.
+ */
+#define BS_NET_SNDBUF_DEFAULT (512u << 10)
 /* send_buffer keys: 0, or this range */
 #define BS_NET_SNDBUF_MIN (4u << 10)
 #define BS_NET_SNDBUF_MAX (64u << 20)
 
 /* The defaults above; idle off. */
 void bs_net_limits_default(struct bs_net_limits *l);
+
+/* max_connections and max_connections_per_peer: 1 to this */
+#define BS_NET_CONNS_MAX 65536u
+
+/* Which listener keys an export's section has (bs_net_read_limits). */
+enum {
+	BS_NET_KEY_MAX_CONNS = 1u << 0,	/* max_connections = N */
+	BS_NET_KEY_MAX_PER_PEER = 1u << 1, /* max_connections_per_peer = N */
+	BS_NET_KEY_HANDSHAKE = 1u << 2,	/* handshake_timeout = SECONDS */
+	BS_NET_KEY_IDLE = 1u << 3,	/* idle_timeout = SECONDS */
+	BS_NET_KEY_SEND_BUFFER = 1u << 4, /* send_buffer = SIZE (0 = auto) */
+};
+
+struct bs_opts;
+
+/*
+ * Read the listener keys in @keys from an export's section into @l, which
+ * holds the export's defaults (kept for absent keys); out of range:
+ * -EINVAL and one line "FILE:LINE: export NAME: KEY VALUE: give ...".
+ * Then a default per-peer limit above max_connections follows it down; a
+ * given one above it is an error.
+ */
+int bs_net_read_limits(const char *name, struct bs_opts *opts, unsigned keys,
+		       struct bs_net_limits *l);
 
 typedef void (*bs_net_log_fn)(void *arg, const char *msg);
 

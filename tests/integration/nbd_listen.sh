@@ -10,6 +10,7 @@
 # - IPv6 loopback is served ([::1]:PORT), when the host has it.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
+source "$(dirname "$0")/lib/sndbuf.bash"
 need python3 nbdinfo
 make_tmp
 trap daemon_cleanup EXIT
@@ -56,7 +57,7 @@ bad_start bad.ini:10 "socket_mode '0060'" "rw for the owner" <<EOC
 socket = $T/x.sock
 socket_mode = 0060
 EOC
-bad_start bad.ini:10 "max_connections_per_peer: give 1 to 65536" <<EOC
+bad_start bad.ini:10 "max_connections_per_peer 0: give 1 to 65536" <<EOC
 listen = 127.0.0.1:$PORT
 max_connections_per_peer = 0
 EOC
@@ -123,45 +124,22 @@ umask "$OLD_UMASK"
 	fail "socket_mode = 0660 gave $(stat -c %a "$T/nbd.sock")"
 stop_daemon
 
-# sndbuf_of: the send buffer (ss's skmem tb: twice SO_SNDBUF) of the
-# server's side of a TCP connection held open to PORT for a moment
-sndbuf_of() {
-	python3 -c 'import socket,sys,time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-time.sleep(3)' "$PORT" &
-	local pid=$! tb="" i
-	for ((i = 0; i < 50; i++)); do
-		tb=$(ss -tmnH state established "( sport = :$PORT )" |
-			grep -o 'tb[0-9]*' | head -1)
-		[[ -n $tb ]] && break
-		sleep 0.05
-	done
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null || true
-	echo "${tb#tb}"
-}
 note "send_buffer: each TCP connection's SO_SNDBUF (default 512K; 0 = autotuned)"
-WMEM_MAX=$(cat /proc/sys/net/core/wmem_max)
-want() {	# what SO_SNDBUF=$1 gives: doubled; capped by wmem_max unless root
-	local v=$1
-	((EUID == 0 || v <= WMEM_MAX)) || v=$WMEM_MAX
-	echo $((2 * v))
-}
 # sndbuf_with [KEY LINE]: that send buffer, the daemon started with it
 sndbuf_with() {
 	write_conf <<<"${1:-}"
 	start_daemon "$T/d.ini"
-	GOT=$(sndbuf_of)
+	GOT=$(sndbuf_of "$PORT")
 	stop_daemon
 }
 sndbuf_with
-[[ $GOT == "$(want 524288)" ]] ||
-	fail "default send_buffer: the connection's send buffer is '$GOT', expected $(want 524288)"
+[[ $GOT == "$(sndbuf_want 524288)" ]] ||
+	fail "default send_buffer: the connection's send buffer is '$GOT', expected $(sndbuf_want 524288)"
 sndbuf_with "send_buffer = 64K"
-[[ $GOT == "$(want 65536)" ]] ||
-	fail "send_buffer = 64K: send buffer '$GOT', expected $(want 65536)"
+[[ $GOT == "$(sndbuf_want 65536)" ]] ||
+	fail "send_buffer = 64K: send buffer '$GOT', expected $(sndbuf_want 65536)"
 sndbuf_with "send_buffer = 0"
-[[ -n $GOT && $GOT != "$(want 524288)" && $GOT != "$(want 65536)" ]] ||
+[[ -n $GOT && $GOT != "$(sndbuf_want 524288)" && $GOT != "$(sndbuf_want 65536)" ]] ||
 	fail "send_buffer = 0: send buffer '$GOT', expected the kernel's own"
 
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then

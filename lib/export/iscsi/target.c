@@ -175,7 +175,6 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	const char *iqn = bs_opts_get(opts, "iqn");
 	char why[200];
 	int i, err;
-	uint32_t mc;
 
 	memset(o, 0, sizeof(*o));
 	bs_net_limits_default(&o->lim);
@@ -251,22 +250,12 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	if (!err)
 		err = get_count(name, opts, "queue_depth", 1, 4096,
 				&o->queue_depth);
-	mc = o->lim.max_conns;
 	if (!err)
-		err = get_count(name, opts, "max_connections", 1, 65536, &mc);
-	o->lim.max_conns = mc;
-	if (o->lim.max_per_peer > mc)
-		o->lim.max_per_peer = mc;
-	if (!err) {
-		const char *v = bs_opts_get(opts, "handshake_timeout");
-		const char *w = bs_opts_where(opts, "handshake_timeout");
-
-		if (v && bs_net_parse_ms(v, &o->lim.handshake_ms))
-			err = bs_error(-EINVAL, "%s%sexport %s: "
-				       "handshake_timeout '%s': give seconds "
-				       "(10, 2.5, 500ms; 0 = none)", w, sep(w),
-				       name, v);
-	}
+		err = bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
+					 BS_NET_KEY_MAX_PER_PEER |
+					 BS_NET_KEY_HANDSHAKE |
+					 BS_NET_KEY_SEND_BUFFER,
+					 &o->lim);
 	return err;
 }
 
@@ -606,7 +595,11 @@ const struct bs_export_type iscsi_export_type = {
 		"queue_depth=N        commands in flight per session "
 		"(default 128)\n"
 		"max_connections=N    per listener (default 512)\n"
-		"handshake_timeout=S  seconds for a login (default 10)\n",
+		"max_connections_per_peer=N  per initiator address (default "
+		"64)\n"
+		"handshake_timeout=S  seconds for a login (default 10)\n"
+		"send_buffer=SIZE     TCP send buffer of each connection "
+		"(SO_SNDBUF, 4K..64M; default 512K; 0 = the kernel's autotuning)\n",
 	.check = iscsi_check,
 	.open = iscsi_open,
 	.shutdown = iscsi_shutdown,

@@ -34,15 +34,6 @@
 #include "export/nbd/server.h"
 
 #define NBD_DEFAULT_LISTEN "127.0.0.1:10809"
-/*
- * TCP send buffer of NBD connections: about one 1 MiB read reply in
- * flight (the kernel doubles it). Measured on loopback (fio, 1 MiB reads,
- * 1 and 4 connections): server and client CPU per GiB down by a quarter,
- * as a reply's bytes are still in the caches when the client copies
- * them; the autotuned buffer (up to 4 MiB) lets them go cold.
- * bench/results/latest.md has the numbers.
- */
-#define NBD_SEND_BUFFER (512u << 10)
 #define NBD_MAX_LISTEN_ARGS 16
 
 extern const struct bs_export_type nbd_export_type;
@@ -85,60 +76,6 @@ static int split_words(char *s, char **v, int max)
 	return n;
 }
 
-static int get_count(const char *name, struct bs_opts *opts, const char *key,
-		     unsigned *out)
-{
-	uint32_t v;
-	int err = bs_opts_get_u32(opts, key, &v);
-
-	if (err < 0)
-		return err;
-	if (err == 0) {
-		const char *w = bs_opts_where(opts, key);
-
-		if (v < 1 || v > 65536)
-			return bs_error(-EINVAL, "%s%sexport %s: %s: give 1 to "
-					"65536", w, sep(w), name, key);
-		*out = v;
-	}
-	return 0;
-}
-
-/* A socket buffer size: 0 (the kernel's autotuning) or 4K..64M. */
-static int get_sockbuf(const char *name, struct bs_opts *opts,
-		       const char *key, size_t *out)
-{
-	uint64_t v;
-	int err = bs_opts_get_size(opts, key, &v);
-
-	if (err < 0)
-		return err;
-	if (err == 0) {
-		const char *w = bs_opts_where(opts, key);
-
-		if (v && (v < BS_NET_SNDBUF_MIN || v > BS_NET_SNDBUF_MAX))
-			return bs_error(-EINVAL, "%s%sexport %s: %s %llu: give "
-					"0 (the kernel's autotuning) or 4K to "
-					"64M", w, sep(w), name, key,
-					(unsigned long long)v);
-		*out = (size_t)v;
-	}
-	return 0;
-}
-
-static int get_ms(const char *name, struct bs_opts *opts, const char *key,
-		  unsigned *out)
-{
-	const char *v = bs_opts_get(opts, key);
-	const char *w = bs_opts_where(opts, key);
-
-	if (v && bs_net_parse_ms(v, out))
-		return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give seconds "
-				"(10, 2.5, 500ms; 0 = none), at most a day", w,
-				sep(w), name, key, v);
-	return 0;
-}
-
 /*
  * Read and check every nbd option (without binding anything): addresses
  * well formed with a port in 1..65535 and a host, a socket path, limits
@@ -150,11 +87,10 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	const char *listen = bs_opts_get(opts, "listen");
 	const char *mode = bs_opts_get(opts, "socket_mode");
 	char why[200];
-	int i, err;
+	int i;
 
 	memset(o, 0, sizeof(*o));
 	bs_net_limits_default(&o->lim);
-	o->lim.sndbuf = NBD_SEND_BUFFER;
 	o->sock = bs_opts_get(opts, "socket");
 	o->listen_where = bs_opts_where(opts, "listen");
 	o->sock_where = bs_opts_where(opts, "socket");
@@ -193,31 +129,9 @@ static int read_opts(const char *name, struct bs_opts *opts,
 					"the owner (0600, 0660, 0666)", w,
 					sep(w), name, mode);
 	}
-	err = get_count(name, opts, "max_connections", &o->lim.max_conns);
-	if (!err)
-		err = get_count(name, opts, "max_connections_per_peer",
-				&o->lim.max_per_peer);
-	if (!err)
-		err = get_ms(name, opts, "handshake_timeout",
-			     &o->lim.handshake_ms);
-	if (!err)
-		err = get_ms(name, opts, "idle_timeout", &o->lim.idle_ms);
-	if (!err)
-		err = get_sockbuf(name, opts, "send_buffer", &o->lim.sndbuf);
-	if (err)
-		return err;
-	if (o->lim.max_per_peer > o->lim.max_conns) {
-		const char *w = bs_opts_where(opts, "max_connections_per_peer");
-
-		/* the default per-peer limit follows a smaller listener one */
-		if (*w)
-			return bs_error(-EINVAL, "%s: export %s: "
-					"max_connections_per_peer %u is above "
-					"max_connections %u", w, name,
-					o->lim.max_per_peer, o->lim.max_conns);
-		o->lim.max_per_peer = o->lim.max_conns;
-	}
-	return 0;
+	return bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
+				  BS_NET_KEY_MAX_PER_PEER | BS_NET_KEY_HANDSHAKE |
+				  BS_NET_KEY_IDLE | BS_NET_KEY_SEND_BUFFER, &o->lim);
 }
 
 static int nbd_check(const char *name, struct bs_opts *opts)

@@ -36,6 +36,7 @@ void bs_net_limits_default(struct bs_net_limits *l)
 	l->idle_ms = 0;
 	l->out_max = BS_NET_OUT_MAX;
 	l->socket_mode = BS_NET_SOCKET_MODE;
+	l->sndbuf = BS_NET_SNDBUF_DEFAULT;
 }
 
 void bs_net_log(struct bs_net_listener *l, const char *fmt, ...)

@@ -32,6 +32,7 @@ struct nfs_opts {
 	const char *path, *listen;
 	uint32_t lease, grace, delegations, inline_io;
 	bool grace_set;
+	struct bs_net_limits lim;
 };
 
 static const char *sep(const char *w)
@@ -84,6 +85,13 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	o->inline_io = 1;
 	if ((err = get_u32_in(name, opts, "inline", 0, 1, "0 or 1",
 			      &o->inline_io)))
+		return err;
+	/* no handshake in NFS: the first bytes may be a COMPOUND */
+	bs_net_limits_default(&o->lim);
+	o->lim.handshake_ms = 0;
+	if ((err = bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
+				      BS_NET_KEY_MAX_PER_PEER |
+				      BS_NET_KEY_SEND_BUFFER, &o->lim)))
 		return err;
 	w = bs_opts_where(opts, "listen");
 	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
@@ -224,8 +232,7 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 	exp->priv = srv;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.addr = o.listen;
-	bs_net_limits_default(&cfg.limits);
-	cfg.limits.handshake_ms = 0;
+	cfg.limits = o.lim;
 	cfg.proto = &nfs_net_proto;
 	cfg.owner = srv;
 	cfg.log = set_log;
@@ -299,7 +306,11 @@ const struct bs_export_type nfs_export_type = {
 		"lease)\n"
 		"delegations=0|1      hand out file delegations (default 1)\n"
 		"inline=0|1           run COMPOUNDs that cannot block on the "
-		"I/O thread (default 1)\n",
+		"I/O thread (default 1)\n"
+		"max_connections=N    per listener (default 512)\n"
+		"max_connections_per_peer=N  per client address (default 64)\n"
+		"send_buffer=SIZE     TCP send buffer of each connection "
+		"(SO_SNDBUF, 4K..64M; default 512K; 0 = the kernel's autotuning)\n",
 	.device_optional = true,
 	.check = nfs_check,
 	.open = nfs_open,

@@ -298,7 +298,6 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	const char *w;
 	struct bs_net_addr a;
 	char why[200];
-	uint32_t mc;
 	int err;
 
 	memset(o, 0, sizeof(*o));
@@ -361,12 +360,6 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	err = get_count(name, opts, "io_queues", 1, 64, &o->ioq);
 	if (!err)
 		err = get_count(name, opts, "queue_depth", 2, 1024, &o->qdepth);
-	mc = o->lim.max_conns;
-	if (!err)
-		err = get_count(name, opts, "max_connections", 1, 65536, &mc);
-	o->lim.max_conns = mc;
-	if (o->lim.max_per_peer > mc)
-		o->lim.max_per_peer = mc;
 	if (!err) {
 		const char *v = bs_opts_get(opts, "kato_max");
 
@@ -376,16 +369,12 @@ static int read_opts(const char *name, struct bs_opts *opts,
 				       "give seconds (120, 2.5, 500ms; 0 = "
 				       "any)", w, sep(w), name, v);
 	}
-	if (!err) {
-		const char *v = bs_opts_get(opts, "handshake_timeout");
-
-		w = bs_opts_where(opts, "handshake_timeout");
-		if (v && bs_net_parse_ms(v, &o->lim.handshake_ms))
-			err = bs_error(-EINVAL, "%s%sexport %s: "
-				       "handshake_timeout '%s': give seconds "
-				       "(10, 2.5, 500ms; 0 = none)", w, sep(w),
-				       name, v);
-	}
+	if (!err)
+		err = bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
+					 BS_NET_KEY_MAX_PER_PEER |
+					 BS_NET_KEY_HANDSHAKE |
+					 BS_NET_KEY_SEND_BUFFER,
+					 &o->lim);
 	if (!err) {
 		uint64_t sz;
 		int r = bs_opts_get_size(opts, "in_capsule", &sz);
@@ -936,7 +925,10 @@ const struct bs_export_type nvmf_export_type = {
 		"  0..1M, a multiple of 16 (default 1M); more waits for an R2T\n"
 		"kato_max=SECONDS  longest keep alive timeout (default 0: any)\n"
 		"max_connections=N  per listener (default 512)\n"
-		"handshake_timeout=SECONDS  for ICReq + Connect (default 10)",
+		"max_connections_per_peer=N  per host address (default 64)\n"
+		"handshake_timeout=SECONDS  for ICReq + Connect (default 10)\n"
+		"send_buffer=SIZE  TCP send buffer of each connection\n"
+		"  (SO_SNDBUF, 4K..64M; default 512K; 0 = autotuned)",
 	.open = nvmf_open,
 	.check = nvmf_check,
 	.shutdown = nvmf_shutdown,
