@@ -56,24 +56,32 @@ struct bs_workers {
 	struct job_fifo waiting;	/* beyond max_inflight */
 	unsigned inflight;		/* in todo or running */
 	unsigned pending;		/* submitted, done() not yet run */
+	unsigned idle;			/* threads asleep on cond */
+	unsigned running;		/* threads in a job's run() */
 	bool stop;
 	pthread_t threads[MAX_THREADS];
 	unsigned nthreads;
 };
 
-/* Hand waiting jobs to the threads while there is room (locked). */
+/*
+ * Hand waiting jobs to the threads while there is room (locked): one
+ * sleeping thread woken per job, none when a thread is awake to take it
+ * (a broadcast woke every idle thread for each job, and on a guest whose
+ * idle CPUs halt each wake-up is an interrupt to another CPU).
+ */
 static void feed_locked(struct bs_workers *w)
 {
-	bool any = false;
+	unsigned spare = w->nthreads - w->idle - w->running, queued, wake;
 
 	while (w->waiting.head &&
 	       (!w->max_inflight || w->inflight < w->max_inflight)) {
 		fifo_push(&w->todo, fifo_pop(&w->waiting));
 		w->inflight++;
-		any = true;
 	}
-	if (any)
-		pthread_cond_broadcast(&w->cond);
+	/* threads awake between jobs take from todo before they sleep */
+	queued = w->inflight - w->running;
+	for (wake = 0; queued > spare + wake && wake < w->idle; wake++)
+		pthread_cond_signal(&w->cond);
 }
 
 /* On the submitter's loop: finish what a thread did. */
@@ -86,7 +94,6 @@ static void job_done(void *arg)
 	j->done(j);
 	pthread_mutex_lock(&w->lock);
 	w->pending--;
-	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -101,12 +108,16 @@ static void *worker(void *arg)
 		if (!j) {
 			if (w->stop)
 				break;
+			w->idle++;
 			pthread_cond_wait(&w->cond, &w->lock);
+			w->idle--;
 			continue;
 		}
+		w->running++;
 		pthread_mutex_unlock(&w->lock);
 		j->result = j->run(j);
 		pthread_mutex_lock(&w->lock);
+		w->running--;
 		w->inflight--;
 		feed_locked(w);
 		pthread_mutex_unlock(&w->lock);

@@ -133,6 +133,80 @@ static void loop_keeps_running_while_a_job_blocks(void **state)
 	bs_loop_free(loop);
 }
 
+/* A job that waits for a gate; the gate opens when the test says. */
+struct gjob {
+	struct bs_job job;
+	atomic_bool *gate;
+	atomic_bool started;
+	bool done;
+};
+
+static int gjob_run(struct bs_job *job)
+{
+	struct gjob *g = (struct gjob *)job;
+	int i;
+
+	atomic_store(&g->started, true);
+	for (i = 0; i < 5000 && g->gate && !atomic_load(g->gate); i++)
+		usleep(1000);
+	return 0;
+}
+
+static void gjob_done(struct bs_job *job)
+{
+	((struct gjob *)job)->done = true;
+}
+
+/*
+ * Each job wakes one idle thread (no broadcast), and only when no thread
+ * is free to take it: a job submitted while one thread is held in a long
+ * job and the other sleeps starts at once on the sleeper, not after the
+ * long job; many jobs at once all run (none waits for a wake-up that
+ * never comes), on every thread.
+ */
+static void a_sleeping_thread_takes_a_job_while_another_blocks(void **state)
+{
+	struct bs_loop *loop;
+	struct bs_workers *w;
+	atomic_bool gate = false;
+	struct gjob a = { .gate = &gate }, b = { 0 }, many[64];
+	int i, n;
+
+	(void)state;
+	assert_int_equal(bs_loop_new(&loop), 0);
+	assert_int_equal(bs_workers_new(loop, 2, 0, &w), 0);
+	a.job.run = b.job.run = gjob_run;
+	a.job.done = b.job.done = gjob_done;
+	bs_workers_submit(w, &a.job);
+	for (n = 0; n < 2000 && !atomic_load(&a.started); n++)
+		usleep(1000);
+	assert_true(atomic_load(&a.started));
+	usleep(20000);	/* the other thread is asleep by now */
+	bs_workers_submit(w, &b.job);
+	for (n = 0; n < 2000 && !b.done; n++)
+		bs_loop_run_once(loop, 1);
+	assert_true(b.done);		/* while a still holds its thread */
+	assert_false(a.done);
+	atomic_store(&gate, true);
+	for (n = 0; n < 2000 && !a.done; n++)
+		bs_loop_run_once(loop, 1);
+	assert_true(a.done);
+
+	memset(many, 0, sizeof(many));
+	for (i = 0; i < 64; i++) {
+		many[i].job.run = gjob_run;
+		many[i].job.done = gjob_done;
+		bs_workers_submit(w, &many[i].job);
+	}
+	for (n = 0; n < 5000 && bs_workers_pending(w); n++)
+		bs_loop_run_once(loop, 1);
+	assert_int_equal(bs_workers_pending(w), 0);
+	for (i = 0; i < 64; i++)
+		assert_true(many[i].done);
+	bs_workers_free(w);
+	bs_loop_free(loop);
+}
+
 /* Freeing the pool waits for the jobs submitted and runs their done(). */
 static void free_waits_for_jobs(void **state)
 {
@@ -177,6 +251,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(jobs_run_off_loop_and_complete_on_it),
 		cmocka_unit_test(loop_keeps_running_while_a_job_blocks),
+		cmocka_unit_test(a_sleeping_thread_takes_a_job_while_another_blocks),
 		cmocka_unit_test(free_waits_for_jobs),
 		cmocka_unit_test_setup_teardown(ctx_pool, th_ctx_setup,
 						th_ctx_teardown),
