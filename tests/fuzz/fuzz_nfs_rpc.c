@@ -7,6 +7,9 @@
  * sessions, opens, files) carries over from one input to the next, as on
  * a long connection.
  *
+ * Each reply must fit the room nfs_reply_room() read from its call (the
+ * budget's reply room), unless it is a replay from the reply cache.
+ *
  * WRITE_SAME is served, so one input could ask the backend to write up to
  * the maximum file size: the sink's maximum is capped at 1 MiB here (larger
  * ranges answer FBIG), so a run never fills the disk.
@@ -119,10 +122,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		used += (size_t)r;
 		if (rm.ready) {
+			size_t room = nfs_reply_room(rm.buf, rm.len);
+
+			n = 0;
 			if (!nfs_call_start(call, s, 1, rm.buf, rm.len, reply,
 					    NFS_MAX_REPLY) &&
 			    nfs_call_run(call, nowait, &n) == -EAGAIN)
 				nfs_call_run(call, false, &n);
+			/* the budget's room for the reply held it (a
+			 * replay from the slot's cache may be longer) */
+			if (n > room && !(call->compound && call->run.replayed))
+				abort();
 			nfs_rm_next(&rm);
 		}
 	}

@@ -3,20 +3,24 @@
  * An NFS connection's share of the server-wide in-flight budget, through
  * the session ops the network server drives (no socket): a call takes
  * its record's bytes and its reply's room at the record's header, before
- * any of its body is held; once the reply is made only the reply's bytes
- * stay held, and they go back when it has been sent. With the budget
+ * any of its body is held; once the whole record is in, the room shrinks
+ * to what its COMPOUND can need (room.c); once the reply is made only the
+ * reply's bytes stay held, and they go back when it has been sent. With the budget
  * full the connection waits at the header (the header consumed, nothing
  * more, no input wanted) until bytes are given back; then it goes on. A
  * connection closed in the middle of a record, or with a reply unsent,
  * gives everything back, and a callback's reply from the client is given
  * back as soon as it has been matched.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <blkstack/budget.h>
 #include <blkstack/loop.h>
+#include <blkstack/workers.h>
 
 #include "export/nfs/nfs.h"
 #include "helpers/nfs_th.h"
@@ -168,6 +172,111 @@ static void partial_records_and_callback_replies(void **state)
 	assert_int_equal(bs_budget_used(f->b), 0);
 }
 
+/* A worker job that holds its thread until the gate opens. */
+struct gate_job {
+	struct bs_job job;
+	atomic_bool *gate;
+	bool done;
+};
+
+static int gate_run(struct bs_job *j)
+{
+	struct gate_job *g = (struct gate_job *)j;
+	int i;
+
+	for (i = 0; i < 5000 && !atomic_load(g->gate); i++)
+		usleep(1000);
+	return 0;
+}
+
+static void gate_done(struct bs_job *j)
+{
+	((struct gate_job *)j)->done = true;
+}
+
+/* a 4.0 COMPOUND record (mark included) in @p: PUTROOTFH, GETFH and,
+ * with @read, a READ of @read bytes of the root (it fails, small) */
+static size_t compound_record(uint8_t *p, size_t cap, uint32_t read)
+{
+	static const uint8_t zero[NFS4_STATEID_SIZE];
+	struct xdr_enc e;
+
+	xdr_enc_init(&e, p + 4, cap - 4);
+	xdr_put_u32(&e, 11);
+	xdr_put_u32(&e, RPC_CALL);
+	xdr_put_u32(&e, RPC_VERSION);
+	xdr_put_u32(&e, NFS4_PROGRAM);
+	xdr_put_u32(&e, NFS4_VERSION);
+	xdr_put_u32(&e, NFS4_PROC_COMPOUND);
+	xdr_put_u32(&e, RPC_AUTH_NONE);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, RPC_AUTH_NONE);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, 0);		/* tag */
+	xdr_put_u32(&e, 0);		/* minor version */
+	xdr_put_u32(&e, read ? 3 : 2);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_GETFH);
+	if (read) {
+		xdr_put_u32(&e, OP_READ);
+		xdr_put_fixed(&e, zero, sizeof(zero));
+		xdr_put_u64(&e, 0);
+		xdr_put_u32(&e, read);
+	}
+	assert_int_equal(xdr_enc_err(&e), 0);
+	xdr_set_be32(p, RPC_LAST_FRAG | (uint32_t)xdr_enc_len(&e));
+	return 4 + xdr_enc_len(&e);
+}
+
+/*
+ * Once the whole record is in, a call waiting for a worker holds its
+ * request and its own reply's room (room.c), not the largest reply's:
+ * a handle lookup a few hundred bytes, a 1 MiB READ its MiB.
+ */
+static void the_room_shrinks_to_the_call_when_its_record_is_in(void **state)
+{
+	struct fx *f = *state;
+	struct bs_workers *w = bs_ctx_workers(f->ctx);
+	atomic_bool gate = false;
+	struct gate_job g[2];
+	uint8_t rec[256];
+	size_t len, room;
+	uint32_t read;
+	int i, k;
+
+	f->srv->inline_io = false;	/* every call to a worker */
+	for (k = 0; k < 2; k++) {
+		read = k ? NFS_MAX_IO : 0;
+		atomic_store(&gate, false);
+		memset(g, 0, sizeof(g));
+		for (i = 0; i < 2; i++) {	/* the pool's two threads held */
+			g[i].gate = &gate;
+			g[i].job.run = gate_run;
+			g[i].job.done = gate_done;
+			bs_workers_submit(w, &g[i].job);
+		}
+		len = compound_record(rec, sizeof(rec), read);
+		room = nfs_reply_room(rec + 4, len - 4) + 4;
+		assert_true(k ? room > NFS_MAX_IO : room < 512);
+		assert_true(room < ROOM);
+		assert_int_equal(nfs_net_proto.input(f->sess, rec, len), len);
+		/* queued behind the held threads: request and its room */
+		assert_int_equal(bs_budget_used(f->b), len - 4 + room);
+		atomic_store(&gate, true);
+		for (i = 0; i < 500 && !nfs_net_proto.out_bytes(f->sess); i++)
+			bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+		assert_true(nfs_net_proto.out_bytes(f->sess) > 0);
+		/* the reply made: its bytes only */
+		assert_int_equal(bs_budget_used(f->b),
+				 nfs_net_proto.out_bytes(f->sess));
+		nfs_net_proto.sent(f->sess, nfs_net_proto.out_bytes(f->sess));
+		assert_int_equal(bs_budget_used(f->b), 0);
+		for (i = 0; i < 500 && !(g[0].done && g[1].done); i++)
+			bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	}
+	nfs_net_proto.close(f->sess, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -179,6 +288,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			partial_records_and_callback_replies, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			the_room_shrinks_to_the_call_when_its_record_is_in,
+			setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

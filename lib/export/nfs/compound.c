@@ -354,7 +354,7 @@ int nfs_compound_run(struct nfs_run *p, bool nowait)
 					      c->slot->reply_len);
 				c->slot = NULL;
 				pthread_mutex_unlock(&srv->lock);
-				p->done = true;
+				p->done = p->replayed = true;
 				return xdr_enc_err(r);
 			}
 			if (c->sess && status == NFS4_OK &&

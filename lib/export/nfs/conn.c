@@ -22,9 +22,11 @@
  * budget (budget.h) before they are held. At each fragment header of a
  * record (rpc.c's admission) the fragment's length is taken, and with
  * the first also room for the largest reply (NFS_CONN_REPLY_ROOM): the
- * call may be a READ whose data sits in its reply until it is sent. Once
- * the reply is made, the room beyond its size is given back; the reply's
- * bytes go back when it has been sent (or the connection is gone). A
+ * call may be a READ whose data sits in its reply until it is sent. When
+ * the whole record is in, that room shrinks to what its COMPOUND can
+ * need (room.c: a READ's count, a few bytes for most ops); once the reply
+ * is made, to its size; the reply's bytes go back when it has been sent
+ * (or the connection is gone). A
  * fragment refused at its header stops the connection's input there
  * until the budget's wake (on this loop) admits it; a connection that
  * holds bytes and moves none while others wait is closed by the
@@ -220,14 +222,42 @@ static bool rm_admit(void *arg, uint32_t len)
 	return true;
 }
 
-/* A call's reply of @len bytes is made: of the call's @acct it keeps
- * that much (returned), the rest goes back now. */
+/*
+ * The whole record is here: of the room for the largest reply taken at
+ * its first fragment, keep what its COMPOUND can need (room.c) and give
+ * back the rest, so that a call waiting for a worker or running holds
+ * its request and its own reply's room, not a 1 MiB READ's.
+ */
+static void trim_room(struct nfs_conn *c)
+{
+	uint64_t room, need;
+
+	if (c->rec_acct < c->rm.len)
+		return;
+	room = c->rec_acct - c->rm.len;
+	need = (uint64_t)nfs_reply_room(c->rm.buf, c->rm.len) + 4;
+	if (need < room) {
+		budget_give(c, room - need);
+		c->rec_acct -= room - need;
+	}
+}
+
+/*
+ * A call's reply of @len bytes is made: of the call's @acct it keeps that
+ * much, the rest goes back now. A reply longer than its room (one from
+ * the reply cache, answering a retry whose ops differ) takes the
+ * difference at once, above the limit if need be: the reply is already
+ * made, and what it holds stays counted. Returns what the reply holds.
+ */
 static size_t reply_acct(struct nfs_conn *c, uint64_t acct, size_t len)
 {
-	size_t keep = len < acct ? len : (size_t)acct;
-
-	budget_give(c, acct - keep);
-	return keep;
+	if (len > acct) {
+		if (c->budget)
+			bs_budget_take_over(c->budget, &c->bh, len - acct);
+		return len;
+	}
+	budget_give(c, acct - len);
+	return len;
 }
 
 static bool record_ready(struct nfs_conn *c);
@@ -436,6 +466,7 @@ static bool record_ready(struct nfs_conn *c)
 		nfs_rm_next(&c->rm);
 		return true;
 	}
+	trim_room(c);
 	if (submit(c)) {
 		conn_close(c, "out of memory");
 		return false;

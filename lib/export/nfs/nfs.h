@@ -35,6 +35,9 @@
 #define NFS_MAX_REPLY (NFS_MAX_IO + 64 * 1024)
 #define NFS_MAX_SLOTS 32
 #define NFS_MAX_OPS 64
+/* the largest fattr4 body GETATTR encodes (every supported attribute;
+ * test_nfs_room checks it) */
+#define NFS_FATTR_MAX 2048u
 #define NFS_NAME_MAX 255
 
 /* ---- file handles and attributes ----------------------------------------- */
@@ -413,6 +416,7 @@ struct nfs_run {
 	uint32_t nops, i, n;
 	bool started;		/* the lock was taken: ops ran */
 	bool done;		/* the reply is whole */
+	bool replayed;		/* it is the slot's cached reply */
 };
 
 /*
@@ -518,6 +522,13 @@ void nfs_rm_direct_done(struct nfs_rm *rm, size_t n);
 extern const struct bs_net_proto nfs_net_proto;
 void nfs_server_get(struct nfs_server *srv);
 void nfs_server_put(struct nfs_server *srv);
+
+/*
+ * room.c: an upper bound of the reply (without record mark) to the RPC
+ * call @req, from its arguments: NFS_MAX_REPLY unless it is a NULL call
+ * or a COMPOUND of the data path's ops whose arguments parse.
+ */
+size_t nfs_reply_room(const uint8_t *req, size_t len);
 
 /* rpc.c: one RPC record in, one reply (without record mark) out. */
 int nfs_rpc_process(struct nfs_server *srv, uint64_t conn_id,
