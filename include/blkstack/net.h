@@ -129,6 +129,7 @@ enum {
 	BS_NET_KEY_HANDSHAKE = 1u << 2,	/* handshake_timeout = SECONDS */
 	BS_NET_KEY_IDLE = 1u << 3,	/* idle_timeout = SECONDS */
 	BS_NET_KEY_SEND_BUFFER = 1u << 4, /* send_buffer = SIZE (0 = auto) */
+	BS_NET_KEYS_ALL = (1u << 5) - 1,
 };
 
 struct bs_opts;

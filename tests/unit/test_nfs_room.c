@@ -62,31 +62,21 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* an RPC call (AUTH_SYS, uid 0) of procedure @proc; a COMPOUND header at
- * 4.0 with @nops ops follows for proc 1 */
+/* a call of @proc; for COMPOUND, a 4.0 one of @nops ops */
 static void begin(struct xdr_enc *e, uint32_t proc, uint32_t nops)
 {
-	xdr_enc_init(e, req, sizeof(req));
-	xdr_put_u32(e, 0x77);
-	xdr_put_u32(e, RPC_CALL);
-	xdr_put_u32(e, RPC_VERSION);
-	xdr_put_u32(e, NFS4_PROGRAM);
-	xdr_put_u32(e, NFS4_VERSION);
-	xdr_put_u32(e, proc);
-	xdr_put_u32(e, RPC_AUTH_SYS);
-	xdr_put_u32(e, 24);
-	xdr_put_u32(e, 1);
-	xdr_put_cstring(e, "host", 255);
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, RPC_AUTH_NONE);
-	xdr_put_u32(e, 0);
-	if (proc != NFS4_PROC_COMPOUND)
-		return;
-	xdr_put_cstring(e, "room", 16);
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, nops);
+	if (proc == NFS4_PROC_COMPOUND)
+		nfs_th_compound(e, req, sizeof(req), 0, nops);
+	else
+		nfs_th_call(e, req, sizeof(req), proc);
+}
+
+/* PUTROOTFH, LOOKUP "f" */
+static void file_f(struct xdr_enc *e)
+{
+	xdr_put_u32(e, OP_PUTROOTFH);
+	xdr_put_u32(e, OP_LOOKUP);
+	xdr_put_cstring(e, "f", 255);
 }
 
 static void anon_stateid(struct xdr_enc *e)
@@ -113,7 +103,7 @@ static size_t run(struct fix *f, struct xdr_enc *e, size_t *reply,
 		xdr_dec_init(&d, out, *reply);
 		xdr_skip(&d, 6 * 4);	/* xid .. accept status */
 		*st = xdr_get_u32(&d);
-		xdr_get_opaque_ref(&d, &l, 16);
+		xdr_get_opaque_ref(&d, &l, 16);	/* the tag */
 	}
 	return room;
 }
@@ -143,7 +133,7 @@ static void room_holds_the_reply(void **state)
 	/* the fattr4 itself: under NFS_FATTR_MAX */
 	xdr_dec_init(&d, out, reply);
 	xdr_skip(&d, 6 * 4);		/* RPC reply header */
-	xdr_skip(&d, 4 + 8 + 4);	/* status, tag "room", count */
+	xdr_skip(&d, 4 + 8 + 4);	/* status, tag "t", count */
 	xdr_skip(&d, 8 + 8);		/* PUTROOTFH, GETATTR: op, status */
 	words = xdr_get_u32(&d);
 	xdr_skip(&d, (size_t)words * 4);
@@ -154,9 +144,7 @@ static void room_holds_the_reply(void **state)
 
 	/* a READ of 4 KiB, then the attributes: 4 KiB and change */
 	begin(&e, NFS4_PROC_COMPOUND, 4);
-	xdr_put_u32(&e, OP_PUTROOTFH);
-	xdr_put_u32(&e, OP_LOOKUP);
-	xdr_put_cstring(&e, "f", 255);
+	file_f(&e);
 	xdr_put_u32(&e, OP_READ);
 	anon_stateid(&e);
 	xdr_put_u64(&e, 0);
@@ -171,9 +159,7 @@ static void room_holds_the_reply(void **state)
 
 	/* READs larger than the file and than the largest READ */
 	begin(&e, NFS4_PROC_COMPOUND, 3);
-	xdr_put_u32(&e, OP_PUTROOTFH);
-	xdr_put_u32(&e, OP_LOOKUP);
-	xdr_put_cstring(&e, "f", 255);
+	file_f(&e);
 	xdr_put_u32(&e, OP_READ);
 	anon_stateid(&e);
 	xdr_put_u64(&e, 0);
@@ -185,9 +171,7 @@ static void room_holds_the_reply(void **state)
 
 	/* WRITE 8 KiB, COMMIT, ACCESS, SAVEFH / RESTOREFH: no data back */
 	begin(&e, NFS4_PROC_COMPOUND, 7);
-	xdr_put_u32(&e, OP_PUTROOTFH);
-	xdr_put_u32(&e, OP_LOOKUP);
-	xdr_put_cstring(&e, "f", 255);
+	file_f(&e);
 	xdr_put_u32(&e, OP_SAVEFH);
 	xdr_put_u32(&e, OP_RESTOREFH);
 	xdr_put_u32(&e, OP_WRITE);

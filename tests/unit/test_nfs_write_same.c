@@ -36,28 +36,11 @@ struct fix {
 
 /* ---- RPC plumbing -------------------------------------------------------- */
 
+/* a 4.2 COMPOUND of @nops ops */
 static void compound(struct xdr_enc *e, uint8_t *buf, size_t cap,
 		     uint32_t nops)
 {
-	xdr_enc_init(e, buf, cap);
-	xdr_put_u32(e, 0xabcd);
-	xdr_put_u32(e, RPC_CALL);
-	xdr_put_u32(e, 2);
-	xdr_put_u32(e, NFS4_PROGRAM);
-	xdr_put_u32(e, 4);
-	xdr_put_u32(e, 1);
-	xdr_put_u32(e, RPC_AUTH_SYS);
-	xdr_put_u32(e, 24);
-	xdr_put_u32(e, 1);
-	xdr_put_cstring(e, "host", 255);
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, 0);
-	xdr_put_u32(e, RPC_AUTH_NONE);
-	xdr_put_u32(e, 0);
-	xdr_put_cstring(e, "t", 16);
-	xdr_put_u32(e, 2);			/* minor version 2 */
-	xdr_put_u32(e, nops);
+	nfs_th_compound(e, buf, cap, 2, nops);
 }
 
 static struct xdr_dec run(struct fix *f, struct xdr_enc *e, uint32_t *st,

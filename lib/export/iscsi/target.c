@@ -251,10 +251,9 @@ static int read_opts(const char *name, struct bs_opts *opts,
 		err = get_count(name, opts, "queue_depth", 1, 4096,
 				&o->queue_depth);
 	if (!err)
-		err = bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
-					 BS_NET_KEY_MAX_PER_PEER |
-					 BS_NET_KEY_HANDSHAKE |
-					 BS_NET_KEY_SEND_BUFFER,
+		/* no idle_timeout: the protocol's own keep-alive */
+		err = bs_net_read_limits(name, opts,
+					 BS_NET_KEYS_ALL & ~BS_NET_KEY_IDLE,
 					 &o->lim);
 	return err;
 }

@@ -129,9 +129,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 					"the owner (0600, 0660, 0666)", w,
 					sep(w), name, mode);
 	}
-	return bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
-				  BS_NET_KEY_MAX_PER_PEER | BS_NET_KEY_HANDSHAKE |
-				  BS_NET_KEY_IDLE | BS_NET_KEY_SEND_BUFFER, &o->lim);
+	return bs_net_read_limits(name, opts, BS_NET_KEYS_ALL, &o->lim);
 }
 
 static int nbd_check(const char *name, struct bs_opts *opts)

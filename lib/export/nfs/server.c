@@ -89,9 +89,9 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	/* no handshake in NFS: the first bytes may be a COMPOUND */
 	bs_net_limits_default(&o->lim);
 	o->lim.handshake_ms = 0;
-	if ((err = bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
-				      BS_NET_KEY_MAX_PER_PEER |
-				      BS_NET_KEY_SEND_BUFFER, &o->lim)))
+	if ((err = bs_net_read_limits(name, opts, BS_NET_KEYS_ALL &
+				      ~(BS_NET_KEY_HANDSHAKE | BS_NET_KEY_IDLE),
+				      &o->lim)))
 		return err;
 	w = bs_opts_where(opts, "listen");
 	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))

@@ -370,10 +370,9 @@ static int read_opts(const char *name, struct bs_opts *opts,
 				       "any)", w, sep(w), name, v);
 	}
 	if (!err)
-		err = bs_net_read_limits(name, opts, BS_NET_KEY_MAX_CONNS |
-					 BS_NET_KEY_MAX_PER_PEER |
-					 BS_NET_KEY_HANDSHAKE |
-					 BS_NET_KEY_SEND_BUFFER,
+		/* no idle_timeout: the protocol's own keep-alive */
+		err = bs_net_read_limits(name, opts,
+					 BS_NET_KEYS_ALL & ~BS_NET_KEY_IDLE,
 					 &o->lim);
 	if (!err) {
 		uint64_t sz;

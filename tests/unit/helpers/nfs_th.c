@@ -98,6 +98,35 @@ void nfs_th_put_exchange_id(struct xdr_enc *e, const void *verf,
 	xdr_put_u32(e, 0);			/* no implementation id */
 }
 
+void nfs_th_call(struct xdr_enc *e, void *buf, size_t cap, uint32_t proc)
+{
+	xdr_enc_init(e, buf, cap);
+	xdr_put_u32(e, 0xabcd);
+	xdr_put_u32(e, RPC_CALL);
+	xdr_put_u32(e, RPC_VERSION);
+	xdr_put_u32(e, NFS4_PROGRAM);
+	xdr_put_u32(e, NFS4_VERSION);
+	xdr_put_u32(e, proc);
+	xdr_put_u32(e, RPC_AUTH_SYS);
+	xdr_put_u32(e, 24);
+	xdr_put_u32(e, 1);			/* stamp */
+	xdr_put_cstring(e, "host", 255);
+	xdr_put_u32(e, 0);			/* uid, gid, no more gids */
+	xdr_put_u32(e, 0);
+	xdr_put_u32(e, 0);
+	xdr_put_u32(e, RPC_AUTH_NONE);
+	xdr_put_u32(e, 0);
+}
+
+void nfs_th_compound(struct xdr_enc *e, void *buf, size_t cap,
+		     uint32_t minor, uint32_t nops)
+{
+	nfs_th_call(e, buf, cap, NFS4_PROC_COMPOUND);
+	xdr_put_cstring(e, "t", 16);
+	xdr_put_u32(e, minor);
+	xdr_put_u32(e, nops);
+}
+
 static void put_chan(struct xdr_enc *e, const struct nfs_th_chan *c)
 {
 	xdr_put_u32(e, 0);			/* header pad */

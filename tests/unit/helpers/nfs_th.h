@@ -46,6 +46,16 @@ uint32_t nfs_th_run_on(struct nfs_server *srv, uint32_t minor,
 		       uint8_t *out, size_t cap);
 
 /*
+ * A whole RPC call for nfs_rpc_process(), in @buf: the header (xid
+ * 0xabcd, AUTH_SYS uid 0 gid 0 machine "host", no verifier) of procedure
+ * @proc; nfs_th_compound() adds COMPOUND's (tag "t", minor version
+ * @minor, @nops ops to come), the caller the ops.
+ */
+void nfs_th_call(struct xdr_enc *e, void *buf, size_t cap, uint32_t proc);
+void nfs_th_compound(struct xdr_enc *e, void *buf, size_t cap,
+		     uint32_t minor, uint32_t nops);
+
+/*
  * Ops for a COMPOUND the caller has begun, each with its op number:
  * EXCHANGE_ID with verifier @verf (8 bytes) and owner @owner, no flags,
  * SP4_NONE, no implementation id; CREATE_SESSION of client @clid at
