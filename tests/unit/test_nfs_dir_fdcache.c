@@ -6,7 +6,8 @@
  * more files than NFS_DIR_FD_CACHE keep at most that many fds open, the
  * least recently used going first; an fd in use is not closed by
  * eviction; threads share the cache; closing the backend closes all.
- * Opens are counted by standing in for open_by_handle_at.
+ * GETATTR of a cached file opens nothing either. Opens are counted by
+ * standing in for open_by_handle_at.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -111,6 +112,7 @@ static void one_open(void **state)
 {
 	struct fix *f = *state;
 	uint8_t w[4096], r[4096];
+	struct nfs_attr at;
 	struct nfs_fh fh;
 	size_t n;
 	bool eof;
@@ -129,6 +131,8 @@ static void one_open(void **state)
 		assert_int_equal(f->be.ops->read_nowait(&f->be, &fh, 0, r,
 							sizeof(r), &n, &eof),
 				 0);
+		assert_int_equal(f->be.ops->getattr(&f->be, &fh, &at), 0);
+		assert_int_equal(at.size, (i + 1) * 4096ull);
 	}
 	assert_int_equal(f->be.ops->commit(&f->be, &fh), 0);
 	assert_int_equal(opens, 1);
@@ -138,6 +142,7 @@ static void stale(void **state)
 {
 	struct fix *f = *state;
 	uint8_t buf[512] = { 1 };
+	struct nfs_attr at;
 	struct nfs_fh fh, fr;
 	char path[128];
 	int fds;
@@ -162,6 +167,16 @@ static void stale(void **state)
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(f->be.ops->write(&f->be, &fh, 0, buf, sizeof(buf),
 					  false), -ESTALE);
+
+	/* GETATTR of a cached file unlinked on the host */
+	mk(f, "g", &fh);
+	assert_int_equal(rd(f, &fh, 0, buf, sizeof(buf)), 0);
+	assert_int_equal(f->be.ops->getattr(&f->be, &fh, &at), 0);
+	fds = nfds();
+	snprintf(path, sizeof(path), "%s/g", f->dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(f->be.ops->getattr(&f->be, &fh, &at), -ESTALE);
+	assert_int_equal(nfds(), fds - 1);
 
 	/* REMOVE and RENAME over it through the backend close it at once */
 	mk(f, "r", &fh);

@@ -132,13 +132,10 @@ static int fdc_release(struct fdc_ent *e)
 	return fd;
 }
 
-static int fd_get(struct nfs_backend *b, const struct nfs_fh *fh, int flags,
-		  struct dfd *f)
+/* @fh's entry, if cached: true, with a reference in @f */
+static bool fd_cached(struct dirbe *d, const struct nfs_fh *fh, struct dfd *f)
 {
-	struct dirbe *d = b->priv;
-	struct fdc_ent *e, *slot = NULL;
-	struct stat st;
-	int fd, old = -1;
+	struct fdc_ent *e;
 
 	pthread_mutex_lock(&d->lock);
 	e = fdc_find(d, fh);
@@ -148,7 +145,18 @@ static int fd_get(struct nfs_backend *b, const struct nfs_fh *fh, int flags,
 		*f = (struct dfd){ e->fd, e };
 	}
 	pthread_mutex_unlock(&d->lock);
-	if (e)
+	return e;
+}
+
+static int fd_get(struct nfs_backend *b, const struct nfs_fh *fh, int flags,
+		  struct dfd *f)
+{
+	struct dirbe *d = b->priv;
+	struct fdc_ent *e, *slot = NULL;
+	struct stat st;
+	int fd, old = -1;
+
+	if (fd_cached(d, fh, f))
 		return 0;
 	fd = __atomic_load_n(&d->no_rdwr, __ATOMIC_RELAXED) ? -EROFS :
 	     open_fh(b, fh, O_RDWR);
@@ -288,8 +296,24 @@ static int d_getattr(struct nfs_backend *b, const struct nfs_fh *fh,
 		     struct nfs_attr *out)
 {
 	struct stat st;
-	int fd = open_fh(b, fh, O_PATH), err = 0;
+	struct dfd f;
+	int fd, err = 0;
 
+	/*
+	 * A cached file (PUTFH and GETATTR around each READ and WRITE): one
+	 * fstat, no open. One that lost its last link is dropped and asked
+	 * for by handle below, as before the cache.
+	 */
+	if (fd_cached(b->priv, fh, &f)) {
+		bool ok = fstat(f.fd, &st) == 0 && st.st_nlink;
+
+		fd_put(b, &f, 0, !ok);
+		if (ok) {
+			fill(&st, out);
+			return 0;
+		}
+	}
+	fd = open_fh(b, fh, O_PATH);
 	if (fd < 0)
 		return fd;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0)
