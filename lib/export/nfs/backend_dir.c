@@ -120,18 +120,6 @@ static struct fdc_ent *fdc_find(struct dirbe *d, const struct nfs_fh *fh)
 	return NULL;
 }
 
-/* under d->lock: the fd to close once unlocked, if @e is dead and unused */
-static int fdc_release(struct fdc_ent *e)
-{
-	int fd = e->fd;
-
-	if (e->refs || !e->dead)
-		return -1;
-	e->fd = -1;
-	e->dead = false;
-	return fd;
-}
-
 /* @fh's entry, if cached: true, with a reference in @f */
 static bool fd_cached(struct dirbe *d, const struct nfs_fh *fh, struct dfd *f)
 {
@@ -223,8 +211,12 @@ static int fd_put(struct nfs_backend *b, struct dfd *f, int err, bool gone)
 	if (f->e) {
 		pthread_mutex_lock(&d->lock);
 		f->e->dead |= gone;
-		f->e->refs--;
-		fd = fdc_release(f->e);
+		fd = -1;
+		if (!--f->e->refs && f->e->dead) {	/* closed by its last user */
+			fd = f->e->fd;
+			f->e->fd = -1;
+			f->e->dead = false;
+		}
 		pthread_mutex_unlock(&d->lock);
 	}
 	if (fd >= 0)
@@ -239,22 +231,14 @@ static bool unlinked(int fd)
 	return fstat(fd, &st) == 0 && st.st_nlink == 0;
 }
 
-/* the backend removes or renames over @fh's name: close it soon, the
- * space of a file removed is freed only then */
-static void fdc_drop(struct dirbe *d, const struct nfs_fh *fh)
+/* the backend removes or renames over @fh's name: close it now (or when
+ * its last user is done), the space of a file removed is freed only then */
+static void fdc_drop(struct nfs_backend *b, const struct nfs_fh *fh)
 {
-	struct fdc_ent *e;
-	int fd = -1;
+	struct dfd f;
 
-	pthread_mutex_lock(&d->lock);
-	e = fdc_find(d, fh);
-	if (e) {
-		e->dead = true;
-		fd = fdc_release(e);
-	}
-	pthread_mutex_unlock(&d->lock);
-	if (fd >= 0)
-		close(fd);
+	if (fd_cached(b->priv, fh, &f))
+		fd_put(b, &f, 0, true);
 }
 
 static void fill(const struct stat *st, struct nfs_attr *a)
@@ -479,7 +463,7 @@ static int d_remove(struct nfs_backend *b, const struct nfs_fh *dir,
 	}
 	close(fd);
 	if (!err && known)
-		fdc_drop(b->priv, &fh);
+		fdc_drop(b, &fh);
 	return err == -EEXIST ? -ENOTEMPTY : err;
 }
 
@@ -504,7 +488,7 @@ static int d_rename(struct nfs_backend *b, const struct nfs_fh *sdir,
 	close(s);
 	close(t);
 	if (!err && known)
-		fdc_drop(b->priv, &fh);
+		fdc_drop(b, &fh);
 	/* RFC 8881 18.26.4: a target that cannot be replaced is EXIST */
 	if (err == -EISDIR || err == -ENOTDIR || err == -ENOTEMPTY)
 		err = -EEXIST;
