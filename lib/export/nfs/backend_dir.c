@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,27 @@
 
 #include "export/nfs/nfs.h"
 
+/*
+ * A cached O_RDWR descriptor of a regular file, by handle bytes. @refs
+ * counts the calls using it; a @dead entry (its file gone) matches no
+ * handle and is closed by its last user. fd < 0: a free slot.
+ */
+struct fdc_ent {
+	struct nfs_fh fh;
+	int fd;
+	unsigned refs;
+	bool dead;
+	uint64_t used;		/* LRU clock */
+};
+
 struct dirbe {
 	int root;		/* O_PATH|O_DIRECTORY of DIR */
 	dev_t dev;
 	ino_t ino;
+	pthread_mutex_t lock;	/* the cache: I/O threads and workers */
+	uint64_t clock;
+	bool no_rdwr;		/* EROFS once: do not try O_RDWR again */
+	struct fdc_ent fdc[NFS_DIR_FD_CACHE];
 };
 
 #define KH_MAX (NFS_BACKEND_FH_MAX - 4)
@@ -76,6 +94,153 @@ static int open_fh(struct nfs_backend *b, const struct nfs_fh *fh, int flags)
 	return fd;
 }
 
+/*
+ * The descriptor cache. READ, WRITE, COMMIT, ALLOCATE, SEEK and
+ * WRITE_SAME take an O_RDWR fd of the file from it rather than paying
+ * open_by_handle_at + close per call; they run on I/O threads and
+ * workers at once, hence the lock (never held across a syscall). What
+ * cannot be opened O_RDWR (EISDIR, EACCES, EROFS, ETXTBSY, ...) or
+ * finds every slot in use is opened per call, with the caller's flags,
+ * as before.
+ */
+struct dfd {
+	int fd;
+	struct fdc_ent *e;	/* NULL: not cached, closed by fd_put */
+};
+
+static struct fdc_ent *fdc_find(struct dirbe *d, const struct nfs_fh *fh)
+{
+	for (unsigned i = 0; i < NFS_DIR_FD_CACHE; i++) {
+		struct fdc_ent *e = &d->fdc[i];
+
+		if (e->fd >= 0 && !e->dead && e->fh.len == fh->len &&
+		    !memcmp(e->fh.data, fh->data, fh->len))
+			return e;
+	}
+	return NULL;
+}
+
+/* @fh's entry, if cached: true, with a reference in @f */
+static bool fd_cached(struct dirbe *d, const struct nfs_fh *fh, struct dfd *f)
+{
+	struct fdc_ent *e;
+
+	pthread_mutex_lock(&d->lock);
+	e = fdc_find(d, fh);
+	if (e) {
+		e->refs++;
+		e->used = ++d->clock;
+		*f = (struct dfd){ e->fd, e };
+	}
+	pthread_mutex_unlock(&d->lock);
+	return e;
+}
+
+static int fd_get(struct nfs_backend *b, const struct nfs_fh *fh, int flags,
+		  struct dfd *f)
+{
+	struct dirbe *d = b->priv;
+	struct fdc_ent *e, *slot = NULL;
+	struct stat st;
+	int fd, old = -1;
+
+	if (fd_cached(d, fh, f))
+		return 0;
+	fd = __atomic_load_n(&d->no_rdwr, __ATOMIC_RELAXED) ? -EROFS :
+	     open_fh(b, fh, O_RDWR);
+	if (fd == -EROFS)
+		__atomic_store_n(&d->no_rdwr, true, __ATOMIC_RELAXED);
+	/* only regular files: a device or fifo is not kept open */
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -EINVAL;
+	}
+	if (fd < 0) {
+		if (fd == -ESTALE)
+			return fd;
+		fd = open_fh(b, fh, flags);
+		*f = (struct dfd){ fd, NULL };
+		return fd < 0 ? fd : 0;
+	}
+	pthread_mutex_lock(&d->lock);
+	e = fdc_find(d, fh);		/* another thread's, opened meanwhile */
+	if (e) {
+		old = fd;
+	} else {
+		/* a free slot, else the least recently used unused one */
+		for (unsigned i = 0; i < NFS_DIR_FD_CACHE; i++) {
+			struct fdc_ent *c = &d->fdc[i];
+
+			if (c->fd < 0) {
+				slot = c;
+				break;
+			}
+			if (!c->refs && (!slot || c->used < slot->used))
+				slot = c;
+		}
+		if (slot) {
+			old = slot->fd;
+			slot->fd = fd;
+			slot->fh.len = fh->len;
+			memcpy(slot->fh.data, fh->data, fh->len);
+			e = slot;
+		}
+	}
+	if (e) {
+		e->refs++;
+		e->used = ++d->clock;
+		fd = e->fd;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (old >= 0)
+		close(old);
+	*f = (struct dfd){ fd, e };
+	return 0;
+}
+
+/*
+ * The end of a call with @f. @gone (the file has no link left: unlinked
+ * on the host, say) answers -ESTALE, as open_by_handle_at would have on
+ * the next call without the cache, and drops the entry.
+ */
+static int fd_put(struct nfs_backend *b, struct dfd *f, int err, bool gone)
+{
+	struct dirbe *d = b->priv;
+	int fd = f->fd;
+
+	if (f->e) {
+		pthread_mutex_lock(&d->lock);
+		f->e->dead |= gone;
+		fd = -1;
+		if (!--f->e->refs && f->e->dead) {	/* closed by its last user */
+			fd = f->e->fd;
+			f->e->fd = -1;
+			f->e->dead = false;
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+	if (fd >= 0)
+		close(fd);
+	return gone ? -ESTALE : err;
+}
+
+static bool unlinked(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
+/* the backend removes or renames over @fh's name: close it now (or when
+ * its last user is done), the space of a file removed is freed only then */
+static void fdc_drop(struct nfs_backend *b, const struct nfs_fh *fh)
+{
+	struct dfd f;
+
+	if (fd_cached(b->priv, fh, &f))
+		fd_put(b, &f, 0, true);
+}
+
 static void fill(const struct stat *st, struct nfs_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -115,8 +280,24 @@ static int d_getattr(struct nfs_backend *b, const struct nfs_fh *fh,
 		     struct nfs_attr *out)
 {
 	struct stat st;
-	int fd = open_fh(b, fh, O_PATH), err = 0;
+	struct dfd f;
+	int fd, err = 0;
 
+	/*
+	 * A cached file (PUTFH and GETATTR around each READ and WRITE): one
+	 * fstat, no open. One that lost its last link is dropped and asked
+	 * for by handle below, as before the cache.
+	 */
+	if (fd_cached(b->priv, fh, &f)) {
+		bool ok = fstat(f.fd, &st) == 0 && st.st_nlink;
+
+		fd_put(b, &f, 0, !ok);
+		if (ok) {
+			fill(&st, out);
+			return 0;
+		}
+	}
+	fd = open_fh(b, fh, O_PATH);
 	if (fd < 0)
 		return fd;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0)
@@ -267,9 +448,12 @@ static int d_remove(struct nfs_backend *b, const struct nfs_fh *dir,
 		    const char *name)
 {
 	int fd = open_fh(b, dir, O_PATH | O_DIRECTORY), err = 0;
+	struct nfs_fh fh;
+	bool known;
 
 	if (fd < 0)
 		return fd;
+	known = !to_fh(fd, name, 0, &fh);
 	if (unlinkat(fd, name, 0) < 0) {
 		err = -errno;
 		if (err == -EISDIR && unlinkat(fd, name, AT_REMOVEDIR) == 0)
@@ -278,6 +462,8 @@ static int d_remove(struct nfs_backend *b, const struct nfs_fh *dir,
 			err = -errno;
 	}
 	close(fd);
+	if (!err && known)
+		fdc_drop(b, &fh);
 	return err == -EEXIST ? -ENOTEMPTY : err;
 }
 
@@ -286,6 +472,8 @@ static int d_rename(struct nfs_backend *b, const struct nfs_fh *sdir,
 		    const char *tname)
 {
 	int s = open_fh(b, sdir, O_PATH | O_DIRECTORY), t, err = 0;
+	struct nfs_fh fh;
+	bool known;
 
 	if (s < 0)
 		return s;
@@ -294,10 +482,13 @@ static int d_rename(struct nfs_backend *b, const struct nfs_fh *sdir,
 		close(s);
 		return t;
 	}
+	known = !to_fh(t, tname, 0, &fh);	/* the file renamed over */
 	if (renameat(s, sname, t, tname) < 0)
 		err = -errno;
 	close(s);
 	close(t);
+	if (!err && known)
+		fdc_drop(b, &fh);
 	/* RFC 8881 18.26.4: a target that cannot be replaced is EXIST */
 	if (err == -EISDIR || err == -ENOTDIR || err == -ENOTEMPTY)
 		err = -EEXIST;
@@ -422,15 +613,17 @@ static int read_at(struct nfs_backend *b, const struct nfs_fh *fh,
 		   uint64_t off, void *buf, size_t len, size_t *n, bool *eof,
 		   int rwf)
 {
-	int fd = open_fh(b, fh, O_RDONLY), err = 0;
 	struct stat st;
+	struct dfd f;
 	size_t got = 0;
+	int err = fd_get(b, fh, O_RDONLY, &f);
+	bool ok;
 
-	if (fd < 0)
-		return fd;
+	if (err)
+		return err;
 	while (got < len) {
 		struct iovec v = { (uint8_t *)buf + got, len - got };
-		ssize_t k = preadv2(fd, &v, 1, (off_t)(off + got), rwf);
+		ssize_t k = preadv2(f.fd, &v, 1, (off_t)(off + got), rwf);
 
 		if (k < 0) {
 			if (errno == EINTR)
@@ -443,23 +636,24 @@ static int read_at(struct nfs_backend *b, const struct nfs_fh *fh,
 		got += (size_t)k;
 	}
 	*n = got;
-	*eof = fstat(fd, &st) == 0 && off + got >= (uint64_t)st.st_size;
-	close(fd);
-	return err;
+	ok = fstat(f.fd, &st) == 0;
+	*eof = ok && off + got >= (uint64_t)st.st_size;
+	return fd_put(b, &f, err, ok && st.st_nlink == 0);
 }
 
 static int write_at(struct nfs_backend *b, const struct nfs_fh *fh,
 		    uint64_t off, const void *buf, size_t len, bool sync,
 		    int rwf)
 {
-	int fd = open_fh(b, fh, O_WRONLY), err = 0;
+	struct dfd f;
 	size_t put = 0;
+	int err = fd_get(b, fh, O_WRONLY, &f);
 
-	if (fd < 0)
-		return fd;
+	if (err)
+		return err;
 	while (put < len) {
 		struct iovec v = { (uint8_t *)buf + put, len - put };
-		ssize_t k = pwritev2(fd, &v, 1, (off_t)(off + put), rwf);
+		ssize_t k = pwritev2(f.fd, &v, 1, (off_t)(off + put), rwf);
 
 		if (k < 0) {
 			if (errno == EINTR)
@@ -469,10 +663,14 @@ static int write_at(struct nfs_backend *b, const struct nfs_fh *fh,
 		}
 		put += (size_t)k;
 	}
-	if (!err && sync && fdatasync(fd) < 0)
+	if (!err && sync && fdatasync(f.fd) < 0)
 		err = -errno;
-	close(fd);
-	return err;
+	/*
+	 * Checked after the write, not before: a write that ends after the
+	 * file lost its last link went nowhere, and is then not acknowledged
+	 * (checked before, an unlink in between would slip through).
+	 */
+	return fd_put(b, &f, err, !err && unlinked(f.fd));
 }
 
 static int d_read(struct nfs_backend *b, const struct nfs_fh *fh,
@@ -502,27 +700,27 @@ static int d_write_nowait(struct nfs_backend *b, const struct nfs_fh *fh,
 
 static int d_commit(struct nfs_backend *b, const struct nfs_fh *fh)
 {
-	int fd = open_fh(b, fh, O_RDONLY), err = 0;
+	struct dfd f;
+	int err = fd_get(b, fh, O_RDONLY, &f);
 
-	if (fd < 0)
-		return fd;
-	if (fsync(fd) < 0)
+	if (err)
+		return err;
+	if (fsync(f.fd) < 0)
 		err = -errno;
-	close(fd);
-	return err;
+	return fd_put(b, &f, err, !err && unlinked(f.fd));
 }
 
 static int d_fallocate(struct nfs_backend *b, const struct nfs_fh *fh,
 		       int mode, uint64_t off, uint64_t len)
 {
-	int fd = open_fh(b, fh, O_WRONLY), err = 0;
+	struct dfd f;
+	int err = fd_get(b, fh, O_WRONLY, &f);
 
-	if (fd < 0)
-		return fd;
-	if (fallocate(fd, mode, (off_t)off, (off_t)len) < 0)
+	if (err)
+		return err;
+	if (fallocate(f.fd, mode, (off_t)off, (off_t)len) < 0)
 		err = -errno;
-	close(fd);
-	return err;
+	return fd_put(b, &f, err, !err && unlinked(f.fd));
 }
 
 /* the host file sink (FALLOC_FL_WRITE_ZEROES where the host has it) */
@@ -532,31 +730,31 @@ static int d_with_ws_sink(struct nfs_backend *b, const struct nfs_fh *fh,
 {
 	struct bs_ws_file_sink f;
 	struct bs_ws_sink sink;
-	int fd = open_fh(b, fh, O_WRONLY), err;
+	struct dfd df;
+	int err = fd_get(b, fh, O_WRONLY, &df);
 
-	if (fd < 0)
-		return fd;
-	bs_ws_file_sink_init(&sink, &f, fd);
+	if (err)
+		return err;
+	bs_ws_file_sink_init(&sink, &f, df.fd);
 	err = fn(arg, &sink);
-	close(fd);
-	return err;
+	return fd_put(b, &df, err, !err && unlinked(df.fd));
 }
 
 static int d_seek(struct nfs_backend *b, const struct nfs_fh *fh,
 		  uint64_t off, int whence, uint64_t *out)
 {
-	int fd = open_fh(b, fh, O_RDONLY), err = 0;
+	struct dfd f;
+	int err = fd_get(b, fh, O_RDONLY, &f);
 	off_t r;
 
-	if (fd < 0)
-		return fd;
-	r = lseek(fd, (off_t)off, whence);
+	if (err)
+		return err;
+	r = lseek(f.fd, (off_t)off, whence);
 	if (r < 0)
 		err = -errno;
 	else
 		*out = (uint64_t)r;
-	close(fd);
-	return err;
+	return fd_put(b, &f, err, !err && unlinked(f.fd));
 }
 
 /*
@@ -681,6 +879,10 @@ static void d_close(struct nfs_backend *b)
 	struct dirbe *d = b->priv;
 
 	if (d) {
+		for (unsigned i = 0; i < NFS_DIR_FD_CACHE; i++)
+			if (d->fdc[i].fd >= 0)
+				close(d->fdc[i].fd);
+		pthread_mutex_destroy(&d->lock);
 		close(d->root);
 		free(d);
 	}
@@ -689,8 +891,9 @@ static void d_close(struct nfs_backend *b)
 
 static const struct nfs_backend_ops dir_ops = {
 	.name = "dir",
-	/* d_read, d_write, d_commit, d_seek, d_with_ws_sink: open by
-	 * handle, then one syscall's worth of work on that fd only */
+	/* d_read, d_write, d_commit, d_seek, d_with_ws_sink: an fd by
+	 * handle (the cache, under its own lock), then one syscall's
+	 * worth of work on that fd only */
 	.parallel_io = true,
 	.root = d_root,
 	.getattr = d_getattr,
@@ -728,9 +931,13 @@ int nfs_backend_dir_open(struct nfs_backend *b, const char *path)
 
 	if (!d)
 		return -ENOMEM;
+	for (unsigned i = 0; i < NFS_DIR_FD_CACHE; i++)
+		d->fdc[i].fd = -1;
+	pthread_mutex_init(&d->lock, NULL);
 	d->root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d->root < 0) {
 		err = -errno;
+		pthread_mutex_destroy(&d->lock);
 		free(d);
 		return bs_error(err, "path %s: %s", path, strerror(-err));
 	}

@@ -110,8 +110,8 @@ struct nfs_backend_ops {
 	/*
 	 * read, write, commit, seek and with_ws_sink may run without the
 	 * server's lock: on several workers at once, beside any other call
-	 * (each call opens what it needs from the handle and keeps
-	 * nothing). READ, READ_PLUS, WRITE, COMMIT and WRITE_SAME then no
+	 * (each call opens what it needs from the handle, or takes it
+	 * from a cache with its own lock). READ, READ_PLUS, WRITE, COMMIT and WRITE_SAME then no
 	 * longer wait for every other client's I/O to the export.
 	 */
 	bool parallel_io;
@@ -208,6 +208,14 @@ struct nfs_backend {
 /* the largest READ / WRITE tried on an I/O thread (a copy, with the lock) */
 #define NFS_INLINE_IO_MAX (64u << 10)
 
+/*
+ * The directory backend keeps this many files open (O_RDWR, by handle)
+ * for READ, WRITE, COMMIT and the like: each call would else pay
+ * open_by_handle_at + close, dear where syscalls are (a PVM guest). A
+ * file unlinked on the host still answers ESTALE (its nlink, checked
+ * after each use); its space is freed once its entry is.
+ */
+#define NFS_DIR_FD_CACHE 64
 int nfs_backend_dir_open(struct nfs_backend *b, const char *path);
 int nfs_backend_ext4_open(struct nfs_backend *b, struct bs_export_unit *u);
 
