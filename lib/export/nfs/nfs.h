@@ -111,8 +111,9 @@ struct nfs_backend_ops {
 	 * read, write, commit, seek and with_ws_sink may run without the
 	 * server's lock: on several workers at once, beside any other call
 	 * (each call opens what it needs from the handle, or takes it
-	 * from a cache with its own lock). READ, READ_PLUS, WRITE, COMMIT and WRITE_SAME then no
-	 * longer wait for every other client's I/O to the export.
+	 * from a cache with its own lock). READ, READ_PLUS, WRITE, COMMIT
+	 * and WRITE_SAME then no longer wait for every other client's I/O
+	 * to the export.
 	 */
 	bool parallel_io;
 	int (*root)(struct nfs_backend *b, struct nfs_fh *out);
