@@ -5,7 +5,8 @@
  * host answers ESTALE and its fd is closed; REMOVE closes it at once;
  * more files than NFS_DIR_FD_CACHE keep at most that many fds open, the
  * least recently used going first; an fd in use is not closed by
- * eviction; threads share the cache; closing the backend closes all.
+ * eviction; an fd idle longer than trim() is given is closed, one in
+ * use is not; threads share the cache; closing the backend closes all.
  * GETATTR of a cached file opens nothing either. Opens are counted by
  * standing in for open_by_handle_at.
  */
@@ -259,6 +260,47 @@ static void in_use(void **state)
 		assert_int_equal(rd(f, &fh[i], 0, name, 1), 0);
 }
 
+/* trim() called while the sink's fd is in use: it must stay open */
+static int trim_in_use_fn(void *arg, const struct bs_ws_sink *sink)
+{
+	struct fix *f = arg;
+	int fd = ((struct bs_ws_file_sink *)sink->arg)->fd;
+
+	f->be.ops->trim(&f->be, 0);
+	return pwrite(fd, "in use", 6, 0) == 6 ? 0 : -EIO;
+}
+
+/* trim(): an fd idle that long is closed (the next call opens again),
+ * a younger one and one in use are kept */
+static void idle_closed(void **state)
+{
+	struct fix *f = *state;
+	struct nfs_fh fh;
+	char got[8] = "";
+	int n0;
+
+	mk(f, "t", &fh);
+	n0 = nfds();
+	opens = 0;
+	assert_int_equal(rd(f, &fh, 0, got, 1), 0);
+	assert_int_equal(nfds(), n0 + 1);
+	f->be.ops->trim(&f->be, 60000);		/* used just now: kept */
+	assert_int_equal(nfds(), n0 + 1);
+	assert_int_equal(rd(f, &fh, 0, got, 1), 0);
+	assert_int_equal(opens, 1);
+	usleep(20000);
+	f->be.ops->trim(&f->be, 10);		/* idle 20 ms: closed */
+	assert_int_equal(nfds(), n0);
+	assert_int_equal(rd(f, &fh, 0, got, 1), 0);
+	assert_int_equal(opens, 2);
+	assert_int_equal(f->be.ops->with_ws_sink(&f->be, &fh, trim_in_use_fn,
+						 f), 0);
+	assert_int_equal(rd(f, &fh, 0, got, 6), 0);
+	assert_memory_equal(got, "in use", 6);
+	f->be.ops->trim(&f->be, 0);
+	assert_int_equal(nfds(), n0);
+}
+
 #define NTHREADS 4
 #define NSHARED (N + N / 4)
 
@@ -324,6 +366,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(in_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(threads, setup, teardown),
 	};
 

@@ -30,6 +30,8 @@
 
 #include <blkstack/write_same.h>
 
+#include <blkstack/loop.h>
+
 #include "export/nfs/nfs.h"
 
 /*
@@ -43,6 +45,7 @@ struct fdc_ent {
 	unsigned refs;
 	bool dead;
 	uint64_t used;		/* LRU clock */
+	uint64_t last_ns;	/* last taken or given back */
 };
 
 struct dirbe {
@@ -130,6 +133,7 @@ static bool fd_cached(struct dirbe *d, const struct nfs_fh *fh, struct dfd *f)
 	if (e) {
 		e->refs++;
 		e->used = ++d->clock;
+		e->last_ns = bs_now_ns();
 		*f = (struct dfd){ e->fd, e };
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -189,6 +193,7 @@ static int fd_get(struct nfs_backend *b, const struct nfs_fh *fh, int flags,
 	if (e) {
 		e->refs++;
 		e->used = ++d->clock;
+		e->last_ns = bs_now_ns();
 		fd = e->fd;
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -211,6 +216,7 @@ static int fd_put(struct nfs_backend *b, struct dfd *f, int err, bool gone)
 	if (f->e) {
 		pthread_mutex_lock(&d->lock);
 		f->e->dead |= gone;
+		f->e->last_ns = bs_now_ns();
 		fd = -1;
 		if (!--f->e->refs && f->e->dead) {	/* closed by its last user */
 			fd = f->e->fd;
@@ -874,6 +880,29 @@ static int d_statfs(struct nfs_backend *b, struct nfs_statfs *out)
 	return 0;
 }
 
+/* Close the cached fds nobody has used for @idle_ms (not those in use). */
+static void d_trim(struct nfs_backend *b, unsigned idle_ms)
+{
+	struct dirbe *d = b->priv;
+	int fds[NFS_DIR_FD_CACHE];
+	uint64_t now = bs_now_ns(), idle = (uint64_t)idle_ms * 1000000;
+	unsigned i, n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (i = 0; i < NFS_DIR_FD_CACHE; i++) {
+		struct fdc_ent *e = &d->fdc[i];
+
+		if (e->fd >= 0 && !e->refs && now - e->last_ns >= idle) {
+			fds[n++] = e->fd;
+			e->fd = -1;
+			e->dead = false;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	while (n)
+		close(fds[--n]);
+}
+
 static void d_close(struct nfs_backend *b)
 {
 	struct dirbe *d = b->priv;
@@ -919,6 +948,7 @@ static const struct nfs_backend_ops dir_ops = {
 	.removexattr = d_removexattr,
 	.statfs = d_statfs,
 	.close = d_close,
+	.trim = d_trim,
 	.with_ws_sink = d_with_ws_sink,
 };
 

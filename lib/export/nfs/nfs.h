@@ -188,6 +188,11 @@ struct nfs_backend_ops {
 			   const char *name);
 	int (*statfs)(struct nfs_backend *b, struct nfs_statfs *out);
 	void (*close)(struct nfs_backend *b);
+	/*
+	 * Optional: close what it keeps open that no call has used for
+	 * @idle_ms (the server calls it every NFS_TRIM_TICK_MS).
+	 */
+	void (*trim)(struct nfs_backend *b, unsigned idle_ms);
 	/* WRITE_SAME: @fn runs with a bs_write_same() sink on file @fh */
 	int (*with_ws_sink)(struct nfs_backend *b, const struct nfs_fh *fh,
 			    int (*fn)(void *arg, const struct bs_ws_sink *sink),
@@ -217,6 +222,13 @@ struct nfs_backend {
  * after each use); its space is freed once its entry is.
  */
 #define NFS_DIR_FD_CACHE 64
+/*
+ * A cached fd nobody used for NFS_FD_IDLE_MS is closed (checked every
+ * NFS_TRIM_TICK_MS): a file written over NFS can then be executed on
+ * the host (no ETXTBSY) and one deleted there frees its space.
+ */
+#define NFS_FD_IDLE_MS 2000u
+#define NFS_TRIM_TICK_MS 1000u
 int nfs_backend_dir_open(struct nfs_backend *b, const char *path);
 int nfs_backend_ext4_open(struct nfs_backend *b, struct bs_export_unit *u);
 
@@ -340,6 +352,7 @@ struct nfs_state {
 
 struct nfs_server {
 	pthread_mutex_t lock;
+	int trim_timer;			/* on the main loop; 0 = none */
 	unsigned refs;			/* the export's + one per job */
 	struct bs_export *exp;
 	struct bs_ctx *ctx;

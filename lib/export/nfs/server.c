@@ -153,6 +153,20 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
+/* on the main loop: the backend closes what it kept open for nothing */
+static void trim_tick(void *arg)
+{
+	struct nfs_server *srv = arg;
+	struct bs_loop *loop = bs_ctx_loop(srv->ctx);
+
+	srv->trim_timer = 0;
+	srv->be.ops->trim(&srv->be, NFS_FD_IDLE_MS);
+	srv->trim_timer = bs_loop_add_timer(loop, NFS_TRIM_TICK_MS,
+					    trim_tick, srv);
+	if (srv->trim_timer < 0)
+		srv->trim_timer = 0;
+}
+
 static void nfs_close(struct bs_export *exp)
 {
 	struct nfs_server *srv = exp->priv;
@@ -160,6 +174,9 @@ static void nfs_close(struct bs_export *exp)
 	if (!srv)
 		return;
 	exp->priv = NULL;
+	if (srv->trim_timer)
+		bs_loop_cancel_timer(bs_ctx_loop(srv->ctx), srv->trim_timer);
+	srv->trim_timer = 0;
 	bs_exports_log(exp->set, "nfs: export %s: %llu calls answered on the "
 		       "I/O threads, %llu on workers", exp->name,
 		       (unsigned long long)__atomic_load_n(&srv->calls_inline,
@@ -249,6 +266,13 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 		return bs_error(err, "export %s: %s", exp->name, msg);
 	}
 	snprintf(srv->listen, sizeof(srv->listen), "%s", o.listen);
+	if (srv->be.ops->trim) {
+		srv->trim_timer = bs_loop_add_timer(bs_ctx_loop(exp->ctx),
+						    NFS_TRIM_TICK_MS,
+						    trim_tick, srv);
+		if (srv->trim_timer < 0)
+			srv->trim_timer = 0;
+	}
 	bs_exports_log(exp->set, "nfs: export %s (%s %s) listening on %s, "
 		       "lease %u s, grace %u s%s", exp->name,
 		       o.path ? "directory" : "device",
