@@ -88,11 +88,25 @@ ctl_client_in() {
 	return 1
 }
 
+# zeroout_under_way: the CLI's zeroout of slow has written its first
+# zero buffers (slow.img, punched empty before, has blocks again): it is
+# mid-command now, whatever the machine's speed (a fixed sleep let a
+# fast disk finish 2 GiB first, and a loaded one not start)
+zeroout_under_way() {
+	local i
+	for ((i = 0; i < 400; i++)); do
+		(($(stat -c %b "$T/slow.img") > 0)) && return 0
+		sleep 0.025
+	done
+	return 1
+}
+
 note "a stop signal during a control command: the command answers"
+fallocate -p -o 0 -l 2G "$T/slow.img"
 "$BS" -s "$CTL" zeroout -l 2G slow >"$T/zo.out" 2>&1 &
 ZP=$!
 ctl_client_in || fail "the zeroout's control client never connected"
-sleep 0.5
+zeroout_under_way || fail "the zeroout wrote nothing in 10 s"
 kill -TERM "$DPID"
 zr=0; wait "$ZP" || zr=$?
 ((zr == 0)) || fail "zeroout over -s during SIGTERM: exit $zr: $(cat "$T/zo.out")"
@@ -106,10 +120,11 @@ done_at=$(grep -n 'control: blkstack zeroout -l 2G slow' "$T/d.log" | tail -1 | 
 
 note "a control client that hangs up mid-command: no spinning"
 start_daemon "$T/d.ini"
+fallocate -p -o 0 -l 2G "$T/slow.img"
 "$BS" -s "$CTL" zeroout -l 2G slow >/dev/null 2>&1 &
 ZP=$!
 ctl_client_in || fail "the zeroout's control client never connected"
-sleep 0.3
+zeroout_under_way || fail "the zeroout wrote nothing in 10 s"
 kill -0 "$ZP" 2>/dev/null || fail "the control zeroout ended before it could be interrupted"
 kill -KILL "$ZP"; wait "$ZP" 2>/dev/null || true
 t0=$(cpu_ticks "$DPID")
