@@ -230,11 +230,14 @@ static int fd_put(struct nfs_backend *b, struct dfd *f, int err, bool gone)
 	return gone ? -ESTALE : err;
 }
 
-static bool unlinked(int fd)
+/* fd_put() for a call that did not stat the file itself: a call that
+ * succeeded checks the link count now */
+static int fd_done(struct nfs_backend *b, struct dfd *f, int err)
 {
 	struct stat st;
 
-	return fstat(fd, &st) == 0 && st.st_nlink == 0;
+	return fd_put(b, f, err, !err && fstat(f->fd, &st) == 0 &&
+				      st.st_nlink == 0);
 }
 
 /* the backend removes or renames over @fh's name: close it now (or when
@@ -676,7 +679,7 @@ static int write_at(struct nfs_backend *b, const struct nfs_fh *fh,
 	 * file lost its last link went nowhere, and is then not acknowledged
 	 * (checked before, an unlink in between would slip through).
 	 */
-	return fd_put(b, &f, err, !err && unlinked(f.fd));
+	return fd_done(b, &f, err);
 }
 
 static int d_read(struct nfs_backend *b, const struct nfs_fh *fh,
@@ -713,7 +716,7 @@ static int d_commit(struct nfs_backend *b, const struct nfs_fh *fh)
 		return err;
 	if (fsync(f.fd) < 0)
 		err = -errno;
-	return fd_put(b, &f, err, !err && unlinked(f.fd));
+	return fd_done(b, &f, err);
 }
 
 static int d_fallocate(struct nfs_backend *b, const struct nfs_fh *fh,
@@ -726,7 +729,7 @@ static int d_fallocate(struct nfs_backend *b, const struct nfs_fh *fh,
 		return err;
 	if (fallocate(f.fd, mode, (off_t)off, (off_t)len) < 0)
 		err = -errno;
-	return fd_put(b, &f, err, !err && unlinked(f.fd));
+	return fd_done(b, &f, err);
 }
 
 /* the host file sink (FALLOC_FL_WRITE_ZEROES where the host has it) */
@@ -743,7 +746,7 @@ static int d_with_ws_sink(struct nfs_backend *b, const struct nfs_fh *fh,
 		return err;
 	bs_ws_file_sink_init(&sink, &f, df.fd);
 	err = fn(arg, &sink);
-	return fd_put(b, &df, err, !err && unlinked(df.fd));
+	return fd_done(b, &df, err);
 }
 
 static int d_seek(struct nfs_backend *b, const struct nfs_fh *fh,
@@ -760,7 +763,7 @@ static int d_seek(struct nfs_backend *b, const struct nfs_fh *fh,
 		err = -errno;
 	else
 		*out = (uint64_t)r;
-	return fd_put(b, &f, err, !err && unlinked(f.fd));
+	return fd_done(b, &f, err);
 }
 
 /*

@@ -244,20 +244,17 @@ static void trim_room(struct nfs_conn *c)
 
 /*
  * A call's reply of @len bytes is made: of the call's @acct it keeps that
- * much, the rest goes back now. A reply longer than its room (one from
- * the reply cache, answering a retry whose ops differ) takes the
- * difference at once, above the limit if need be: the reply is already
- * made, and what it holds stays counted. Returns what the reply holds.
+ * much (the reply holds @len from now on), the rest goes back now. A
+ * reply longer than its room (one from the reply cache, answering a
+ * retry whose ops differ) takes the difference at once, above the limit
+ * if need be: the reply is already made, and what it holds stays counted.
  */
-static size_t reply_acct(struct nfs_conn *c, uint64_t acct, size_t len)
+static void reply_acct(struct nfs_conn *c, uint64_t acct, size_t len)
 {
-	if (len > acct) {
-		if (c->budget)
-			bs_budget_take_over(c->budget, &c->bh, len - acct);
-		return len;
-	}
-	budget_give(c, acct - len);
-	return len;
+	if (len <= acct)
+		budget_give(c, acct - len);
+	else if (c->budget)
+		bs_budget_take_over(c->budget, &c->bh, len - acct);
 }
 
 static bool record_ready(struct nfs_conn *c);
@@ -356,8 +353,8 @@ static void job_done(struct bs_job *j)
 		if (!c->inflight)
 			conn_free(c);
 	} else if (job->job.result == 0) {
-		queue_out(c, job->reply, job->reply_len,
-			  reply_acct(c, job->acct, job->reply_len));
+		reply_acct(c, job->acct, job->reply_len);
+		queue_out(c, job->reply, job->reply_len, job->reply_len);
 		job->reply = NULL;
 		bs_budget_progress(&c->bh);
 		conn_kick(c);
@@ -402,7 +399,8 @@ static bool run_inline(struct nfs_conn *c, struct nfs_job *job)
 	if (!err && n && (out = malloc(n + 4))) {
 		xdr_set_be32(out, RPC_LAST_FRAG | (uint32_t)n);
 		memcpy(out + 4, c->spare + 4, n);
-		queue_out(c, out, n + 4, reply_acct(c, c->rec_acct, n + 4));
+		reply_acct(c, c->rec_acct, n + 4);
+		queue_out(c, out, n + 4, n + 4);
 	} else {
 		budget_give(c, c->rec_acct);
 	}

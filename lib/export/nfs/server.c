@@ -153,18 +153,24 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
+static void trim_tick(void *arg);
+
+/* the next trim in NFS_TRIM_TICK_MS, on the main loop (0: none) */
+static void trim_arm(struct nfs_server *srv)
+{
+	srv->trim_timer = bs_loop_add_timer(bs_ctx_loop(srv->ctx),
+					    NFS_TRIM_TICK_MS, trim_tick, srv);
+	if (srv->trim_timer < 0)
+		srv->trim_timer = 0;
+}
+
 /* on the main loop: the backend closes what it kept open for nothing */
 static void trim_tick(void *arg)
 {
 	struct nfs_server *srv = arg;
-	struct bs_loop *loop = bs_ctx_loop(srv->ctx);
 
-	srv->trim_timer = 0;
 	srv->be.ops->trim(&srv->be, NFS_FD_IDLE_MS);
-	srv->trim_timer = bs_loop_add_timer(loop, NFS_TRIM_TICK_MS,
-					    trim_tick, srv);
-	if (srv->trim_timer < 0)
-		srv->trim_timer = 0;
+	trim_arm(srv);
 }
 
 static void nfs_close(struct bs_export *exp)
@@ -266,13 +272,8 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 		return bs_error(err, "export %s: %s", exp->name, msg);
 	}
 	snprintf(srv->listen, sizeof(srv->listen), "%s", o.listen);
-	if (srv->be.ops->trim) {
-		srv->trim_timer = bs_loop_add_timer(bs_ctx_loop(exp->ctx),
-						    NFS_TRIM_TICK_MS,
-						    trim_tick, srv);
-		if (srv->trim_timer < 0)
-			srv->trim_timer = 0;
-	}
+	if (srv->be.ops->trim)
+		trim_arm(srv);
 	bs_exports_log(exp->set, "nfs: export %s (%s %s) listening on %s, "
 		       "lease %u s, grace %u s%s", exp->name,
 		       o.path ? "directory" : "device",
