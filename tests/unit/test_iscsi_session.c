@@ -86,6 +86,9 @@ static void o_each(void *arg, void (*fn)(void *, const char *, const char *),
 	fn(fa, "iqn.2026-12.org.blkstack:other", NULL);
 }
 
+/* sessions attached and not yet detached (max_sessions bookkeeping) */
+static int n_attached;
+
 static int o_attach(void *arg, const struct iscsi_login_target *t,
 		    struct iscsi_session_target *st)
 {
@@ -94,10 +97,17 @@ static int o_attach(void *arg, const struct iscsi_login_target *t,
 	(void)t;
 	st->scsi = h->scsi;
 	st->queue_depth = 8;
+	n_attached++;
 	return 0;
 }
 
-static void o_detach(const struct iscsi_login_target *t) { (void)t; }
+static void o_detach(const struct iscsi_login_target *t)
+{
+	(void)t;
+	n_attached--;
+}
+
+static void o_release(const struct iscsi_login_target *t) { (void)t; }
 
 static uint32_t o_bs(void *arg, const struct iscsi_login_target *t,
 		     uint64_t lun)
@@ -111,7 +121,7 @@ static const struct iscsi_session_ops ops = {
 	.kick = o_kick, .log = o_log, .find = o_find,
 	.discovery_params = o_dparams, .tsih = o_tsih, .random = o_random,
 	.each_target = o_each, .attach = o_attach, .detach = o_detach,
-	.release = o_detach,
+	.release = o_release,
 	.block_size = o_bs,
 };
 
@@ -329,6 +339,8 @@ static int teardown(void **state)
 	iscsi_session_free(h->s);
 	for (i = 0; i < 200; i++)
 		bs_loop_run_once(bs_ctx_loop(h->ctx), 0);
+	/* every session detached exactly once, by logout or by its end */
+	assert_int_equal(n_attached, 0);
 	bs_scsi_lu_remove(h->lu);
 	bs_scsi_tgt_free(h->scsi);
 	bs_dev_destroy(h->dev);
@@ -625,6 +637,9 @@ static void window_nop_text_logout(void **state)
 	assert_int_equal(r.bhs[0], ISCSI_OP_LOGOUT_RSP);
 	assert_int_equal(r.bhs[2], ISCSI_LOGOUT_RSP_OK);
 	assert_int_equal(iscsi_get16(r.bhs + 40), 0);	/* Time2Wait */
+	/* its place in max_sessions is free when the answer is out, before
+	 * the connection is torn down: a new login may follow at once */
+	assert_int_equal(n_attached, 0);
 	assert_true(iscsi_session_finished(h->s));
 }
 

@@ -598,6 +598,14 @@ static void logout_answer(struct iscsi_session *s)
 {
 	uint8_t rsp[ISCSI_BHS_LEN];
 
+	/* the session is gone once its Logout Response is out: an
+	 * initiator may log in again at once, so its place in the target's
+	 * max_sessions goes now, not when the connection is torn down */
+	if (s->logout_rsp == ISCSI_LOGOUT_RSP_OK && s->attached &&
+	    s->detach) {
+		s->detach(&s->tgt);
+		s->attached = false;
+	}
 	iscsi_bhs_init(rsp, ISCSI_OP_LOGOUT_RSP, 0, s->logout_itt);
 	rsp[2] = s->logout_rsp;
 	iscsi_put_sn(s, rsp, true);

@@ -8,7 +8,9 @@ Usage: iscsi_raw.py HOST PORT TARGET
 Checks, each with its own connections:
   reinstate  session A logs in with ISID X; session B logs in with ISID X
              and is admitted (even at max_sessions = 1); A's connection is
-             closed by the target; B still answers a NOP-Out.
+             closed by the target; B still answers a NOP-Out and logs
+             out, which frees its place at once: the next login (badpdu,
+             at max_sessions = 1) must not race the connection's close.
   badpdu     on a logged-in session: an unknown opcode gets Reject 05h, a
              SNACK Reject 03h, a Data-Out for no task with a TTT Reject
              09h, a NOP-Out echoes its data; then a data segment over the
@@ -83,6 +85,12 @@ def nop(s, itt, data=b"hello"):
     return r is not None and r[0][0] == 0x20 and r[1] == data
 
 
+def logout(s, itt):
+    s.sendall(pdu(0x06, 0x80, itt, f24=2, imm=True))
+    r = recv_pdu(s)
+    return r is not None and r[0][0] == 0x26 and r[0][2] == 0
+
+
 def closed(s):
     s.settimeout(5)
     try:
@@ -102,6 +110,7 @@ def reinstate():
     b = login(isid)
     check(closed(a), "session A closed when B reinstated it")
     check(nop(b, 11), "session B answers a NOP-Out")
+    check(logout(b, 12), "session B logs out")
     b.close()
 
 
