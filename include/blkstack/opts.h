@@ -23,6 +23,13 @@ int bs_opts_set(struct bs_opts *opts, const char *key, const char *value,
 const char *bs_opts_get(struct bs_opts *opts, const char *key);
 /* Where @key came from ("file:line"), or "" when unknown. */
 const char *bs_opts_where(const struct bs_opts *opts, const char *key);
+/* The separator after a place from bs_opts_where(): ": ", or "" when the
+ * place is unknown, so "%s%s..." of (where, bs_sep(where)) reads
+ * "file:line: ..." or just "...". */
+static inline const char *bs_sep(const char *where)
+{
+	return *where ? ": " : "";
+}
 /*
  * Move the keys nothing consumed yet into a new set (places and label
  * kept), marking them consumed here: for an open that happens later.

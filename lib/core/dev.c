@@ -221,7 +221,7 @@ static int resolve_components(struct bs_dev *dev, struct bs_opts *opts)
 		if (!c) {
 			const char *w = bs_opts_where(opts, "devices");
 			err = bs_error(-ENOENT, "%s%s%s: component '%s' does not exist",
-				       w, *w ? ": " : "", dev->name, tok);
+				       w, bs_sep(w), dev->name, tok);
 			break;
 		}
 		v = realloc(dev->components,

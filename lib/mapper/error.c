@@ -171,7 +171,7 @@ static int take_component(struct bs_dev *dev, struct bs_opts *opts)
 		const char *w = bs_opts_where(opts, "devices");
 
 		return bs_error(-ENOENT, "%s%s%s: component '%s' does not exist",
-				w, *w ? ": " : "", dev->name, name);
+				w, bs_sep(w), dev->name, name);
 	}
 	/* not a core-stacked type: it cannot wait for an opening one */
 	if (c->state != BS_DEV_LIVE)

@@ -45,11 +45,6 @@ extern const struct bs_export_type iscsi_export_type;
 /* Numbers the targets' connection labels. */
 static unsigned target_ids;
 
-static const char *sep(const char *where)
-{
-	return *where ? ": " : "";
-}
-
 /* ---- options ------------------------------------------------------------- */
 
 struct iscsi_opts {
@@ -97,14 +92,14 @@ static int get_digests(const char *name, struct bs_opts *opts,
 			*out |= ISCSI_DIGEST_CRC32C;
 		else if (n)
 			return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give "
-					"None, CRC32C or both", w, sep(w), name,
-					key, v);
+					"None, CRC32C or both", w, bs_sep(w),
+					name, key, v);
 		p += n;
 		p += strspn(p, ", \t");
 	}
 	if (!*out)
 		return bs_error(-EINVAL, "%s%sexport %s: %s: give None, "
-				"CRC32C or both", w, sep(w), name, key);
+				"CRC32C or both", w, bs_sep(w), name, key);
 	return 0;
 }
 
@@ -121,7 +116,8 @@ static int get_count(const char *name, struct bs_opts *opts, const char *key,
 
 		if (v < lo || v > hi)
 			return bs_error(-EINVAL, "%s%sexport %s: %s: give %u "
-					"to %u", w, sep(w), name, key, lo, hi);
+					"to %u", w, bs_sep(w), name, key, lo,
+					hi);
 		*out = v;
 	}
 	return 0;
@@ -156,14 +152,14 @@ static int get_chap(const char *name, struct bs_opts *opts, const char *ukey,
 	if (!*user || !*secret)
 		return bs_error(-EINVAL, "%s%sexport %s: give both %s and %s",
 				*user ? wu : bs_opts_where(opts, skey),
-				sep(*user ? wu : bs_opts_where(opts, skey)),
+				bs_sep(*user ? wu : bs_opts_where(opts, skey)),
 				name, ukey, skey);
 	if (!**user || strlen(*user) > CHAP_FIELD_MAX ||
 	    strlen(*secret) < CHAP_SECRET_MIN ||
 	    strlen(*secret) > CHAP_FIELD_MAX)
 		return bs_error(-EINVAL, "%s%sexport %s: %s: a user of 1-%d "
 				"bytes and a secret of %d-%d bytes", wu,
-				sep(wu), name, ukey, CHAP_FIELD_MAX,
+				bs_sep(wu), name, ukey, CHAP_FIELD_MAX,
 				CHAP_SECRET_MIN, CHAP_FIELD_MAX);
 	return 0;
 }
@@ -173,6 +169,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 {
 	const char *listen = bs_opts_get(opts, "listen");
 	const char *iqn = bs_opts_get(opts, "iqn");
+	const char *wu, *ws;
 	char why[200];
 	int i, err;
 
@@ -188,14 +185,15 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	if (o->n <= 0)
 		return bs_error(-EINVAL, "%s%sexport %s: listen: give 1 to %d "
 				"HOST:PORT addresses", o->listen_where,
-				sep(o->listen_where), name, BS_SHARE_MAX_LISTEN);
+				bs_sep(o->listen_where), name,
+				BS_SHARE_MAX_LISTEN);
 	for (i = 0; i < o->n; i++) {
 		struct bs_net_addr a;
 
 		if (bs_net_parse_addr(o->v[i], &a, why, sizeof(why)))
 			return bs_error(-EINVAL, "%s%sexport %s: listen '%s': "
 					"%s", o->listen_where,
-					sep(o->listen_where), name, o->v[i],
+					bs_sep(o->listen_where), name, o->v[i],
 					why);
 	}
 	if (iqn) {
@@ -205,7 +203,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 			return bs_error(-EINVAL, "%s%sexport %s: iqn '%s': "
 					"give an iSCSI name (iqn.YYYY-MM."
 					"domain:name; lower case, digits, "
-					"'.-:')", w, sep(w), name, iqn);
+					"'.-:')", w, bs_sep(w), name, iqn);
 		snprintf(o->iqn, sizeof(o->iqn), "%s", iqn);
 	} else {
 		char *p;
@@ -228,19 +226,16 @@ static int read_opts(const char *name, struct bs_opts *opts,
 			       &o->mutual_secret);
 	if (err)
 		return err;
+	wu = bs_opts_where(opts, "mutual_chap_user");
+	ws = bs_opts_where(opts, "mutual_chap_secret");
 	if (o->mutual_user && !o->chap_user)
 		return bs_error(-EINVAL, "%s%sexport %s: mutual CHAP needs "
-				"chap_user and chap_secret too",
-				bs_opts_where(opts, "mutual_chap_user"),
-				sep(bs_opts_where(opts, "mutual_chap_user")),
+				"chap_user and chap_secret too", wu, bs_sep(wu),
 				name);
 	if (o->mutual_secret && !strcmp(o->mutual_secret, o->chap_secret))
 		return bs_error(-EINVAL, "%s%sexport %s: mutual_chap_secret "
 				"must differ from chap_secret (RFC 7143 "
-				"12.1.3)",
-				bs_opts_where(opts, "mutual_chap_secret"),
-				sep(bs_opts_where(opts, "mutual_chap_secret")),
-				name);
+				"12.1.3)", ws, bs_sep(ws), name);
 	err = get_digests(name, opts, "header_digest", &o->hdig);
 	if (!err)
 		err = get_digests(name, opts, "data_digest", &o->ddig);
@@ -421,8 +416,9 @@ static int iscsi_clash(const void *member, const void *other,
 	if (strcmp(t->iqn, o->iqn))
 		return 0;
 	return bs_error(-EEXIST, "%s%sexport %s: iqn %s is already served "
-			"on %s by export %s", where, sep(where), t->exp->name,
-			t->iqn, bs_net_listener_addr(l->nl), o->exp->name);
+			"on %s by export %s", where, bs_sep(where),
+			t->exp->name, t->iqn, bs_net_listener_addr(l->nl),
+			o->exp->name);
 }
 
 static bool iscsi_has_conn(const void *member, const char *label)

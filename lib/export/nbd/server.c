@@ -56,11 +56,6 @@ struct nbd_opts {
 	const char *listen_where, *sock_where;
 };
 
-static const char *sep(const char *where)
-{
-	return *where ? ": " : "";
-}
-
 /* Split a list of words ("a b,c") into @v; returns the count or -E2BIG. */
 static int split_words(char *s, char **v, int max)
 {
@@ -104,8 +99,9 @@ static int read_opts(const char *name, struct bs_opts *opts,
 		if (o->n <= 0)
 			return bs_error(-EINVAL, "%s%sexport %s: listen: give "
 					"1 to %d HOST:PORT addresses",
-					o->listen_where, sep(o->listen_where),
-					name, NBD_MAX_LISTEN_ARGS);
+					o->listen_where,
+					bs_sep(o->listen_where), name,
+					NBD_MAX_LISTEN_ARGS);
 	}
 	for (i = 0; i < o->n; i++) {
 		struct bs_net_addr a;
@@ -113,12 +109,12 @@ static int read_opts(const char *name, struct bs_opts *opts,
 		if (bs_net_parse_addr(o->v[i], &a, why, sizeof(why)))
 			return bs_error(-EINVAL, "%s%sexport %s: listen '%s': "
 					"%s", o->listen_where,
-					sep(o->listen_where), name, o->v[i],
+					bs_sep(o->listen_where), name, o->v[i],
 					why);
 	}
 	if (o->sock && !*o->sock)
 		return bs_error(-EINVAL, "%s%sexport %s: socket: empty path",
-				o->sock_where, sep(o->sock_where), name);
+				o->sock_where, bs_sep(o->sock_where), name);
 	if (mode) {
 		const char *w = bs_opts_where(opts, "socket_mode");
 
@@ -127,7 +123,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 			return bs_error(-EINVAL, "%s%sexport %s: socket_mode "
 					"'%s': give an octal mode with rw for "
 					"the owner (0600, 0660, 0666)", w,
-					sep(w), name, mode);
+					bs_sep(w), name, mode);
 	}
 	return bs_net_read_limits(name, opts, BS_NET_KEYS_ALL, &o->lim);
 }
@@ -173,7 +169,7 @@ static int nbd_clash(const void *member, const void *other,
 		w = unit_where(opts, u);
 		return bs_error(-EEXIST, "%s%sexport %s: NBD export name '%s' "
 				"is already served on %s%s by export %s: names "
-				"on one address must differ", w, sep(w),
+				"on one address must differ", w, bs_sep(w),
 				exp->name, u->name,
 				bs_net_listener_is_unix(l->nl) ? "unix:" : "",
 				bs_net_listener_addr(l->nl), o->name);

@@ -11,11 +11,6 @@
 #include <blkstack/net.h>
 #include <blkstack/opts.h>
 
-static const char *sep(const char *where)
-{
-	return *where ? ": " : "";
-}
-
 static int get_count(const char *name, struct bs_opts *opts, const char *key,
 		     unsigned *out)
 {
@@ -27,7 +22,7 @@ static int get_count(const char *name, struct bs_opts *opts, const char *key,
 		return err < 0 ? err : 0;	/* 1: absent, the default */
 	if (v < 1 || v > BS_NET_CONNS_MAX)
 		return bs_error(-EINVAL, "%s%sexport %s: %s %u: give 1 to %u",
-				w, sep(w), name, key, v, BS_NET_CONNS_MAX);
+				w, bs_sep(w), name, key, v, BS_NET_CONNS_MAX);
 	*out = v;
 	return 0;
 }
@@ -41,7 +36,7 @@ static int get_ms(const char *name, struct bs_opts *opts, const char *key,
 	if (v && bs_net_parse_ms(v, out))
 		return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give seconds "
 				"(10, 2.5, 500ms; 0 = none), at most a day", w,
-				sep(w), name, key, v);
+				bs_sep(w), name, key, v);
 	return 0;
 }
 
@@ -57,8 +52,8 @@ static int get_sockbuf(const char *name, struct bs_opts *opts,
 		return err < 0 ? err : 0;
 	if (v && (v < BS_NET_SNDBUF_MIN || v > BS_NET_SNDBUF_MAX))
 		return bs_error(-EINVAL, "%s%sexport %s: %s %llu: give 0 (the "
-				"kernel's autotuning) or 4K to 64M", w, sep(w),
-				name, key, (unsigned long long)v);
+				"kernel's autotuning) or 4K to 64M", w,
+				bs_sep(w), name, key, (unsigned long long)v);
 	*out = (size_t)v;
 	return 0;
 }

@@ -8,12 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/net/share.h"
+#include <blkstack/opts.h>
 
-static const char *sep(const char *where)
-{
-	return *where ? ": " : "";
-}
+#include "export/net/share.h"
 
 static struct bs_share **share_slot(struct bs_exports *set,
 				    const struct bs_export_type *type)
@@ -87,7 +84,7 @@ static int listener_add(struct bs_share_listener *l, struct bs_share_ref *ref,
 	}
 	if (ref->nls == BS_SHARE_MAX_LISTEN)
 		return bs_error(-E2BIG, "%s%sexport %s: more than %d listen "
-				"addresses", where, sep(where), ref->name,
+				"addresses", where, bs_sep(where), ref->name,
 				BS_SHARE_MAX_LISTEN);
 	v = realloc(l->refs, (l->n + 1) * sizeof(*v));
 	if (!v)
@@ -157,8 +154,9 @@ int bs_share_listen(struct bs_share_ref *ref, const char *where,
 					"with export %s but with other "
 					"connection settings (max_connections"
 					"*, *_timeout, socket_mode, "
-					"send_buffer): give the same ones", where, sep(where),
-					ref->name, addr, l->refs[0]->name);
+					"send_buffer): give the same ones",
+					where, bs_sep(where), ref->name, addr,
+					l->refs[0]->name);
 		return listener_add(l, ref, where, arg);
 	}
 	l = calloc(1, sizeof(*l));
@@ -174,7 +172,7 @@ int bs_share_listen(struct bs_share_ref *ref, const char *where,
 		snprintf(msg, sizeof(msg), "%s", *bs_last_error() ?
 			 bs_last_error() : strerror(-err));
 		free(l);
-		return bs_error(err, "%s%sexport %s: %s", where, sep(where),
+		return bs_error(err, "%s%sexport %s: %s", where, bs_sep(where),
 				ref->name, msg);
 	}
 	err = listener_add(l, ref, where, arg);

@@ -35,11 +35,6 @@ struct nfs_opts {
 	struct bs_net_limits lim;
 };
 
-static const char *sep(const char *w)
-{
-	return *w ? ": " : "";
-}
-
 /* @key as a number in [@min, @max] (*@out keeps its default when absent);
  * out of range: "FILE:LINE: export NAME: KEY: give @hint" */
 static int get_u32_in(const char *name, struct bs_opts *opts,
@@ -52,8 +47,8 @@ static int get_u32_in(const char *name, struct bs_opts *opts,
 	if (err < 0)
 		return err;
 	if (*out < min || *out > max)
-		return bs_error(-EINVAL, "%s%sexport %s: %s: give %s", w, sep(w),
-				name, key, hint);
+		return bs_error(-EINVAL, "%s%sexport %s: %s: give %s", w,
+				bs_sep(w), name, key, hint);
 	return 0;
 }
 
@@ -96,7 +91,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	w = bs_opts_where(opts, "listen");
 	if (bs_net_parse_addr(o->listen, &a, why, sizeof(why)))
 		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
-				sep(w), name, o->listen, why);
+				bs_sep(w), name, o->listen, why);
 	if (o->path && has_device)
 		return bs_error(-EINVAL, "export %s: give either path = DIR "
 				"or a device, not both", name);

@@ -54,11 +54,6 @@
 
 extern const struct bs_export_type nvmf_export_type;
 
-static const char *sep(const char *where)
-{
-	return *where ? ": " : "";
-}
-
 struct nvmf_opts {
 	char listen[NVMF_MAX_PORTS][128];
 	unsigned nports;
@@ -102,7 +97,7 @@ static int get_count(const char *name, struct bs_opts *opts, const char *key,
 		return 0;	/* absent: the default */
 	if (v < lo || v > hi)
 		return bs_error(-EINVAL, "%s%sexport %s: %s %u: give %u to %u",
-				w, sep(w), name, key, v, lo, hi);
+				w, bs_sep(w), name, key, v, lo, hi);
 	*out = v;
 	return 0;
 }
@@ -131,13 +126,13 @@ static int ana_port_state(const char *name, struct nvmf_opts *o,
 {
 	if (port > o->nports)
 		return bs_error(-EINVAL, "%s%sexport %s: %s: no port %u (%u "
-				"listener%s)", w, sep(w), name, key, port,
+				"listener%s)", w, bs_sep(w), name, key, port,
 				o->nports, o->nports == 1 ? "" : "s");
 	o->ana_state[port - 1][grp] = nvmf_ana_parse(v);
 	if (!o->ana_state[port - 1][grp])
 		return bs_error(-EINVAL, "%s%sexport %s: %s '%s': give "
 				"optimized, non-optimized, inaccessible, "
-				"persistent-loss or change", w, sep(w), name,
+				"persistent-loss or change", w, bs_sep(w), name,
 				key, v);
 	return 0;
 }
@@ -162,12 +157,12 @@ static int ana_groups(const char *name, struct bs_opts *opts,
 			if (parse_id(k + 10, BS_EXPORT_MAX_UNITS, &nsid))
 				return bs_error(-EINVAL, "%s%sexport %s: %s: "
 						"give ana_group.NSID, NSID 1 "
-						"to %d", w, sep(w), name, k,
+						"to %d", w, bs_sep(w), name, k,
 						BS_EXPORT_MAX_UNITS);
 			if (!v || parse_id(v, NVMF_ANA_MAX_GROUPS, &grp))
 				return bs_error(-EINVAL, "%s%sexport %s: %s "
 						"'%s': give a group ID, 1 to "
-						"%d", w, sep(w), name, k,
+						"%d", w, bs_sep(w), name, k,
 						v ? v : "", NVMF_ANA_MAX_GROUPS);
 			bs_opts_get(opts, k);
 			o->ana_group[nsid] = (uint8_t)grp;
@@ -184,7 +179,7 @@ static int ana_groups(const char *name, struct bs_opts *opts,
 			if (parse_id(k + 10, NVMF_MAX_PORTS, &port))
 				return bs_error(-EINVAL, "%s%sexport %s: %s: "
 						"give ana_state.PORT, PORT 1 "
-						"to %d", w, sep(w), name, k,
+						"to %d", w, bs_sep(w), name, k,
 						NVMF_MAX_PORTS);
 			continue;
 		}
@@ -195,7 +190,7 @@ static int ana_groups(const char *name, struct bs_opts *opts,
 			     &grp))
 			return bs_error(-EINVAL, "%s%sexport %s: %s: give "
 					"ana_state.PORT.GROUP, PORT 1 to %d, "
-					"GROUP 1 to %d", w, sep(w), name, k,
+					"GROUP 1 to %d", w, bs_sep(w), name, k,
 					NVMF_MAX_PORTS, NVMF_ANA_MAX_GROUPS);
 		bs_opts_get(opts, k);
 		err = ana_port_state(name, o, k, w, (unsigned)port, v ? v : "",
@@ -232,16 +227,16 @@ static int read_ports(const char *name, struct bs_opts *opts,
 		w = bs_opts_where(opts, key);
 		if (o->nports + 1 != i)
 			return bs_error(-EINVAL, "%s%sexport %s: %s without "
-					"listen.%u", w, sep(w), name, key,
+					"listen.%u", w, bs_sep(w), name, key,
 					i - 1);
 		if (bs_net_parse_addr(v, &a, why, sizeof(why)))
 			return bs_error(-EINVAL, "%s%sexport %s: %s '%s': %s",
-					w, sep(w), name, key, v, why);
+					w, bs_sep(w), name, key, v, why);
 		for (j = 0; j < o->nports; j++)
 			if (!strcmp(o->listen[j], v))
 				return bs_error(-EINVAL, "%s%sexport %s: %s "
 						"'%s': port %u has it", w,
-						sep(w), name, key, v, j + 1);
+						bs_sep(w), name, key, v, j + 1);
 		snprintf(o->listen[o->nports++], sizeof(o->listen[0]), "%s",
 			 v);
 	}
@@ -274,7 +269,7 @@ static int read_ports(const char *name, struct bs_opts *opts,
 		w = bs_opts_where(opts, "ana");
 		return bs_error(-EINVAL, "%s%sexport %s: ana_state.N or "
 				"ana_group.NSID with ana = 0: hosts could not "
-				"learn the state", w, sep(w), name);
+				"learn the state", w, bs_sep(w), name);
 	}
 	v = bs_opts_get(opts, "anatt");
 	o->anatt = NVMF_ANATT;
@@ -282,7 +277,7 @@ static int read_ports(const char *name, struct bs_opts *opts,
 		w = bs_opts_where(opts, "anatt");
 		if (parse_id(v, 255, &n))
 			return bs_error(-EINVAL, "%s%sexport %s: anatt '%s': "
-					"give seconds, 1 to 255", w, sep(w),
+					"give seconds, 1 to 255", w, bs_sep(w),
 					name, v);
 		o->anatt = (uint8_t)n;
 	}
@@ -311,7 +306,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	w = bs_opts_where(opts, "listen");
 	if (bs_net_parse_addr(o->listen[0], &a, why, sizeof(why)))
 		return bs_error(-EINVAL, "%s%sexport %s: listen '%s': %s", w,
-				sep(w), name, o->listen[0], why);
+				bs_sep(w), name, o->listen[0], why);
 	err = read_ports(name, opts, o);
 	if (err)
 		return err;
@@ -321,11 +316,11 @@ static int read_opts(const char *name, struct bs_opts *opts,
 			return bs_error(-EINVAL, "%s%sexport %s: nqn '%s': "
 					"give an NQN (nqn.YYYY-MM.domain:name, "
 					"no spaces, under 256 bytes)", w,
-					sep(w), name, nqn);
+					bs_sep(w), name, nqn);
 		if (!strcmp(nqn, BS_NVME_DISC_SUBSYS_NAME))
 			return bs_error(-EINVAL, "%s%sexport %s: nqn: that is "
 					"the discovery subsystem's name", w,
-					sep(w), name);
+					bs_sep(w), name);
 		snprintf(o->nqn, sizeof(o->nqn), "%s", nqn);
 	} else {
 		snprintf(o->nqn, sizeof(o->nqn), "%s%s", NVMF_NQN_PREFIX,
@@ -343,12 +338,12 @@ static int read_opts(const char *name, struct bs_opts *opts,
 			if (o->nallow == NVMF_MAX_ALLOW)
 				return bs_error(-EINVAL, "%s%sexport %s: "
 						"allow_hosts: at most %d",
-						w, sep(w), name,
+						w, bs_sep(w), name,
 						NVMF_MAX_ALLOW);
 			if (!good_nqn(t))
 				return bs_error(-EINVAL, "%s%sexport %s: "
 						"allow_hosts '%s': not an NQN",
-						w, sep(w), name, t);
+						w, bs_sep(w), name, t);
 			o->allow[o->nallow++] = t;
 		}
 	}
@@ -367,7 +362,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 		if (v && bs_net_parse_ms(v, &o->kato_max_ms))
 			err = bs_error(-EINVAL, "%s%sexport %s: kato_max '%s': "
 				       "give seconds (120, 2.5, 500ms; 0 = "
-				       "any)", w, sep(w), name, v);
+				       "any)", w, bs_sep(w), name, v);
 	}
 	if (!err)
 		/* no idle_timeout: the protocol's own keep-alive */
@@ -385,7 +380,7 @@ static int read_opts(const char *name, struct bs_opts *opts,
 			err = bs_error(-EINVAL, "%s%sexport %s: in_capsule "
 				       "'%s': give a size up to %uK, a multiple "
 				       "of 16 bytes (0: all write data by R2T)",
-				       w, sep(w), name,
+				       w, bs_sep(w), name,
 				       bs_opts_get(opts, "in_capsule"),
 				       NVMF_INCAPSULE_MAX >> 10);
 		else if (!r)
