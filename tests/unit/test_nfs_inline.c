@@ -85,7 +85,6 @@ static int setup(void **state)
 	struct fix *f = calloc(1, sizeof(*f));
 	char path[128];
 	unsigned i;
-	int fd;
 
 	strcpy(f->dir, "/tmp/test_nfs_inline.XXXXXX");
 	f->srv = nfs_th_tmp_server(f->dir);
@@ -97,11 +96,7 @@ static int setup(void **state)
 	for (i = 0; i < sizeof(pattern); i++)
 		pattern[i] = (uint8_t)(i * 7 + 1);
 	snprintf(path, sizeof(path), "%s/f", f->dir);
-	fd = open(path, O_CREAT | O_WRONLY, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, pattern, sizeof(pattern), 0),
-			 (ssize_t)sizeof(pattern));
-	close(fd);
+	th_write_file(path, pattern, sizeof(pattern));
 	ops = orig = *f->srv->be.ops;
 	ops.read = w_read;
 	ops.write = w_write;

@@ -35,7 +35,6 @@ static int setup(void **state)
 	struct fix *f = calloc(1, sizeof(*f));
 	char path[128];
 	uint8_t buf[FILE_LEN];
-	int fd;
 
 	strcpy(f->dir, "/tmp/test_nfs_room.XXXXXX");
 	f->srv = nfs_th_tmp_server(f->dir);
@@ -44,11 +43,8 @@ static int setup(void **state)
 		skip();
 	}
 	snprintf(path, sizeof(path), "%s/f", f->dir);
-	fd = open(path, O_CREAT | O_WRONLY, 0644);
-	assert_true(fd >= 0);
 	memset(buf, 'r', sizeof(buf));
-	assert_int_equal(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
-	close(fd);
+	th_write_file(path, buf, sizeof(buf));
 	*state = f;
 	return 0;
 }

@@ -96,14 +96,11 @@ static void session(struct fix *f)
 static int setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
-	int fd;
 
 	strcpy(f->dir, "/tmp/test_nfs_ws.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(f->file, sizeof(f->file), "%s/f", f->dir);
-	fd = open(f->file, O_CREAT | O_WRONLY, 0644);
-	assert_true(fd >= 0);
-	close(fd);
+	th_write_file(f->file, NULL, 0);
 	f->srv = nfs_th_dir_server(f->dir);
 	if (!f->srv) {
 		unlink(f->file);

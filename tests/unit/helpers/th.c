@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,15 @@ uint64_t th_rand(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+void th_write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(len ? pwrite(fd, buf, len, 0) : 0, (ssize_t)len);
+	assert_int_equal(close(fd), 0);
 }
 
 void th_fill(void *buf, size_t len, uint64_t seed)

@@ -33,6 +33,10 @@ unsigned th_free_port(void);
 void th_fill(void *buf, size_t len, uint64_t seed);
 uint64_t th_rand(uint64_t *state);
 
+/* Create (or truncate) the host file @path holding @len bytes of @buf;
+ * fails the test on error. */
+void th_write_file(const char *path, const void *buf, size_t len);
+
 /* True if [buf, buf+len) is all zero. */
 int th_is_zero(const void *buf, size_t len);
 
