@@ -408,15 +408,39 @@ static bool read_input(struct bs_net_conn *c)
 
 			room = p->in_direct(c->sess, &dst);
 
-			/* a big payload: straight into the request's buffer */
+			/*
+			 * A big payload: straight into the request's buffer,
+			 * and the next header (direct_hdr) in the same call
+			 * into the input buffer: no second recv that would
+			 * mostly find nothing (a request at queue depth 1).
+			 */
 			if (room >= p->direct_min) {
+				struct iovec iov[2] = {
+					{ .iov_base = dst, .iov_len = room },
+					{ .iov_base = c->in,
+					  .iov_len = p->direct_hdr < cap ?
+						     p->direct_hdr : cap },
+				};
+				struct msghdr mh = {
+					.msg_iov = iov,
+					.msg_iovlen = p->direct_hdr ? 2 : 1,
+				};
+				size_t full = room + (p->direct_hdr ?
+						      iov[1].iov_len : 0);
+
 				c->in_off = c->in_len = 0;
-				n = recv(c->fd, dst, room, MSG_DONTWAIT);
+				n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 				if (n > 0) {
+					size_t d = (size_t)n < room ?
+						   (size_t)n : room;
+
 					activity(c);
 					c->after_direct = true;
-					c->rd_empty = (size_t)n < room;
-					p->in_direct_done(c->sess, (size_t)n);
+					c->rd_empty = (size_t)n < full;
+					c->in_len = (size_t)n - d;
+					p->in_direct_done(c->sess, d);
+					if (c->in_len)
+						feed(c);
 					continue;
 				}
 				goto got;
