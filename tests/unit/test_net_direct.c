@@ -30,6 +30,8 @@
 #define PAYLOAD (64u << 10)
 #define HDR 4u
 #define DIRECT_MIN (16u << 10)
+#define TOO_BIG 0xffffffffu		/* a header the session refuses */
+#define CLOSE_AFTER (PAYLOAD + 8)	/* a frame after which it closes */
 
 struct frames {
 	struct bs_net_conn *c;
@@ -83,6 +85,12 @@ static size_t f_input(void *sess, const uint8_t *p, size_t len)
 				f->len = ((size_t)f->hdr[0] << 24) |
 					 ((size_t)f->hdr[1] << 16) |
 					 ((size_t)f->hdr[2] << 8) | f->hdr[3];
+				if (f->len == TOO_BIG) {
+					/* as NFS does with a record over its
+					 * limit: closed from inside input() */
+					bs_net_conn_close(f->c, "too big");
+					return len;
+				}
 				f->buf = malloc(f->len);
 				assert_non_null(f->buf);
 			}
@@ -122,6 +130,11 @@ static void f_in_direct_done(void *sess, size_t n)
 
 	f->got += n;
 	f->direct += n;
+	if (f->got == f->len && f->len == CLOSE_AFTER) {
+		/* closed from inside in_direct_done() (a failed submit) */
+		bs_net_conn_close(f->c, "closing after this payload");
+		return;
+	}
 	if (f->got == f->len)
 		frame_done(f);
 }
@@ -296,10 +309,79 @@ static void next_payload_goes_direct(void **state)
 	free(two);
 }
 
+/*
+ * The session closes the connection from inside its own callbacks, as
+ * NFS does on a record over its limit: the server must not touch the
+ * freed connection afterwards (ASan) and the peer sees the close.
+ */
+static void closed_from_inside(unsigned what)
+{
+	struct bs_loop *loop;
+	struct bs_net_listener *l;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct bs_net_listen_cfg cfg = { .proto = &frames_proto };
+	char addr[64], junk[64];
+	uint8_t *b;
+	size_t len;
+	int fd;
+
+	F = NULL;
+	bs_net_limits_default(&cfg.limits);
+	assert_int_equal(bs_loop_new(&loop), 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)th_free_port());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	cfg.addr = addr;
+	assert_int_equal(bs_net_listen(loop, &cfg, &l), 0);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	RUN_UNTIL(loop, F != NULL);
+
+	len = HDR + (what == TOO_BIG ? 60 : CLOSE_AFTER + HDR + 60);
+	b = calloc(1, len);
+	assert_non_null(b);
+	b[0] = (uint8_t)(what >> 24);
+	b[1] = (uint8_t)(what >> 16);
+	b[2] = (uint8_t)(what >> 8);
+	b[3] = (uint8_t)what;
+	if (what == CLOSE_AFTER) {
+		/* the header first, so that the payload goes zero-copy and
+		 * the next header comes with it */
+		send_all(fd, b, HDR);
+		RUN_UNTIL(loop, F->have == HDR);
+		send_all(fd, b + HDR, len - HDR);
+	} else {
+		send_all(fd, b, len);
+	}
+	RUN_UNTIL(loop, F->c == NULL);
+	/* EOF, or a reset: the server closed over input it did not read */
+	assert_true(recv(fd, junk, sizeof(junk), 0) <= 0);
+	close(fd);
+	bs_net_listener_free(l);
+	bs_loop_run_once(loop, 0);
+	bs_loop_free(loop);
+	free(F);
+	free(b);
+}
+
+static void closed_in_input(void **state)
+{
+	(void)state;
+	closed_from_inside(TOO_BIG);
+}
+
+static void closed_in_direct_done(void **state)
+{
+	(void)state;
+	closed_from_inside(CLOSE_AFTER);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(next_payload_goes_direct),
+		cmocka_unit_test(closed_in_input),
+		cmocka_unit_test(closed_in_direct_done),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

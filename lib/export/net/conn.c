@@ -317,6 +317,8 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 {
 	struct bs_net_listener *l = c->l;
 
+	if (c->dead)	/* closed from inside the session already */
+		return;
 	pthread_mutex_lock(&l->lock);
 	unlink_conn(l, c);
 	l->nclosing++;
@@ -355,7 +357,7 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 	pthread_mutex_unlock(&l->lock);
 	free(c->in);
 	c->in = NULL;
-	if (!c->queued)
+	if (!c->queued && !c->in_pump)
 		free(c);
 }
 
@@ -373,7 +375,9 @@ static bool wants_input(struct bs_net_conn *c)
 	return !c->rd_eof && c->l->proto->wants_input(c->sess) && !out_full(c);
 }
 
-static void feed(struct bs_net_conn *c)
+/* Give the session what the input buffer holds; false if the session
+ * closed the connection meanwhile (c is dead, freed by pump()). */
+static bool feed(struct bs_net_conn *c)
 {
 	const struct bs_net_proto *p = c->l->proto;
 
@@ -383,8 +387,11 @@ static void feed(struct bs_net_conn *c)
 	else
 		/* input parked on the session's caps may go on now */
 		p->input(c->sess, NULL, 0);
+	if (c->dead)
+		return false;
 	if (c->in_off == c->in_len)
 		c->in_off = c->in_len = 0;
+	return true;
 }
 
 static void activity(struct bs_net_conn *c)
@@ -439,8 +446,9 @@ static bool read_input(struct bs_net_conn *c)
 					c->rd_empty = (size_t)n < full;
 					c->in_len = (size_t)n - d;
 					p->in_direct_done(c->sess, d);
-					if (c->in_len)
-						feed(c);
+					if (c->dead ||
+					    (c->in_len && !feed(c)))
+						return false;
 					continue;
 				}
 				goto got;
@@ -472,7 +480,8 @@ got:
 			else
 				c->rd_empty = true;
 			c->in_len += (size_t)n;
-			feed(c);
+			if (!feed(c))
+				return false;
 			continue;
 		}
 		if (n == 0) {
@@ -489,7 +498,7 @@ got:
 			char why[96];
 			snprintf(why, sizeof(why), "read: %s", strerror(errno));
 			p->eof(c->sess);
-			bs_net_conn_close(c, why);
+			bs_net_conn_close(c, why);	/* no-op if eof closed */
 			return false;
 		}
 	}
@@ -514,6 +523,8 @@ static bool write_output(struct bs_net_conn *c)
 		if (n >= 0) {
 			activity(c);
 			p->sent(c->sess, (size_t)n);
+			if (c->dead)
+				return false;
 			continue;
 		}
 		if (errno == EINTR)
@@ -539,25 +550,26 @@ static bool has_output(struct bs_net_conn *c)
 	return c->l->proto->output(c->sess, &iov, 1) > 0;
 }
 
-/* Move bytes both ways; false when the connection was closed (c freed). */
-static bool pump(struct bs_net_conn *c)
+static bool pump_here(struct bs_net_conn *c)
 {
 	const struct bs_net_proto *p = c->l->proto;
 	uint32_t want = 0;
 
-	if (!out_full(c))
-		feed(c);
+	if (!out_full(c) && !feed(c))
+		return false;
 	if (!read_input(c))
 		return false;
 	if (c->rd_eof && !c->eof_told && c->in_off == c->in_len) {
 		c->eof_told = true;
 		p->eof(c->sess);
+		if (c->dead)
+			return false;
 	}
 	if (!write_output(c))
 		return false;
 	/* sending made room under out_max: read what waited */
-	if (wants_input(c) && c->in_off < c->in_len)
-		feed(c);
+	if (wants_input(c) && c->in_off < c->in_len && !feed(c))
+		return false;
 	if (p->finished(c->sess) && !has_output(c)) {
 		bs_net_conn_close(c, NULL);
 		return false;
@@ -571,6 +583,26 @@ static bool pump(struct bs_net_conn *c)
 		bs_loop_mod_fd(c->loop, c->fd, want);
 	}
 	return true;
+}
+
+/*
+ * Move bytes both ways; false when the connection was closed (c freed).
+ * The session may close it from inside any of its callbacks (a record
+ * over its limit, out of memory): c stays allocated until here.
+ */
+static bool pump(struct bs_net_conn *c)
+{
+	bool ok;
+
+	c->in_pump++;
+	ok = pump_here(c);
+	c->in_pump--;
+	if (c->dead) {
+		if (!c->queued && !c->in_pump)
+			free(c);
+		return false;
+	}
+	return ok;
 }
 
 static void on_event(void *arg, uint32_t events)
@@ -591,11 +623,15 @@ static void on_event(void *arg, uint32_t events)
 	 */
 	if ((events & EPOLLIN) && !pump(c))
 		return;
+	c->in_pump++;
 	if (!c->eof_told) {
 		c->eof_told = true;
 		p->eof(c->sess);
 	}
-	bs_net_conn_close(c, p->busy && p->busy(c->sess) ?
-			  "connection reset (requests in flight finish "
-			  "unanswered)" : NULL);
+	if (!c->dead)
+		bs_net_conn_close(c, p->busy && p->busy(c->sess) ?
+				  "connection reset (requests in flight "
+				  "finish unanswered)" : NULL);
+	if (!--c->in_pump && !c->queued)
+		free(c);
 }

@@ -71,6 +71,10 @@ struct bs_net_conn {
 	bool rd_empty;
 	bool handshake;		/* still negotiating */
 	bool queued, dead;
+	/* pump() levels running: a close from inside the session leaves
+	 * the freeing of the connection to the outermost, which still uses
+	 * it */
+	unsigned in_pump;
 	struct bs_work work;
 	int timer;		/* handshake or idle deadline, > 0 armed */
 	uint64_t start_ns, last_ns;
