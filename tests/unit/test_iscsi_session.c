@@ -109,6 +109,16 @@ static void o_detach(const struct iscsi_login_target *t)
 
 static void o_release(const struct iscsi_login_target *t) { (void)t; }
 
+/* logouts told to the connection (it drops its initiator-port label) */
+static int n_logged_out;
+
+static void o_logged_out(void *arg, const struct iscsi_login_target *t)
+{
+	(void)arg;
+	(void)t;
+	n_logged_out++;
+}
+
 static uint32_t o_bs(void *arg, const struct iscsi_login_target *t,
 		     uint64_t lun)
 {
@@ -121,7 +131,7 @@ static const struct iscsi_session_ops ops = {
 	.kick = o_kick, .log = o_log, .find = o_find,
 	.discovery_params = o_dparams, .tsih = o_tsih, .random = o_random,
 	.each_target = o_each, .attach = o_attach, .detach = o_detach,
-	.release = o_release,
+	.release = o_release, .logged_out = o_logged_out,
 	.block_size = o_bs,
 };
 
@@ -319,6 +329,7 @@ static int setup(void **state)
 				      .product = "t", .revision = "0" };
 	struct bs_scsi_lu_cfg lc = { .lun = 0, .name = "l0" };
 
+	n_logged_out = 0;
 	assert_int_equal(bs_ctx_new(&h->ctx), 0);
 	h->dev = th_dev(h->ctx, "d", "mem:1M");
 	lc.dev = h->dev;
@@ -640,6 +651,7 @@ static void window_nop_text_logout(void **state)
 	/* its place in max_sessions is free when the answer is out, before
 	 * the connection is torn down: a new login may follow at once */
 	assert_int_equal(n_attached, 0);
+	assert_int_equal(n_logged_out, 1);
 	assert_true(iscsi_session_finished(h->s));
 }
 

@@ -202,6 +202,16 @@ static void ops_detach(const struct iscsi_login_target *t)
 	iscsi_target_detach(t->priv);
 }
 
+/* Logged out: still the target's connection (an export removal finds
+ * it), no longer a session of its initiator port for reinstate(). */
+static void ops_logged_out(void *arg, const struct iscsi_login_target *t)
+{
+	struct iscsi_conn *c = arg;
+	struct iscsi_target *tg = t->priv;
+
+	bs_net_conn_set_label(c->nc, tg->label);
+}
+
 static void ops_release(const struct iscsi_login_target *t)
 {
 	iscsi_target_put(t->priv);
@@ -224,6 +234,7 @@ static const struct iscsi_session_ops session_ops = {
 	.each_target = ops_each_target,
 	.attach = ops_attach,
 	.detach = ops_detach,
+	.logged_out = ops_logged_out,
 	.release = ops_release,
 	.block_size = ops_block_size,
 };

@@ -605,6 +605,8 @@ static void logout_answer(struct iscsi_session *s)
 	    s->detach) {
 		s->detach(&s->tgt);
 		s->attached = false;
+		if (s->ops && s->ops->logged_out)
+			s->ops->logged_out(s->arg, &s->tgt);
 	}
 	iscsi_bhs_init(rsp, ISCSI_OP_LOGOUT_RSP, 0, s->logout_itt);
 	rsp[2] = s->logout_rsp;

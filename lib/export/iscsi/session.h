@@ -72,6 +72,13 @@ struct iscsi_session_ops {
 	int (*attach)(void *arg, const struct iscsi_login_target *t,
 		      struct iscsi_session_target *st);
 	void (*detach)(const struct iscsi_login_target *t);
+	/*
+	 * Optional: the session logged out; detach() ran already (its place
+	 * under max_sessions is free at once), the connection is closing:
+	 * it no longer counts as a session of its initiator port (one that
+	 * logs in again before it is gone reinstates nothing).
+	 */
+	void (*logged_out)(void *arg, const struct iscsi_login_target *t);
 	/* Logical block size of @lun of target @t, 0 when there is none. */
 	uint32_t (*block_size)(void *arg, const struct iscsi_login_target *t,
 			       uint64_t lun);
