@@ -895,7 +895,9 @@ static void d_trim(struct nfs_backend *b, unsigned idle_ms)
 	for (i = 0; i < NFS_DIR_FD_CACHE; i++) {
 		struct fdc_ent *e = &d->fdc[i];
 
-		if (e->fd >= 0 && !e->refs && now - e->last_ns >= idle) {
+		/* last_ns may be after now: taken and given back by another
+		 * thread since now was read */
+		if (e->fd >= 0 && !e->refs && e->last_ns + idle <= now) {
 			fds[n++] = e->fd;
 			e->fd = -1;
 			e->dead = false;
