@@ -128,7 +128,8 @@ stop_server() {
 }
 
 # BD_THREADS=N in the environment adds `threads = N` to [daemon],
-# BD_POLL_US=US `poll_us = US`; BD_SEND_BUFFER=SIZE `send_buffer = SIZE`
+# BD_POLL_US=US `poll_us = US`, BD_EVENT_LOOP=epoll `event_loop = epoll`;
+# BD_SEND_BUFFER=SIZE `send_buffer = SIZE`
 # in the iSCSI, NVMe/TCP and NFS (nfs_rw.sh) exports.
 blkstackd_conf() {	# FILE IMG PORT [extra device lines]
 	cat >"$1" <<CONF
@@ -136,6 +137,7 @@ blkstackd_conf() {	# FILE IMG PORT [extra device lines]
 state_dir = $BENCH_DIR/state
 ${BD_THREADS:+threads = $BD_THREADS}
 ${BD_POLL_US:+poll_us = $BD_POLL_US}
+${BD_EVENT_LOOP:+event_loop = $BD_EVENT_LOOP}
 [device vol0]
 type = file
 path = $2
@@ -166,13 +168,14 @@ start_qemu_nbd() {	# IMG PORT
 BENCH_IQN=iqn.2026-12.org.blkstack:bench
 
 # blkstackd serving IMG as LUN 0 of an iSCSI target on 127.0.0.1:PORT
-# (BD_THREADS as above).
+# (BD_THREADS and BD_EVENT_LOOP as above).
 start_blkstackd_iscsi() {	# IMG PORT
 	mkdir -p "$BENCH_DIR/state"
 	cat >"$BENCH_DIR/bdi.$2.ini" <<CONF
 [daemon]
 state_dir = $BENCH_DIR/state
 ${BD_THREADS:+threads = $BD_THREADS}
+${BD_EVENT_LOOP:+event_loop = $BD_EVENT_LOOP}
 [device vol0]
 type = file
 path = $1
@@ -259,13 +262,17 @@ machine_info() {
 # (the [daemon] key, docs/daemon.md), so that the gain of a second I/O
 # thread is shown on this 2-core machine. BENCH_SERVERS overrides the list,
 # e.g. "blkstackd nbdkit qemu-nbd" for blkstackd with its defaults;
-# blkstackd-tN-pUS also sets `poll_us = US` (e.g. blkstackd-t2-p0).
+# blkstackd-tN-pUS also sets `poll_us = US` (e.g. blkstackd-t2-p0);
+# blkstackd-tN-epoll sets `event_loop = epoll` (the I/O threads wait in
+# epoll_wait instead of io_uring).
 bench_servers() {
 	echo "${BENCH_SERVERS:-blkstackd-t1 blkstackd-t2 nbdkit qemu-nbd}"
 }
 
 server_label() {	# SERVER -> the name a table shows
 	case $1 in
+	blkstackd-t*-epoll) local t=${1#blkstackd-t}
+		echo "blkstackd t${t%%-*} epoll" ;;
 	blkstackd-t*-p*) local t=${1#blkstackd-t}
 		echo "blkstackd t${t%%-*} poll ${t#*-p}" ;;
 	blkstackd-t*) echo "blkstackd t${1#blkstackd-t}" ;;
@@ -276,6 +283,8 @@ server_label() {	# SERVER -> the name a table shows
 start_named() {	# SERVER IMG PORT
 	case $1 in
 	blkstackd) start_blkstackd "$2" "$3" ;;
+	blkstackd-t*-epoll) local t=${1#blkstackd-t}
+		BD_THREADS=${t%%-*} BD_EVENT_LOOP=epoll start_blkstackd "$2" "$3" ;;
 	blkstackd-t*-p*) local t=${1#blkstackd-t}
 		BD_THREADS=${t%%-*} BD_POLL_US=${t#*-p} start_blkstackd "$2" "$3" ;;
 	blkstackd-t*) BD_THREADS=${1#blkstackd-t} start_blkstackd "$2" "$3" ;;

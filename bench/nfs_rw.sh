@@ -126,6 +126,7 @@ P=$(free_port)
 cat >"$BENCH_DIR/rw.ini" <<CONF
 [daemon]
 state_dir = $BENCH_DIR/state
+${BD_EVENT_LOOP:+event_loop = $BD_EVENT_LOOP}
 [export dir]
 type = nfs
 path = $SHARE

@@ -48,6 +48,7 @@ start_blkstackd_nvmf() {	# IMG PORT
 [daemon]
 state_dir = $BENCH_DIR/state
 threads = 2
+${BD_EVENT_LOOP:+event_loop = $BD_EVENT_LOOP}
 [device vol0]
 type = file
 path = $1
@@ -181,6 +182,7 @@ start_blkstackd_nvmf_host() {	# URL PORT
 [daemon]
 state_dir = $BENCH_DIR/state-host
 threads = 2
+${BD_EVENT_LOOP:+event_loop = $BD_EVENT_LOOP}
 [device vol0]
 type = nvmf
 url = $1

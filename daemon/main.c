@@ -9,6 +9,9 @@
  * clients, requests in flight finish and are answered, devices are
  * flushed; a second signal closes clients at once.
  */
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -115,7 +118,9 @@ static const char usage_text[] =
 "serving the clients, 1 to 64; default one per CPU), poll_us = US (an I/O\n"
 "thread whose clients keep answering within US microseconds spins that\n"
 "long before it sleeps: lower latency at queue depth 1 for some CPU;\n"
-"default 50, 0 = never spin).\n"
+"default 50, 0 = never spin), event_loop = io_uring|epoll (how an I/O\n"
+"thread waits; io_uring, the default, also receives and sends through its\n"
+"ring: fewer syscalls per request).\n"
 "\n"
 "Signals: SIGTERM or SIGINT stop: no new clients, requests in flight are\n"
 "finished and answered (up to 30 s), every device is flushed. A second\n"
@@ -282,12 +287,24 @@ static int note_creations(struct bs_config *cfg, const char *state_dir,
  */
 #define BSD_POLL_US 50
 
+/* valgrind runs one thread at a time and keeps the others waiting while
+ * one blocks in io_uring_enter: an io_uring loop would starve the rest */
+static bool under_valgrind(void)
+{
+#if __has_include(<valgrind/valgrind.h>)
+	return RUNNING_ON_VALGRIND;
+#else
+	return false;
+#endif
+}
+
 /* [daemon] max_inflight = SIZE, stall_timeout = SECONDS, threads = N,
- * poll_us = US. */
+ * poll_us = US, event_loop = io_uring|epoll. */
 static int read_budget_keys(struct bs_config_section *s, struct bsd *d)
 {
 	uint64_t max = 0;
 	uint32_t stall = 0, n = 0;
+	const char *v;
 	int err;
 
 	err = bs_opts_get_size(s->opts, "max_inflight", &max);
@@ -327,6 +344,13 @@ static int read_budget_keys(struct bs_config_section *s, struct bsd *d)
 				"microseconds", bs_opts_where(s->opts, "poll_us"),
 				n, BS_POLL_US_MAX);
 	d->poll_us = n;
+	v = bs_opts_get(s->opts, "event_loop");
+	if (v && strcmp(v, "io_uring") && strcmp(v, "epoll"))
+		return bs_error(-EINVAL, "%s%sevent_loop: %s: give io_uring "
+				"(the default) or epoll",
+				bs_opts_where(s->opts, "event_loop"),
+				bs_sep(bs_opts_where(s->opts, "event_loop")), v);
+	d->epoll = v && !strcmp(v, "epoll");
 	return 0;
 }
 
@@ -394,8 +418,10 @@ static void log_budget(struct bsd *d)
 	uint64_t max = bs_budget_limit(b);
 	unsigned s = bs_budget_stall_ms(b) / 1000;
 
-	bsd_log("%u I/O thread%s (threads = N in [daemon])",
-		bs_ctx_nthreads(d->ctx), bs_ctx_nthreads(d->ctx) == 1 ? "" : "s");
+	bsd_log("%u I/O thread%s (threads = N in [daemon]), waiting in %s "
+		"(event_loop)", bs_ctx_nthreads(d->ctx),
+		bs_ctx_nthreads(d->ctx) == 1 ? "" : "s",
+		d->epoll || bs_ctx_ring_error(d->ctx) ? "epoll" : "io_uring");
 	if (s)
 		bsd_log("in-flight payload budget %llu MiB; clients stalled "
 			"%u s while others wait are closed",
@@ -591,9 +617,20 @@ static int start(struct bsd *d, const char *config, const char *dir_arg,
 	bs_ctx_set_log(d->ctx, export_log, d);
 	err = apply_budget(d);
 	bs_ctx_set_poll(d->ctx, d->poll_us);
+	if (!d->epoll && under_valgrind()) {
+		bsd_log("running under valgrind: event_loop = epoll (valgrind "
+			"holds every other thread while one waits in "
+			"io_uring_enter)");
+		d->epoll = true;
+	}
+	bs_ctx_set_ring(d->ctx, !d->epoll);
 	if (!err)
 		err = bs_ctx_start_threads(d->ctx, d->threads_set ? d->threads
 								: bs_cpu_count());
+	if (!err && bs_ctx_ring_error(d->ctx))
+		bsd_log("event_loop = io_uring: not available here (%s): "
+			"the I/O threads wait in epoll",
+			strerror(-bs_ctx_ring_error(d->ctx)));
 	if (!err)
 		err = bs_config_create_devices(cfg, d->ctx);
 	if (!err)

@@ -115,6 +115,33 @@ unsigned bs_loop_index(const struct bs_loop *loop);
 uint64_t bs_loop_iterations(const struct bs_loop *loop);
 bool bs_loop_idle(const struct bs_loop *loop);
 
+/*
+ * Ring mode: the loop waits in io_uring instead of epoll_wait. Its fd
+ * watches become one-shot polls in that ring (re-armed after each event,
+ * so they behave as above), and code running on the loop may queue its
+ * own operations there: bs_loop_sqe() gives an SQE to prepare with
+ * liburing and tag with io_uring_sqe_set_data(sqe, op); it reaches the
+ * kernel when the loop next waits (one io_uring_enter for the batch and
+ * the wait), and op->fn(op, cqe->res, cqe->flags) runs on the loop when it
+ * completes. bs_loop_use_ring() is called before the loop watches any fd
+ * (-EBUSY otherwise); -errno where io_uring (or its synchronous cancel,
+ * Linux 6.0) is not there: the loop stays on epoll.
+ */
+struct io_uring_sqe;
+struct bs_ring_op {
+	void (*fn)(struct bs_ring_op *op, int res, uint32_t flags);
+};
+int bs_loop_use_ring(struct bs_loop *loop, unsigned entries);
+bool bs_loop_has_ring(const struct bs_loop *loop);
+/* An SQE of the loop's ring (NULL: not in ring mode). Loop thread only. */
+struct io_uring_sqe *bs_loop_sqe(struct bs_loop *loop);
+/*
+ * Cancel the operations tagged @op and return once the kernel is done
+ * with them (their buffers may be freed then); their CQEs still come to
+ * op->fn, so @op itself must live until they did. 0 or -errno.
+ */
+int bs_loop_ring_cancel(struct bs_loop *loop, struct bs_ring_op *op);
+
 /* Current monotonic time in nanoseconds. */
 uint64_t bs_now_ns(void);
 

@@ -32,6 +32,16 @@ int bs_ctx_start_threads(struct bs_ctx *ctx, unsigned n);
 void bs_ctx_set_poll(struct bs_ctx *ctx, unsigned us);
 #define BS_POLL_US_MAX 1000
 /*
+ * I/O threads started after this call wait in io_uring instead of epoll
+ * (bs_loop_use_ring, @on) and connections send and receive through that
+ * ring. Where the kernel cannot, a loop stays on epoll and
+ * bs_ctx_ring_error() says why (-errno of the first; 0: every loop has
+ * its ring).
+ */
+void bs_ctx_set_ring(struct bs_ctx *ctx, bool on);
+int bs_ctx_ring_error(const struct bs_ctx *ctx);
+#define BS_RING_ENTRIES 256
+/*
  * Stop and join them. Everything living on them (connections, device
  * channels) must be gone: bs_ctx_free() calls this after the devices are
  * closed.

@@ -17,6 +17,8 @@ struct bs_ctx {
 	struct io_thread *io;
 	unsigned nio;
 	unsigned poll_us;	/* bs_ctx_set_poll(), for threads started later */
+	bool ring;		/* bs_ctx_set_ring(), likewise */
+	int ring_err;		/* why an I/O loop stayed on epoll (0: none) */
 	unsigned next_io;		/* round robin, atomic */
 	struct bs_loop *loops[BS_THREADS_MAX + 1];
 	/* published device snapshots (snap.c) */

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The event loop: epoll for fds, a FIFO of deferred work, one-shot timers. */
+/*
+ * The event loop: epoll for fds, a FIFO of deferred work, one-shot timers.
+ * Ring mode (bs_loop_use_ring): the loop waits in io_uring instead, fds
+ * are watched with one-shot POLL_ADDs re-armed after each event (level
+ * semantics, as with epoll), and callers may queue their own operations
+ * (bs_loop_sqe): they go to the kernel with the wait, one syscall.
+ */
 #include <errno.h>
+#include <liburing.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -16,6 +24,12 @@ struct fd_watch {
 	bs_fd_fn fn;
 	void *arg;
 	struct fd_watch *next;
+	/* ring mode */
+	struct bs_loop *loop;
+	struct bs_ring_op op;
+	uint32_t events;	/* wanted */
+	bool armed;		/* a POLL_ADD of it is in the ring */
+	bool dead;		/* deleted while armed: freed when it returns */
 };
 
 struct prepoll {
@@ -63,12 +77,20 @@ struct bs_loop {
 	int idle;			/* atomic */
 	/* adaptive polling before blocking (bs_loop_set_poll) */
 	uint64_t poll_max_ns, poll_ns;
+	/* ring mode (bs_loop_use_ring) */
+	bool ring_on;
+	bool freeing;			/* bs_loop_free(): last completions */
+	bool ev_armed;			/* evfd's POLL_ADD is in the ring */
+	struct io_uring ring;
+	struct bs_ring_op ev_op;	/* bs_loop_post() wake-ups */
 };
 
 /* The loop the calling thread is running (or created last), or NULL. */
 static __thread struct bs_loop *tls_loop;
 
 static void free_dead(struct bs_loop *loop);
+static void adapt(struct bs_loop *loop, bool got, uint64_t waited);
+static void ring_reap(struct bs_loop *loop);
 
 uint64_t bs_now_ns(void)
 {
@@ -117,6 +139,16 @@ void bs_loop_free(struct bs_loop *loop)
 {
 	if (!loop)
 		return;
+	if (loop->ring_on) {
+		/*
+		 * Completions of operations cancelled at the end (a closed
+		 * connection's receive) free what they name; no fd callback
+		 * runs any more, the watches are freed below.
+		 */
+		loop->freeing = true;
+		ring_reap(loop);
+		io_uring_queue_exit(&loop->ring);
+	}
 	while (loop->watches) {
 		struct fd_watch *w = loop->watches;
 		loop->watches = w->next;
@@ -146,6 +178,253 @@ void bs_loop_free(struct bs_loop *loop)
 	free(loop);
 }
 
+/* ---- ring mode ----------------------------------------------------------- */
+
+#define RING_CQ_PER_SQ 8	/* CQ entries per SQ entry: many polls armed */
+
+struct io_uring_sqe *bs_loop_sqe(struct bs_loop *loop)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!loop->ring_on)
+		return NULL;
+	sqe = io_uring_get_sqe(&loop->ring);
+	if (!sqe) {
+		/* the SQ is full: hand it to the kernel now (no wait) */
+		io_uring_submit(&loop->ring);
+		sqe = io_uring_get_sqe(&loop->ring);
+	}
+	return sqe;
+}
+
+bool bs_loop_has_ring(const struct bs_loop *loop)
+{
+	return loop->ring_on;
+}
+
+int bs_loop_ring_cancel(struct bs_loop *loop, struct bs_ring_op *op)
+{
+	struct io_uring_sync_cancel_reg reg = {
+		.addr = (uint64_t)(uintptr_t)op,
+		.fd = -1,
+		.timeout = { .tv_sec = -1, .tv_nsec = -1 },
+	};
+	int err;
+
+	if (!loop->ring_on)
+		return -EOPNOTSUPP;
+	/* what is still in the SQ would reach the kernel after the cancel */
+	io_uring_submit(&loop->ring);
+	do
+		err = io_uring_register_sync_cancel(&loop->ring, &reg);
+	while (err == -EINTR);
+	return err == -ENOENT || err == -EALREADY ? 0 : err;
+}
+
+static void watch_cqe(struct bs_ring_op *op, int res, uint32_t flags);
+
+/* Queue @w's one-shot poll for its events. */
+static void arm(struct fd_watch *w)
+{
+	struct io_uring_sqe *sqe = bs_loop_sqe(w->loop);
+
+	if (!sqe)
+		return;	/* cannot happen: bs_loop_sqe() submits to make room */
+	io_uring_prep_poll_add(sqe, w->fd, w->events);
+	io_uring_sqe_set_data(sqe, &w->op);
+	w->armed = true;
+}
+
+/* Take @w's armed poll back (its CQE comes, -ECANCELED, to watch_cqe). */
+static void disarm(struct fd_watch *w)
+{
+	struct io_uring_sqe *sqe = bs_loop_sqe(w->loop);
+
+	if (!sqe)
+		return;
+	io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&w->op);
+	io_uring_sqe_set_data(sqe, NULL);
+}
+
+static void unlink_watch(struct bs_loop *loop, struct fd_watch *w)
+{
+	struct fd_watch **pp;
+
+	for (pp = &loop->watches; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			return;
+		}
+	}
+}
+
+static void watch_cqe(struct bs_ring_op *op, int res, uint32_t flags)
+{
+	struct fd_watch *w = (struct fd_watch *)((char *)op -
+						 offsetof(struct fd_watch, op));
+	struct bs_loop *loop = w->loop;
+
+	(void)flags;
+	w->armed = false;
+	if (loop->freeing)	/* freed with the loop's list */
+		return;
+	if (w->dead) {		/* deleted while armed: this was its last */
+		unlink_watch(loop, w);
+		free(w);
+		return;
+	}
+	if (res > 0) {
+		uint32_t ev = (uint32_t)res &
+			      (w->events | EPOLLERR | EPOLLHUP);
+
+		if (ev && w->fn)
+			w->fn(w->arg, ev);
+	}
+	/* -ECANCELED (its events changed) or after the callback: again,
+	 * unless the callback deleted it (then it is on loop->dead) */
+	if (w->fn && !w->armed && w->events)
+		arm(w);
+}
+
+static void ev_cqe(struct bs_ring_op *op, int res, uint32_t flags);
+
+static void arm_ev(struct bs_loop *loop)
+{
+	struct io_uring_sqe *sqe = bs_loop_sqe(loop);
+
+	if (!sqe)
+		return;
+	io_uring_prep_poll_add(sqe, loop->evfd, EPOLLIN);
+	io_uring_sqe_set_data(sqe, &loop->ev_op);
+	loop->ev_armed = true;
+}
+
+static void run_posted(struct bs_loop *loop);
+
+static void ev_cqe(struct bs_ring_op *op, int res, uint32_t flags)
+{
+	struct bs_loop *loop = (struct bs_loop *)((char *)op -
+						  offsetof(struct bs_loop,
+							   ev_op));
+
+	(void)res;
+	(void)flags;
+	loop->ev_armed = false;
+	if (loop->freeing)
+		return;
+	run_posted(loop);
+	if (!loop->ev_armed)
+		arm_ev(loop);
+}
+
+int bs_loop_use_ring(struct bs_loop *loop, unsigned entries)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_CQSIZE,
+		.cq_entries = entries * RING_CQ_PER_SQ,
+	};
+	struct io_uring_sync_cancel_reg reg = {
+		.addr = (uint64_t)(uintptr_t)&loop->ev_op,
+		.fd = -1,
+		.timeout = { .tv_sec = -1, .tv_nsec = -1 },
+	};
+	int err;
+
+	if (loop->ring_on)
+		return 0;
+	if (loop->watches)
+		return -EBUSY;
+	err = io_uring_queue_init_params(entries, &loop->ring, &p);
+	if (err)
+		return err;
+	/*
+	 * Connections cancel their operations synchronously when they close
+	 * (bs_loop_ring_cancel, Linux 6.0): nothing cancelled, nothing to
+	 * wait for, is -ENOENT where the kernel has it.
+	 */
+	err = io_uring_register_sync_cancel(&loop->ring, &reg);
+	if (err != -ENOENT) {
+		io_uring_queue_exit(&loop->ring);
+		return err < 0 ? err : -EOPNOTSUPP;
+	}
+	/* wake-ups come through the ring now, not through epoll */
+	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, loop->evfd, NULL);
+	loop->ev_op.fn = ev_cqe;
+	loop->ring_on = true;
+	arm_ev(loop);
+	return 0;
+}
+
+/* Hand every completion there is to its op (at most one CQ's worth). */
+static void ring_reap(struct bs_loop *loop)
+{
+	unsigned n = *loop->ring.cq.kring_entries;
+	struct io_uring_cqe *cqe;
+
+	loop->depth++;
+	while (n-- && io_uring_peek_cqe(&loop->ring, &cqe) == 0) {
+		struct bs_ring_op *op = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		uint32_t flags = cqe->flags;
+
+		/* consumed first: the op may run the loop again (nested) */
+		io_uring_cqe_seen(&loop->ring, cqe);
+		if (op)
+			op->fn(op, res, flags);
+	}
+	loop->depth--;
+	if (!loop->depth)
+		free_dead(loop);
+}
+
+/* Wait up to @timeout_ms (-1: no limit) for a completion; 0 or -errno. */
+static int ring_wait(struct bs_loop *loop, int timeout_ms)
+{
+	struct io_uring_cqe *cqe;
+	uint64_t t0 = 0;
+	int err;
+
+	if (io_uring_cq_ready(&loop->ring) || !timeout_ms) {
+		if (io_uring_sq_ready(&loop->ring))
+			io_uring_submit(&loop->ring);
+		return 0;
+	}
+	if (loop->poll_ns) {
+		uint64_t end = bs_now_ns() + loop->poll_ns;
+
+		if (io_uring_sq_ready(&loop->ring))
+			io_uring_submit(&loop->ring);
+		/* no syscall: completions land in the mapped CQ */
+		do {
+			if (io_uring_cq_ready(&loop->ring))
+				return 0;
+		} while (bs_now_ns() < end);
+	}
+	if (loop->poll_max_ns)
+		t0 = bs_now_ns();
+	__atomic_store_n(&loop->idle, 1, __ATOMIC_SEQ_CST);
+	if (timeout_ms < 0) {
+		err = io_uring_submit_and_wait(&loop->ring, 1);
+	} else {
+		struct __kernel_timespec ts = {
+			.tv_sec = timeout_ms / 1000,
+			.tv_nsec = (long long)(timeout_ms % 1000) * 1000000,
+		};
+
+		err = io_uring_submit_and_wait_timeout(&loop->ring, &cqe, 1,
+						       &ts, NULL);
+	}
+	__atomic_store_n(&loop->idle, 0, __ATOMIC_SEQ_CST);
+	if (t0)
+		adapt(loop, io_uring_cq_ready(&loop->ring) > 0,
+		      bs_now_ns() - t0);
+	if (err == -ETIME || err == -EINTR || err == -EBUSY)
+		return 0;
+	return err < 0 ? err : 0;
+}
+
+/* ---- fd watches ---------------------------------------------------------- */
+
 int bs_loop_add_fd(struct bs_loop *loop, int fd, uint32_t events, bs_fd_fn fn,
 		   void *arg)
 {
@@ -157,6 +436,16 @@ int bs_loop_add_fd(struct bs_loop *loop, int fd, uint32_t events, bs_fd_fn fn,
 	w->fd = fd;
 	w->fn = fn;
 	w->arg = arg;
+	w->loop = loop;
+	w->events = events;
+	w->op.fn = watch_cqe;
+	if (loop->ring_on) {
+		w->next = loop->watches;
+		loop->watches = w;
+		if (events)
+			arm(w);
+		return 0;
+	}
 	ev.data.ptr = w;
 	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		int err = -errno;
@@ -174,7 +463,7 @@ static struct fd_watch *find_watch(struct bs_loop *loop, int fd,
 	struct fd_watch **pp;
 
 	for (pp = &loop->watches; *pp; pp = &(*pp)->next) {
-		if ((*pp)->fd == fd) {
+		if ((*pp)->fd == fd && !(*pp)->dead) {
 			if (link)
 				*link = pp;
 			return *pp;
@@ -190,6 +479,16 @@ int bs_loop_mod_fd(struct bs_loop *loop, int fd, uint32_t events)
 
 	if (!w)
 		return -ENOENT;
+	if (loop->ring_on) {
+		if (events == w->events)
+			return 0;
+		w->events = events;
+		if (w->armed)
+			disarm(w);	/* re-armed with these when it returns */
+		else if (events)
+			arm(w);
+		return 0;
+	}
 	ev.data.ptr = w;
 	if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
 		return -errno;
@@ -202,7 +501,16 @@ void bs_loop_del_fd(struct bs_loop *loop, int fd)
 
 	if (!w)
 		return;
-	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (loop->ring_on && w->armed) {
+		/* its poll still names it: freed when that comes back */
+		w->fn = NULL;
+		w->fd = -1;
+		w->dead = true;
+		disarm(w);
+		return;
+	}
+	if (!loop->ring_on)
+		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, fd, NULL);
 	*link = w->next;
 	/*
 	 * An event for this watch may already be in the batch being
@@ -550,6 +858,15 @@ static int run_once(struct bs_loop *loop, int timeout_ms, bool settle)
 		int t = due <= now ? 0 : (int)((due - now + 999999) / 1000000);
 		if (timeout_ms < 0 || t < timeout_ms)
 			timeout_ms = t;
+	}
+	if (loop->ring_on) {
+		int err = ring_wait(loop, timeout_ms);
+
+		if (err)
+			return err;
+		ring_reap(loop);
+		run_timers(loop);
+		return 0;
 	}
 	n = timeout_ms && loop->poll_ns ? loop_poll(loop, evs) : 0;
 	if (!n) {

@@ -44,6 +44,16 @@ void bs_ctx_set_poll(struct bs_ctx *ctx, unsigned us)
 	ctx->poll_us = us;
 }
 
+void bs_ctx_set_ring(struct bs_ctx *ctx, bool on)
+{
+	ctx->ring = on;
+}
+
+int bs_ctx_ring_error(const struct bs_ctx *ctx)
+{
+	return ctx->ring_err;
+}
+
 int bs_ctx_start_threads(struct bs_ctx *ctx, unsigned n)
 {
 	sigset_t all, old;
@@ -74,6 +84,13 @@ int bs_ctx_start_threads(struct bs_ctx *ctx, unsigned n)
 			break;
 		bs_loop_set_index(t->loop, i + 1);
 		bs_loop_set_poll(t->loop, ctx->poll_us);
+		if (ctx->ring) {
+			int e = bs_loop_use_ring(t->loop, BS_RING_ENTRIES);
+
+			/* no io_uring here: this loop stays on epoll */
+			if (e && !ctx->ring_err)
+				ctx->ring_err = e;
+		}
 		ctx->loops[i + 1] = t->loop;
 		err = -pthread_create(&t->tid, NULL, io_main, t);
 		if (err) {

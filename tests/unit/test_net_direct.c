@@ -46,6 +46,16 @@ struct frames {
 };
 
 static struct frames *F;
+/* run the server's loop in ring mode (bs_loop_use_ring): receives and
+ * sends through io_uring instead of recv/sendmsg after epoll */
+static bool RING;
+
+static void new_loop(struct bs_loop **loop)
+{
+	assert_int_equal(bs_loop_new(loop), 0);
+	if (RING)
+		assert_int_equal(bs_loop_use_ring(*loop, 64), 0);
+}
 
 static int f_start(void *owner, struct bs_net_conn *c, void **sess)
 {
@@ -256,7 +266,7 @@ static void next_payload_goes_direct(void **state)
 	(void)state;
 	F = NULL;
 	bs_net_limits_default(&cfg.limits);
-	assert_int_equal(bs_loop_new(&loop), 0);
+	new_loop(&loop);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sa.sin_port = htons((uint16_t)th_free_port());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
@@ -327,7 +337,7 @@ static void closed_from_inside(unsigned what)
 
 	F = NULL;
 	bs_net_limits_default(&cfg.limits);
-	assert_int_equal(bs_loop_new(&loop), 0);
+	new_loop(&loop);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sa.sin_port = htons((uint16_t)th_free_port());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
@@ -376,12 +386,29 @@ static void closed_in_direct_done(void **state)
 	closed_from_inside(CLOSE_AFTER);
 }
 
+static int epoll_mode(void **state)
+{
+	(void)state;
+	RING = false;
+	return 0;
+}
+
+static int ring_mode(void **state)
+{
+	(void)state;
+	RING = true;
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(next_payload_goes_direct),
-		cmocka_unit_test(closed_in_input),
-		cmocka_unit_test(closed_in_direct_done),
+		cmocka_unit_test_setup(next_payload_goes_direct, epoll_mode),
+		cmocka_unit_test_setup(closed_in_input, epoll_mode),
+		cmocka_unit_test_setup(closed_in_direct_done, epoll_mode),
+		cmocka_unit_test_setup(next_payload_goes_direct, ring_mode),
+		cmocka_unit_test_setup(closed_in_input, ring_mode),
+		cmocka_unit_test_setup(closed_in_direct_done, ring_mode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,8 @@
  * byte.
  */
 #include <errno.h>
+#include <liburing.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,17 @@ static uint64_t next_id;
 
 static bool pump(struct bs_net_conn *c);
 static void on_event(void *arg, uint32_t events);
+static void rx_done(struct bs_ring_op *op, int res, uint32_t flags);
+static void tx_done(struct bs_ring_op *op, int res, uint32_t flags);
+
+/* A closed connection goes when nothing uses it any more: no pump() on
+ * the stack, no deferred service queued, no ring operation in flight. */
+static void maybe_free(struct bs_net_conn *c)
+{
+	if (c->dead && !c->queued && !c->in_pump && !c->rx_busy &&
+	    !c->tx_busy)
+		free(c);
+}
 static void arm_timer(struct bs_net_conn *c);
 
 void bs_net_conn_log(struct bs_net_conn *c, const char *fmt, ...)
@@ -91,7 +104,7 @@ static void service(void *arg)
 
 	c->queued = false;
 	if (c->dead) {
-		free(c);
+		maybe_free(c);
 		return;
 	}
 	pump(c);
@@ -190,7 +203,14 @@ static void start_here(void *arg)
 	int err;
 
 	err = l->proto->start(l->owner, c, &c->sess);
-	if (!err) {
+	if (!err && bs_loop_has_ring(c->loop)) {
+		/* no watch: receives and sends go through the loop's ring */
+		c->ring = true;
+		c->rd_empty = true;	/* the first receive is the ring's */
+		c->rx_op.fn = rx_done;
+		c->tx_op.fn = tx_done;
+		bs_net_conn_kick(c);
+	} else if (!err) {
 		c->events = EPOLLIN | EPOLLOUT;
 		err = bs_loop_add_fd(c->loop, c->fd, c->events, on_event, c);
 		if (err) {
@@ -327,7 +347,19 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 	bs_loop_cancel_work(c->loop, &c->shut_work);
 	bs_loop_cancel_work(c->loop, &c->close_work);
 	disarm_timer(c);
-	bs_loop_del_fd(c->loop, c->fd);
+	if (c->ring) {
+		/*
+		 * The kernel lets go of the input buffer and the session's
+		 * output before they are freed below; the completions still
+		 * come (rx_done/tx_done), c is freed after them.
+		 */
+		if (c->rx_busy)
+			bs_loop_ring_cancel(c->loop, &c->rx_op);
+		if (c->tx_busy)
+			bs_loop_ring_cancel(c->loop, &c->tx_op);
+	} else {
+		bs_loop_del_fd(c->loop, c->fd);
+	}
 	/* the last connection of this thread gone: its pool empties */
 	bs_bufpool_unbind(c->loop);
 	if (!why) {
@@ -357,8 +389,7 @@ void bs_net_conn_close(struct bs_net_conn *c, const char *why)
 	pthread_mutex_unlock(&l->lock);
 	free(c->in);
 	c->in = NULL;
-	if (!c->queued && !c->in_pump)
-		free(c);
+	maybe_free(c);
 }
 
 /* ---- moving bytes -------------------------------------------------------- */
@@ -550,6 +581,186 @@ static bool has_output(struct bs_net_conn *c)
 	return c->l->proto->output(c->sess, &iov, 1) > 0;
 }
 
+/* ---- ring mode: receives and sends queued with the loop's wait ----------- */
+
+/* Queue a send of what the session has for the peer (one at a time). */
+static bool ring_write(struct bs_net_conn *c)
+{
+	const struct bs_net_proto *p = c->l->proto;
+	struct io_uring_sqe *sqe;
+	int cnt;
+
+	if (c->tx_busy)
+		return true;
+	cnt = p->output(c->sess, c->tx_iov, 64);
+	if (cnt <= 0)
+		return true;
+	sqe = bs_loop_sqe(c->loop);
+	if (!sqe)
+		return write_output(c);
+	c->tx_mh = (struct msghdr){ .msg_iov = c->tx_iov,
+				    .msg_iovlen = (size_t)cnt };
+	io_uring_prep_sendmsg(sqe, c->fd, &c->tx_mh, MSG_NOSIGNAL);
+	io_uring_sqe_set_data(sqe, &c->tx_op);
+	c->tx_busy = true;
+	return true;
+}
+
+static void tx_done(struct bs_ring_op *op, int res, uint32_t flags)
+{
+	struct bs_net_conn *c = (struct bs_net_conn *)
+		((char *)op - offsetof(struct bs_net_conn, tx_op));
+	const struct bs_net_proto *p;
+
+	(void)flags;
+	c->tx_busy = false;
+	if (c->dead) {		/* its listener may be gone: touch nothing */
+		maybe_free(c);
+		return;
+	}
+	p = c->l->proto;
+	if (res >= 0) {
+		activity(c);
+		c->in_pump++;
+		p->sent(c->sess, (size_t)res);
+		c->in_pump--;
+		if (c->dead) {
+			maybe_free(c);
+			return;
+		}
+		pump(c);
+		return;
+	}
+	{
+		char why[96];
+
+		snprintf(why, sizeof(why), "write: %s%s", strerror(-res),
+			 p->busy && p->busy(c->sess) ?
+			 " (requests in flight finish unanswered)" : "");
+		bs_net_conn_close(c, why);
+	}
+}
+
+/*
+ * Nothing to read without waiting: queue the wait. Into the input buffer
+ * a receive; for a payload the session takes zero-copy, a poll, then the
+ * payload is read synchronously by read_input() into its buffer.
+ */
+static bool ring_read(struct bs_net_conn *c)
+{
+	const struct bs_net_proto *p = c->l->proto;
+	size_t cap = p->inbuf ? p->inbuf : 4096, room = 0, want;
+	struct io_uring_sqe *sqe;
+
+	if (c->rx_busy || c->rd_eof || !wants_input(c))
+		return true;
+	if (c->in_off == c->in_len && p->in_direct && p->direct_min) {
+		uint8_t *dst;
+
+		room = p->in_direct(c->sess, &dst);
+		if (room >= p->direct_min) {
+			if (!c->rd_empty)
+				return true;	/* read_input() will */
+			sqe = bs_loop_sqe(c->loop);
+			if (!sqe)
+				return true;
+			io_uring_prep_poll_add(sqe, c->fd, EPOLLIN);
+			io_uring_sqe_set_data(sqe, &c->rx_op);
+			c->rx_busy = c->rx_poll = true;
+			return true;
+		}
+	}
+	if (c->in_off && c->in_len == cap) {
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (c->in_len == cap)
+		return true;	/* the session takes some first */
+	want = cap - c->in_len;
+	if (c->after_direct && p->direct_hdr && want > room + p->direct_hdr)
+		want = room + p->direct_hdr;
+	sqe = bs_loop_sqe(c->loop);
+	if (!sqe)
+		return true;
+	io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, want, 0);
+	io_uring_sqe_set_data(sqe, &c->rx_op);
+	c->rx_busy = true;
+	c->rx_poll = false;
+	c->rx_want = want;
+	return true;
+}
+
+static void rx_done(struct bs_ring_op *op, int res, uint32_t flags)
+{
+	struct bs_net_conn *c = (struct bs_net_conn *)
+		((char *)op - offsetof(struct bs_net_conn, rx_op));
+	const struct bs_net_proto *p;
+
+	(void)flags;
+	c->rx_busy = false;
+	if (c->dead) {		/* its listener may be gone: touch nothing */
+		maybe_free(c);
+		return;
+	}
+	p = c->l->proto;
+	if (c->rx_poll) {
+		/* readable (or hung up): the payload is read synchronously */
+		c->rd_empty = false;
+		pump(c);
+		return;
+	}
+	if (res > 0) {
+		activity(c);
+		if ((size_t)res == c->rx_want)
+			c->after_direct = false;
+		c->in_len += (size_t)res;
+		/*
+		 * Short: more comes through the next receive, not a recv()
+		 * that would mostly find nothing. Full (a header asked for
+		 * alone, after a zero-copy payload): its payload is most
+		 * likely there, read_input() takes it straight away.
+		 */
+		c->rd_empty = (size_t)res < c->rx_want;
+		pump(c);
+		return;
+	}
+	if (res == 0 || res == -ECONNRESET) {
+		c->rd_eof = true;
+		if (res == 0) {
+			pump(c);
+			return;
+		}
+	}
+	if (res == -EINTR || res == -EAGAIN) {
+		pump(c);
+		return;
+	}
+	/* reset or a read error: what the peer sent before is in */
+	c->in_pump++;
+	if (!c->eof_told) {
+		c->eof_told = true;
+		p->eof(c->sess);
+	}
+	if (!c->dead) {
+		char why[96];
+
+		if (res == -ECONNRESET)
+			snprintf(why, sizeof(why), "%s",
+				 p->busy && p->busy(c->sess) ?
+				 "connection reset (requests in flight finish "
+				 "unanswered)" : "connection reset");
+		else
+			snprintf(why, sizeof(why), "read: %s",
+				 strerror(-res));
+		bs_net_conn_close(c, res == -ECONNRESET &&
+				     !(p->busy && p->busy(c->sess)) ?
+				  NULL : why);
+	}
+	c->in_pump--;
+	maybe_free(c);
+}
+
 static bool pump_here(struct bs_net_conn *c)
 {
 	const struct bs_net_proto *p = c->l->proto;
@@ -565,15 +776,17 @@ static bool pump_here(struct bs_net_conn *c)
 		if (c->dead)
 			return false;
 	}
-	if (!write_output(c))
+	if (c->ring ? !ring_write(c) : !write_output(c))
 		return false;
 	/* sending made room under out_max: read what waited */
 	if (wants_input(c) && c->in_off < c->in_len && !feed(c))
 		return false;
-	if (p->finished(c->sess) && !has_output(c)) {
+	if (p->finished(c->sess) && !has_output(c) && !c->tx_busy) {
 		bs_net_conn_close(c, NULL);
 		return false;
 	}
+	if (c->ring)
+		return ring_read(c);
 	if (wants_input(c))
 		want |= EPOLLIN;
 	if (has_output(c))
@@ -598,8 +811,7 @@ static bool pump(struct bs_net_conn *c)
 	ok = pump_here(c);
 	c->in_pump--;
 	if (c->dead) {
-		if (!c->queued && !c->in_pump)
-			free(c);
+		maybe_free(c);
 		return false;
 	}
 	return ok;
@@ -632,6 +844,6 @@ static void on_event(void *arg, uint32_t events)
 		bs_net_conn_close(c, p->busy && p->busy(c->sess) ?
 				  "connection reset (requests in flight "
 				  "finish unanswered)" : NULL);
-	if (!--c->in_pump && !c->queued)
-		free(c);
+	c->in_pump--;
+	maybe_free(c);
 }

@@ -4,6 +4,8 @@
 #define BLKSTACK_NET_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <blkstack/loop.h>
 #include <blkstack/net.h>
@@ -75,6 +77,19 @@ struct bs_net_conn {
 	 * the freeing of the connection to the outermost, which still uses
 	 * it */
 	unsigned in_pump;
+	/*
+	 * Ring mode (the loop waits in io_uring): no fd watch; one receive
+	 * (or, when a payload is to go zero-copy, a poll: the kernel never
+	 * writes into a session's buffers behind its back) and one send at
+	 * most in flight, queued with the loop's wait. A closing connection
+	 * cancels them synchronously and is freed once both came back.
+	 */
+	bool ring;
+	bool rx_busy, tx_busy, rx_poll;
+	size_t rx_want;
+	struct bs_ring_op rx_op, tx_op;
+	struct msghdr tx_mh;
+	struct iovec tx_iov[64];
 	struct bs_work work;
 	int timer;		/* handshake or idle deadline, > 0 armed */
 	uint64_t start_ns, last_ns;
