@@ -32,7 +32,7 @@ struct bsd {
 	unsigned threads;	/* [daemon] threads (I/O threads) */
 	bool threads_set;
 	unsigned poll_us;	/* [daemon] poll_us (adaptive polling) */
-	bool epoll;		/* event_loop = epoll: no io_uring loops */
+	bool epoll;		/* event_loop = epoll (the default): no io_uring loops */
 };
 
 /* One log line, with a timestamp, to the log (stderr or the log file). */

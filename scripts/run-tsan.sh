@@ -38,6 +38,8 @@ SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
 # threads fail back to them while the device is down (about 15 s under
 # TSan; it found a request read after its context went back home).
 SCRIPTS+=(nvmf_down)
+# event_loop = io_uring (connections on the I/O loops' rings) and epoll
+SCRIPTS+=(daemon_event_loop)
 # Remote leaves: the nbd driver (libnbd's connections and the reconnect
 # timer against the I/O threads) and the multipath mapper over nbd paths
 # (path state under its lock, flushes fanned out, the queue sent home

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# [daemon] event_loop: the I/O threads wait in io_uring (the default;
-# connections receive and send through that ring) or in epoll. Both serve
+# [daemon] event_loop: the I/O threads wait in epoll (the default) or in
+# io_uring (connections receive and send through that ring). Both serve
 # the same bytes to real clients: fio verify (crc32c) over four NBD
 # connections on two threads, a client that resets mid-request and one
 # that leaves without a goodbye; the start-up log names the mode; a bad
@@ -86,13 +86,21 @@ PY
 run_mode io_uring
 run_mode epoll
 
+note "without the key the threads wait in epoll"
+printf '[daemon]\nstate_dir = %s\ncontrol = %s\nthreads = 2\n' "$T/state" "$CTL" >"$T/d.ini"
+printf '[device m]\ntype = mem\nsize = 1M\n[export m]\ntype = nbd\ndevice = m\nlisten = 127.0.0.1:%s\n' "$(free_port)" >>"$T/d.ini"
+: >"$T/d.log"
+start_daemon "$T/d.ini"
+grep -q "waiting in epoll (event_loop)" "$T/d.log" || fail "default: not epoll"
+stop_daemon
+
 note "a bad event_loop is one error at file:line"
 printf '[daemon]\nstate_dir = %s/never\nevent_loop = poll\n' "$T" >"$T/bad.ini"
 printf '[device a]\ntype = mem\nsize = 1M\n' >>"$T/bad.ini"
 rc=0
 timeout 30 "$BSD" -f -c "$T/bad.ini" >"$T/out" 2>"$T/err" || rc=$?
 ((rc == 1)) || fail "event_loop = poll: exit $rc"
-grep -q 'bad.ini:3: event_loop: poll: give io_uring (the default) or epoll' \
+grep -q 'bad.ini:3: event_loop: poll: give epoll (the default) or io_uring' \
 	"$T/err" || { cat "$T/err"; fail "event_loop = poll: message"; }
 [[ ! -e $T/never ]] || fail "a refused config created the state dir"
 echo "PASS: daemon_event_loop"

@@ -3,10 +3,10 @@
 # start, NBD clients doing every kind of request, control-socket commands,
 # graceful stop. Uses the normal build (valgrind cannot run ASan binaries)
 # and mem devices (valgrind cannot see data the kernel writes through
-# io_uring, so file devices would give false reports). The daemon sees
-# valgrind and puts its I/O threads on epoll itself (valgrind runs one
-# thread at a time and lets no other go while one waits in
-# io_uring_enter: the default io_uring loop would starve the others).
+# io_uring, so file devices would give false reports). Asked for
+# event_loop = io_uring, the daemon sees valgrind and puts its I/O
+# threads on epoll (valgrind runs one thread at a time and lets no other
+# go while one waits in io_uring_enter: the others would starve).
 source "$(dirname "$0")/lib/cli-common.bash"
 NORMAL=${BUILD%/asan}
 [[ $NORMAL != "$BUILD" ]] || NORMAL=$BUILD
@@ -16,6 +16,7 @@ source "$(dirname "$0")/lib/daemon.bash"
 need valgrind qemu-io nbdinfo python3
 daemon_setup
 cat >>"$T/d.ini" <<EOC
+event_loop = io_uring
 [device a]
 type = mem
 size = 64M
