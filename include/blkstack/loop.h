@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct bs_loop;
@@ -131,6 +132,10 @@ struct io_uring_sqe;
 struct bs_ring_op {
 	void (*fn)(struct bs_ring_op *op, int res, uint32_t flags);
 };
+/* The struct of type @type whose member @member is at @ptr (an op's
+ * owner, in its fn). */
+#define BS_CONTAINER_OF(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
 int bs_loop_use_ring(struct bs_loop *loop, unsigned entries);
 bool bs_loop_has_ring(const struct bs_loop *loop);
 /* An SQE of the loop's ring (NULL: not in ring mode). Loop thread only. */

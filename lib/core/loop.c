@@ -260,8 +260,7 @@ static void unlink_watch(struct bs_loop *loop, struct fd_watch *w)
 
 static void watch_cqe(struct bs_ring_op *op, int res, uint32_t flags)
 {
-	struct fd_watch *w = (struct fd_watch *)((char *)op -
-						 offsetof(struct fd_watch, op));
+	struct fd_watch *w = BS_CONTAINER_OF(op, struct fd_watch, op);
 	struct bs_loop *loop = w->loop;
 
 	(void)flags;
@@ -303,9 +302,7 @@ static void run_posted(struct bs_loop *loop);
 
 static void ev_cqe(struct bs_ring_op *op, int res, uint32_t flags)
 {
-	struct bs_loop *loop = (struct bs_loop *)((char *)op -
-						  offsetof(struct bs_loop,
-							   ev_op));
+	struct bs_loop *loop = BS_CONTAINER_OF(op, struct bs_loop, ev_op);
 
 	(void)res;
 	(void)flags;

@@ -22,6 +22,8 @@
 
 #include <blkstack/loop.h>
 
+#include "helpers/th.h"
+
 struct rd {
 	int fd;
 	unsigned calls;
@@ -46,24 +48,13 @@ static void on_read(void *arg, uint32_t events)
 		bs_loop_del_fd(r->loop, r->fd);
 }
 
-/* A loop in ring mode; the test is skipped where the kernel has no
- * io_uring or no synchronous cancel (before Linux 6.0). */
+/* A loop in ring mode (the test is skipped where there is none) */
 static struct bs_loop *ring_loop(void)
 {
 	struct bs_loop *loop;
-	int err;
 
 	assert_int_equal(bs_loop_new(&loop), 0);
-	err = bs_loop_use_ring(loop, 32);
-	if (err == -ENOSYS || err == -EOPNOTSUPP || err == -EINVAL ||
-	    err == -EPERM) {
-		bs_loop_free(loop);
-		print_message("SKIP: no io_uring loop here: %s\n",
-			      strerror(-err));
-		skip();
-	}
-	assert_int_equal(err, 0);
-	assert_true(bs_loop_has_ring(loop));
+	th_loop_ring(loop, 32);
 	return loop;
 }
 

@@ -52,20 +52,9 @@ static bool RING;
 
 static void new_loop(struct bs_loop **loop)
 {
-	int err;
-
 	assert_int_equal(bs_loop_new(loop), 0);
-	if (!RING)
-		return;
-	err = bs_loop_use_ring(*loop, 64);
-	if (err == -ENOSYS || err == -EOPNOTSUPP || err == -EINVAL ||
-	    err == -EPERM) {
-		bs_loop_free(*loop);
-		print_message("SKIP: no io_uring loop here: %s\n",
-			      strerror(-err));
-		skip();
-	}
-	assert_int_equal(err, 0);
+	if (RING)
+		th_loop_ring(*loop, 64);
 }
 
 static int f_start(void *owner, struct bs_net_conn *c, void **sess)
@@ -260,40 +249,58 @@ static uint8_t *frame(unsigned k)
 		assert_true(cond);                                     \
 	} while (0)
 
-static void next_payload_goes_direct(void **state)
-{
+/* A listener of the toy protocol on its own loop and a client connected
+ * to it (the session started); the client's socket is returned. */
+struct server {
 	struct bs_loop *loop;
 	struct bs_net_listener *l;
+};
+
+static int serve(struct server *sv)
+{
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct bs_net_listen_cfg cfg = {
-		.addr = "127.0.0.1:0",
-		.proto = &frames_proto,
-	};
-	uint8_t *f0 = frame(0), *two;
+	struct bs_net_listen_cfg cfg = { .proto = &frames_proto };
 	char addr[64];
-	size_t copied;
 	int fd;
 
-	(void)state;
 	F = NULL;
 	bs_net_limits_default(&cfg.limits);
-	new_loop(&loop);
+	new_loop(&sv->loop);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sa.sin_port = htons((uint16_t)th_free_port());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
 	cfg.addr = addr;
-	assert_int_equal(bs_net_listen(loop, &cfg, &l), 0);
-
+	assert_int_equal(bs_net_listen(sv->loop, &cfg, &sv->l), 0);
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	RUN_UNTIL(loop, F != NULL);
+	RUN_UNTIL(sv->loop, F != NULL);
+	return fd;
+}
+
+static void unserve(struct server *sv)
+{
+	bs_net_listener_free(sv->l);
+	bs_loop_run_once(sv->loop, 0);
+	bs_loop_free(sv->loop);
+	free(F);
+}
+
+static void next_payload_goes_direct(void **state)
+{
+	struct server sv;
+	uint8_t *f0 = frame(0), *two;
+	size_t copied;
+	int fd;
+
+	(void)state;
+	fd = serve(&sv);
 
 	/* frame 0: its header and 1 KiB arrive first (into the buffer) ... */
 	send_all(fd, f0, HDR + 1024);
-	RUN_UNTIL(loop, F->got == 1024);
+	RUN_UNTIL(sv.loop, F->got == 1024);
 	/* ... the rest is missing while the server waits: zero-copy */
 	send_all(fd, f0 + HDR + 1024, PAYLOAD - 1024);
-	RUN_UNTIL(loop, F->done == 1);
+	RUN_UNTIL(sv.loop, F->done == 1);
 	/* (a tail under direct_min may come through the buffer) */
 	assert_true(F->copied >= 1024 && F->copied < 1024 + DIRECT_MIN);
 	copied = F->copied;
@@ -310,7 +317,7 @@ static void next_payload_goes_direct(void **state)
 		free(b);
 	}
 	send_all(fd, two, 2 * (HDR + PAYLOAD));
-	RUN_UNTIL(loop, F->done == 3);
+	RUN_UNTIL(sv.loop, F->done == 3);
 	assert_false(F->bad);
 	/*
 	 * Only headers (and at most a short tail of a payload that had not
@@ -321,11 +328,8 @@ static void next_payload_goes_direct(void **state)
 	assert_int_equal(F->copied + F->direct, 3 * PAYLOAD);
 
 	close(fd);
-	RUN_UNTIL(loop, F->eof);
-	bs_net_listener_free(l);
-	bs_loop_run_once(loop, 0);
-	bs_loop_free(loop);
-	free(F);
+	RUN_UNTIL(sv.loop, F->eof);
+	unserve(&sv);
 	free(f0);
 	free(two);
 }
@@ -337,26 +341,11 @@ static void next_payload_goes_direct(void **state)
  */
 static void closed_from_inside(unsigned what)
 {
-	struct bs_loop *loop;
-	struct bs_net_listener *l;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct bs_net_listen_cfg cfg = { .proto = &frames_proto };
-	char addr[64], junk[64];
+	struct server sv;
+	char junk[64];
 	uint8_t *b;
 	size_t len;
-	int fd;
-
-	F = NULL;
-	bs_net_limits_default(&cfg.limits);
-	new_loop(&loop);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sa.sin_port = htons((uint16_t)th_free_port());
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
-	cfg.addr = addr;
-	assert_int_equal(bs_net_listen(loop, &cfg, &l), 0);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	RUN_UNTIL(loop, F != NULL);
+	int fd = serve(&sv);
 
 	len = HDR + (what == TOO_BIG ? 60 : CLOSE_AFTER + HDR + 60);
 	b = calloc(1, len);
@@ -369,19 +358,16 @@ static void closed_from_inside(unsigned what)
 		/* the header first, so that the payload goes zero-copy and
 		 * the next header comes with it */
 		send_all(fd, b, HDR);
-		RUN_UNTIL(loop, F->have == HDR);
+		RUN_UNTIL(sv.loop, F->have == HDR);
 		send_all(fd, b + HDR, len - HDR);
 	} else {
 		send_all(fd, b, len);
 	}
-	RUN_UNTIL(loop, F->c == NULL);
+	RUN_UNTIL(sv.loop, F->c == NULL);
 	/* EOF, or a reset: the server closed over input it did not read */
 	assert_true(recv(fd, junk, sizeof(junk), 0) <= 0);
 	close(fd);
-	bs_net_listener_free(l);
-	bs_loop_run_once(loop, 0);
-	bs_loop_free(loop);
-	free(F);
+	unserve(&sv);
 	free(b);
 }
 

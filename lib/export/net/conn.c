@@ -431,6 +431,80 @@ static void activity(struct bs_net_conn *c)
 		c->last_ns = bs_now_ns();
 }
 
+/*
+ * The peer is gone (reset, hung up, a read error; what it sent before is
+ * in): the session hears of the end once, then the connection closes
+ * with @why, or for a hang-up (NULL) quietly unless requests were in
+ * flight. Frees c unless a pump() below holds it.
+ */
+static void peer_gone(struct bs_net_conn *c, const char *why)
+{
+	const struct bs_net_proto *p = c->l->proto;
+
+	c->in_pump++;
+	if (!c->eof_told) {
+		c->eof_told = true;
+		p->eof(c->sess);
+	}
+	if (!c->dead)
+		bs_net_conn_close(c, why ? why : p->busy && p->busy(c->sess) ?
+				  "connection reset (requests in flight "
+				  "finish unanswered)" : NULL);
+	c->in_pump--;
+	maybe_free(c);
+}
+
+/* A send failed with @err: the connection closes saying so. */
+static void write_failed(struct bs_net_conn *c, int err)
+{
+	const struct bs_net_proto *p = c->l->proto;
+	char why[96];
+
+	snprintf(why, sizeof(why), "write: %s%s", strerror(err),
+		 p->busy && p->busy(c->sess) ?
+		 " (requests in flight finish unanswered)" : "");
+	bs_net_conn_close(c, why);
+}
+
+/* Room of the payload the session takes zero-copy next (into *@dst),
+ * asked only when the input buffer is empty; 0: none now. */
+static size_t direct_room(struct bs_net_conn *c, uint8_t **dst)
+{
+	const struct bs_net_proto *p = c->l->proto;
+
+	if (c->in_off != c->in_len || !p->in_direct || !p->direct_min)
+		return 0;
+	return p->in_direct(c->sess, dst);
+}
+
+/*
+ * How many bytes to read into the input buffer next (compacted first
+ * when full of consumed bytes); 0 while it is full. @room: the zero-copy
+ * room found (smaller than direct_min: its tail comes through here).
+ */
+static size_t in_want(struct bs_net_conn *c, size_t room)
+{
+	const struct bs_net_proto *p = c->l->proto;
+	size_t cap = p->inbuf ? p->inbuf : 4096, want;
+
+	if (c->in_off && c->in_len == cap) {
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (c->in_len == cap)
+		return 0;
+	want = cap - c->in_len;
+	/*
+	 * After a zero-copy payload: its short tail (if any) and one header
+	 * only, so that a big payload behind that header goes zero-copy too
+	 * instead of being copied out of c->in.
+	 */
+	if (c->after_direct && p->direct_hdr && want > room + p->direct_hdr)
+		want = room + p->direct_hdr;
+	return want;
+}
+
 /* Read while the session takes input; false if the connection closed. */
 static bool read_input(struct bs_net_conn *c)
 {
@@ -439,68 +513,51 @@ static bool read_input(struct bs_net_conn *c)
 
 	while (wants_input(c) && !c->rd_empty) {
 		ssize_t n;
-		size_t want, room = 0;
+		size_t want;
+		uint8_t *dst;
+		size_t room = direct_room(c, &dst);
 
-		if (c->in_off == c->in_len && p->in_direct && p->direct_min) {
-			uint8_t *dst;
-
-			room = p->in_direct(c->sess, &dst);
-
-			/*
-			 * A big payload: straight into the request's buffer,
-			 * and the next header (direct_hdr) in the same call
-			 * into the input buffer: no second recv that would
-			 * mostly find nothing (a request at queue depth 1).
-			 */
-			if (room >= p->direct_min) {
-				struct iovec iov[2] = {
-					{ .iov_base = dst, .iov_len = room },
-					{ .iov_base = c->in,
-					  .iov_len = p->direct_hdr < cap ?
-						     p->direct_hdr : cap },
-				};
-				struct msghdr mh = {
-					.msg_iov = iov,
-					.msg_iovlen = p->direct_hdr ? 2 : 1,
-				};
-				size_t full = room + (p->direct_hdr ?
-						      iov[1].iov_len : 0);
-
-				c->in_off = c->in_len = 0;
-				n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
-				if (n > 0) {
-					size_t d = (size_t)n < room ?
-						   (size_t)n : room;
-
-					activity(c);
-					c->after_direct = true;
-					c->rd_empty = (size_t)n < full;
-					c->in_len = (size_t)n - d;
-					p->in_direct_done(c->sess, d);
-					if (c->dead ||
-					    (c->in_len && !feed(c)))
-						return false;
-					continue;
-				}
-				goto got;
-			}
-		}
-		if (c->in_off && c->in_len == cap) {
-			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-			c->in_len -= c->in_off;
-			c->in_off = 0;
-		}
-		if (c->in_len == cap)
-			break;
-		want = cap - c->in_len;
 		/*
-		 * After a zero-copy payload: its short tail (if any) and one
-		 * header only, so that a big payload behind that header goes
-		 * zero-copy too instead of being copied out of c->in.
+		 * A big payload: straight into the request's buffer,
+		 * and the next header (direct_hdr) in the same call
+		 * into the input buffer: no second recv that would
+		 * mostly find nothing (a request at queue depth 1).
 		 */
-		if (c->after_direct && p->direct_hdr &&
-		    want > room + p->direct_hdr)
-			want = room + p->direct_hdr;
+		if (room && room >= p->direct_min) {
+			struct iovec iov[2] = {
+				{ .iov_base = dst, .iov_len = room },
+				{ .iov_base = c->in,
+				  .iov_len = p->direct_hdr < cap ?
+					     p->direct_hdr : cap },
+			};
+			struct msghdr mh = {
+				.msg_iov = iov,
+				.msg_iovlen = p->direct_hdr ? 2 : 1,
+			};
+			size_t full = room + (p->direct_hdr ?
+					      iov[1].iov_len : 0);
+
+			c->in_off = c->in_len = 0;
+			n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+			if (n > 0) {
+				size_t d = (size_t)n < room ?
+					   (size_t)n : room;
+
+				activity(c);
+				c->after_direct = true;
+				c->rd_empty = (size_t)n < full;
+				c->in_len = (size_t)n - d;
+				p->in_direct_done(c->sess, d);
+				if (c->dead ||
+				    (c->in_len && !feed(c)))
+					return false;
+				continue;
+			}
+			goto got;
+		}
+		want = in_want(c, room);
+		if (!want)
+			break;
 		n = recv(c->fd, c->in + c->in_len, want, MSG_DONTWAIT);
 got:
 		if (n > 0) {
@@ -527,9 +584,9 @@ got:
 		}
 		{
 			char why[96];
+
 			snprintf(why, sizeof(why), "read: %s", strerror(errno));
-			p->eof(c->sess);
-			bs_net_conn_close(c, why);	/* no-op if eof closed */
+			peer_gone(c, why);
 			return false;
 		}
 	}
@@ -562,14 +619,8 @@ static bool write_output(struct bs_net_conn *c)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			break;
-		{
-			char why[96];
-			snprintf(why, sizeof(why), "write: %s%s", strerror(errno),
-				 p->busy && p->busy(c->sess) ?
-				 " (requests in flight finish unanswered)" : "");
-			bs_net_conn_close(c, why);
-			return false;
-		}
+		write_failed(c, errno);
+		return false;
 	}
 	return true;
 }
@@ -608,8 +659,7 @@ static bool ring_write(struct bs_net_conn *c)
 
 static void tx_done(struct bs_ring_op *op, int res, uint32_t flags)
 {
-	struct bs_net_conn *c = (struct bs_net_conn *)
-		((char *)op - offsetof(struct bs_net_conn, tx_op));
+	struct bs_net_conn *c = BS_CONTAINER_OF(op, struct bs_net_conn, tx_op);
 	const struct bs_net_proto *p;
 
 	(void)flags;
@@ -631,14 +681,7 @@ static void tx_done(struct bs_ring_op *op, int res, uint32_t flags)
 		pump(c);
 		return;
 	}
-	{
-		char why[96];
-
-		snprintf(why, sizeof(why), "write: %s%s", strerror(-res),
-			 p->busy && p->busy(c->sess) ?
-			 " (requests in flight finish unanswered)" : "");
-		bs_net_conn_close(c, why);
-	}
+	write_failed(c, -res);
 }
 
 /*
@@ -648,38 +691,27 @@ static void tx_done(struct bs_ring_op *op, int res, uint32_t flags)
  */
 static bool ring_read(struct bs_net_conn *c)
 {
-	const struct bs_net_proto *p = c->l->proto;
-	size_t cap = p->inbuf ? p->inbuf : 4096, room = 0, want;
 	struct io_uring_sqe *sqe;
+	size_t room, want;
+	uint8_t *dst;
 
 	if (c->rx_busy || c->rd_eof || !wants_input(c))
 		return true;
-	if (c->in_off == c->in_len && p->in_direct && p->direct_min) {
-		uint8_t *dst;
-
-		room = p->in_direct(c->sess, &dst);
-		if (room >= p->direct_min) {
-			if (!c->rd_empty)
-				return true;	/* read_input() will */
-			sqe = bs_loop_sqe(c->loop);
-			if (!sqe)
-				return true;
-			io_uring_prep_poll_add(sqe, c->fd, EPOLLIN);
-			io_uring_sqe_set_data(sqe, &c->rx_op);
-			c->rx_busy = c->rx_poll = true;
+	room = direct_room(c, &dst);
+	if (room && room >= c->l->proto->direct_min) {
+		if (!c->rd_empty)
+			return true;	/* read_input() will */
+		sqe = bs_loop_sqe(c->loop);
+		if (!sqe)
 			return true;
-		}
+		io_uring_prep_poll_add(sqe, c->fd, EPOLLIN);
+		io_uring_sqe_set_data(sqe, &c->rx_op);
+		c->rx_busy = c->rx_poll = true;
+		return true;
 	}
-	if (c->in_off && c->in_len == cap) {
-		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-		c->in_len -= c->in_off;
-		c->in_off = 0;
-	}
-	if (c->in_len == cap)
+	want = in_want(c, room);
+	if (!want)
 		return true;	/* the session takes some first */
-	want = cap - c->in_len;
-	if (c->after_direct && p->direct_hdr && want > room + p->direct_hdr)
-		want = room + p->direct_hdr;
 	sqe = bs_loop_sqe(c->loop);
 	if (!sqe)
 		return true;
@@ -693,9 +725,7 @@ static bool ring_read(struct bs_net_conn *c)
 
 static void rx_done(struct bs_ring_op *op, int res, uint32_t flags)
 {
-	struct bs_net_conn *c = (struct bs_net_conn *)
-		((char *)op - offsetof(struct bs_net_conn, rx_op));
-	const struct bs_net_proto *p;
+	struct bs_net_conn *c = BS_CONTAINER_OF(op, struct bs_net_conn, rx_op);
 
 	(void)flags;
 	c->rx_busy = false;
@@ -703,7 +733,6 @@ static void rx_done(struct bs_ring_op *op, int res, uint32_t flags)
 		maybe_free(c);
 		return;
 	}
-	p = c->l->proto;
 	if (c->rx_poll) {
 		/* readable (or hung up): the payload is read synchronously */
 		c->rd_empty = false;
@@ -725,40 +754,22 @@ static void rx_done(struct bs_ring_op *op, int res, uint32_t flags)
 		pump(c);
 		return;
 	}
-	if (res == 0 || res == -ECONNRESET) {
-		c->rd_eof = true;
-		if (res == 0) {
-			pump(c);
-			return;
-		}
-	}
-	if (res == -EINTR || res == -EAGAIN) {
+	if (res == 0 || res == -EINTR || res == -EAGAIN) {
+		c->rd_eof |= res == 0;
 		pump(c);
 		return;
 	}
-	/* reset or a read error: what the peer sent before is in */
-	c->in_pump++;
-	if (!c->eof_told) {
-		c->eof_told = true;
-		p->eof(c->sess);
+	if (res == -ECONNRESET) {
+		c->rd_eof = true;
+		peer_gone(c, NULL);
+		return;
 	}
-	if (!c->dead) {
+	{
 		char why[96];
 
-		if (res == -ECONNRESET)
-			snprintf(why, sizeof(why), "%s",
-				 p->busy && p->busy(c->sess) ?
-				 "connection reset (requests in flight finish "
-				 "unanswered)" : "connection reset");
-		else
-			snprintf(why, sizeof(why), "read: %s",
-				 strerror(-res));
-		bs_net_conn_close(c, res == -ECONNRESET &&
-				     !(p->busy && p->busy(c->sess)) ?
-				  NULL : why);
+		snprintf(why, sizeof(why), "read: %s", strerror(-res));
+		peer_gone(c, why);
 	}
-	c->in_pump--;
-	maybe_free(c);
 }
 
 static bool pump_here(struct bs_net_conn *c)
@@ -820,7 +831,6 @@ static bool pump(struct bs_net_conn *c)
 static void on_event(void *arg, uint32_t events)
 {
 	struct bs_net_conn *c = arg;
-	const struct bs_net_proto *p = c->l->proto;
 
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
 		c->rd_empty = false;
@@ -835,15 +845,5 @@ static void on_event(void *arg, uint32_t events)
 	 */
 	if ((events & EPOLLIN) && !pump(c))
 		return;
-	c->in_pump++;
-	if (!c->eof_told) {
-		c->eof_told = true;
-		p->eof(c->sess);
-	}
-	if (!c->dead)
-		bs_net_conn_close(c, p->busy && p->busy(c->sess) ?
-				  "connection reset (requests in flight "
-				  "finish unanswered)" : NULL);
-	c->in_pump--;
-	maybe_free(c);
+	peer_gone(c, NULL);
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <blkstack/attr.h>
+#include <blkstack/loop.h>
 #include <blkstack/opts.h>
 
 #include "th.h"
@@ -78,6 +80,21 @@ uint64_t th_rand(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+void th_loop_ring(struct bs_loop *loop, unsigned entries)
+{
+	int err = bs_loop_use_ring(loop, entries);
+
+	if (err == -ENOSYS || err == -EOPNOTSUPP || err == -EINVAL ||
+	    err == -EPERM) {
+		bs_loop_free(loop);
+		print_message("SKIP: no io_uring loop here: %s\n",
+			      strerror(-err));
+		skip();
+	}
+	assert_int_equal(err, 0);
+	assert_true(bs_loop_has_ring(loop));
 }
 
 void th_write_file(const char *path, const void *buf, size_t len)

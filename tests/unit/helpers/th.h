@@ -33,6 +33,12 @@ unsigned th_free_port(void);
 void th_fill(void *buf, size_t len, uint64_t seed);
 uint64_t th_rand(uint64_t *state);
 
+/* Put @loop in ring mode (bs_loop_use_ring, @entries); the test is
+ * skipped, with the reason, where the kernel has no io_uring or no
+ * synchronous cancel (before Linux 6.0); @loop is freed then. */
+struct bs_loop;
+void th_loop_ring(struct bs_loop *loop, unsigned entries);
+
 /* Create (or truncate) the host file @path holding @len bytes of @buf;
  * fails the test on error. */
 void th_write_file(const char *path, const void *buf, size_t len);
