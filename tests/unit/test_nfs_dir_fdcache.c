@@ -7,8 +7,9 @@
  * least recently used going first; an fd in use is not closed by
  * eviction; an fd idle longer than trim() is given is closed, one in
  * use is not; threads share the cache; closing the backend closes all.
- * GETATTR of a cached file opens nothing either. Opens are counted by
- * standing in for open_by_handle_at.
+ * GETATTR of a cached file opens nothing either. The last close of an
+ * unlinked file (which frees its blocks) is a worker's on a loop's
+ * thread. Opens are counted by standing in for open_by_handle_at.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +21,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <blkstack/bdev.h>
+#include <blkstack/loop.h>
+#include <blkstack/workers.h>
 #include <blkstack/write_same.h>
 
 #include "export/nfs/nfs.h"
@@ -359,6 +363,80 @@ static void threads(void **state)
 	assert_true(nfds() - fds <= N);
 }
 
+/* run the context's loop until its workers have nothing pending */
+static void drain(struct bs_ctx *ctx, struct bs_workers *w)
+{
+	for (unsigned i = 0; i < 500 && bs_workers_pending(w); i++)
+		bs_loop_run_once(bs_ctx_loop(ctx), 10);
+	assert_int_equal(bs_workers_pending(w), 0);
+}
+
+/* @name written (64 KiB: it holds blocks), cached, then unlinked */
+static void written_unlinked(struct fix *f, const char *name,
+			     struct nfs_fh *fh)
+{
+	uint8_t buf[65536];
+	char path[128];
+
+	memset(buf, 7, sizeof(buf));
+	mk(f, name, fh);
+	assert_int_equal(f->be.ops->write(&f->be, fh, 0, buf, sizeof(buf),
+					  false), 0);
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	assert_int_equal(unlink(path), 0);
+}
+
+/*
+ * The last close of a file unlinked meanwhile frees its blocks: on a
+ * loop's thread a worker does it, whether the entry goes with its last
+ * user or with the idle trim; a file that holds no blocks closes at
+ * once, as does any entry on a thread that runs no loop (stale above).
+ */
+static void unlinked_closed_by_worker(void **state)
+{
+	struct fix *f = *state;
+	uint8_t buf[512];
+	struct bs_workers *w;
+	struct bs_ctx *ctx;
+	struct nfs_attr at;
+	struct nfs_fh fh;
+	char path[128];
+	int fds;
+
+	assert_int_equal(bs_ctx_new(&ctx), 0);
+	assert_non_null(bs_loop_current());	/* this thread runs its loop */
+	w = bs_ctx_workers(ctx);
+	assert_non_null(w);
+	f->be.ctx = ctx;
+
+	fds = nfds();
+	written_unlinked(f, "a", &fh);
+	assert_int_equal(nfds(), fds + 1);
+	assert_int_equal(f->be.ops->getattr(&f->be, &fh, &at), -ESTALE);
+	assert_int_equal(bs_workers_pending(w), 1);	/* not closed here */
+	assert_int_equal(nfds(), fds + 1);
+	drain(ctx, w);
+	assert_int_equal(nfds(), fds);
+
+	written_unlinked(f, "b", &fh);
+	f->be.ops->trim(&f->be, 0);
+	assert_int_equal(bs_workers_pending(w), 1);
+	drain(ctx, w);
+	assert_int_equal(nfds(), fds);
+
+	/* empty: nothing to free, closed here */
+	mk(f, "c", &fh);
+	assert_int_equal(rd(f, &fh, 0, buf, sizeof(buf)), 0);
+	snprintf(path, sizeof(path), "%s/c", f->dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(f->be.ops->getattr(&f->be, &fh, &at), -ESTALE);
+	assert_int_equal(bs_workers_pending(w), 0);
+	assert_int_equal(nfds(), fds);
+
+	f->be.ctx = NULL;
+	bs_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +446,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(idle_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(unlinked_closed_by_worker,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,6 +31,7 @@
 #include <blkstack/write_same.h>
 
 #include <blkstack/loop.h>
+#include <blkstack/workers.h>
 
 #include "export/nfs/nfs.h"
 
@@ -123,6 +124,50 @@ static struct fdc_ent *fdc_find(struct dirbe *d, const struct nfs_fh *fh)
 	return NULL;
 }
 
+/* A cache entry's fd, closed on a worker (fd_release) */
+struct late_close {
+	struct bs_job job;
+	int fd;
+};
+
+static int late_close_run(struct bs_job *job)
+{
+	close(BS_CONTAINER_OF(job, struct late_close, job)->fd);
+	return 0;
+}
+
+static void late_close_done(struct bs_job *job)
+{
+	free(BS_CONTAINER_OF(job, struct late_close, job));
+}
+
+/*
+ * Close @fd, which leaves the cache. The last close of a file unlinked
+ * meanwhile frees its blocks, which takes the filesystem long for a
+ * large file (ext4: about a second for tens of GiB); on a loop's thread
+ * (a READ answered inline, the LRU eviction of an open there, the idle
+ * trim on the main loop) every client of that loop would wait, so a
+ * worker does it. Anything else, and where no job can be had, closes
+ * here.
+ */
+static void fd_release(struct nfs_backend *b, int fd)
+{
+	struct bs_workers *w;
+	struct late_close *lc;
+	struct stat st;
+
+	if (b->ctx && bs_loop_current() && fstat(fd, &st) == 0 &&
+	    !st.st_nlink && st.st_blocks && (w = bs_ctx_workers(b->ctx)) &&
+	    (lc = calloc(1, sizeof(*lc)))) {
+		lc->fd = fd;
+		lc->job.run = late_close_run;
+		lc->job.done = late_close_done;
+		bs_workers_submit(w, &lc->job);
+		return;
+	}
+	close(fd);
+}
+
 /* @fh's entry, if cached: true, with a reference in @f */
 static bool fd_cached(struct dirbe *d, const struct nfs_fh *fh, struct dfd *f)
 {
@@ -198,7 +243,7 @@ static int fd_get(struct nfs_backend *b, const struct nfs_fh *fh, int flags,
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (old >= 0)
-		close(old);
+		fd_release(b, old);
 	*f = (struct dfd){ fd, e };
 	return 0;
 }
@@ -213,20 +258,22 @@ static int fd_put(struct nfs_backend *b, struct dfd *f, int err, bool gone)
 	struct dirbe *d = b->priv;
 	int fd = f->fd;
 
-	if (f->e) {
-		pthread_mutex_lock(&d->lock);
-		f->e->dead |= gone;
-		f->e->last_ns = bs_now_ns();
-		fd = -1;
-		if (!--f->e->refs && f->e->dead) {	/* closed by its last user */
-			fd = f->e->fd;
-			f->e->fd = -1;
-			f->e->dead = false;
-		}
-		pthread_mutex_unlock(&d->lock);
+	if (!f->e) {
+		close(fd);	/* opened for this call alone */
+		return gone ? -ESTALE : err;
 	}
+	pthread_mutex_lock(&d->lock);
+	f->e->dead |= gone;
+	f->e->last_ns = bs_now_ns();
+	fd = -1;
+	if (!--f->e->refs && f->e->dead) {	/* closed by its last user */
+		fd = f->e->fd;
+		f->e->fd = -1;
+		f->e->dead = false;
+	}
+	pthread_mutex_unlock(&d->lock);
 	if (fd >= 0)
-		close(fd);
+		fd_release(b, fd);
 	return gone ? -ESTALE : err;
 }
 
@@ -311,6 +358,10 @@ static int d_getattr(struct nfs_backend *b, const struct nfs_fh *fh,
 		return fd;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0)
 		err = -errno;
+	else if (!st.st_nlink)
+		/* unlinked, still open somewhere (a dropped entry's close
+		 * on a worker, another process): gone all the same */
+		err = -ESTALE;
 	else
 		fill(&st, out);
 	close(fd);
@@ -905,7 +956,7 @@ static void d_trim(struct nfs_backend *b, unsigned idle_ms)
 	}
 	pthread_mutex_unlock(&d->lock);
 	while (n)
-		close(fds[--n]);
+		fd_release(b, fds[--n]);
 }
 
 static void d_close(struct nfs_backend *b)

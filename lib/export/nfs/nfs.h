@@ -203,6 +203,11 @@ struct nfs_backend {
 	const struct nfs_backend_ops *ops;
 	void *priv;
 	/*
+	 * Set before the open: whose worker pool a backend may hand slow
+	 * housekeeping to (NULL: done where it arises)
+	 */
+	struct bs_ctx *ctx;
+	/*
 	 * NFS_NOWAIT_READ / _WRITE: not worth trying read_nowait / write_nowait
 	 * (the filesystem refused them); set by the backend, read by any
 	 * thread (atomic)
@@ -219,7 +224,9 @@ struct nfs_backend {
  * for READ, WRITE, COMMIT and the like: each call would else pay
  * open_by_handle_at + close, dear where syscalls are (a PVM guest). A
  * file unlinked on the host still answers ESTALE (its nlink, checked
- * after each use); its space is freed once its entry is.
+ * after each use); its space is freed once its entry is, by a worker
+ * when the entry goes on a loop's thread (freeing the blocks of a large
+ * file takes the filesystem long, and the loop serves other clients).
  */
 #define NFS_DIR_FD_CACHE 64
 /*

@@ -227,6 +227,7 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 		return bs_error(-EIO, "export %s: getrandom failed",
 				exp->name);
 	}
+	srv->be.ctx = srv->ctx;
 	if (o.path)
 		err = nfs_backend_dir_open(&srv->be, o.path);
 	else
