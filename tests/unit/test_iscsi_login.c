@@ -425,6 +425,62 @@ static void continued_request(void **state)
 	fx_free(&x);
 }
 
+/*
+ * A first request sent in pieces picks its target and rules once it is
+ * whole: the keys of the last piece are negotiated by those rules (the
+ * rules were never picked, and the negotiation read through a NULL
+ * pointer, when only a first PDU without the C bit picked them).
+ */
+static void continued_first_request_resolves(void **state)
+{
+	struct fx x;
+
+	(void)state;
+	fx_init(&x, false, false);
+	assert_int_equal(REQ(&x, C | STAGE(1, 3),
+			     "InitiatorName=iqn.i\0TargetName=iqn.2026"), 0);
+	assert_int_equal(x.out.len, 0);
+	assert_int_equal(REQ(&x, T | STAGE(1, 3),
+			     "-12.org.blkstack:t0\0HeaderDigest=None\0"), 1);
+	assert_string_equal(key(&x, "HeaderDigest"), "None");
+	assert_non_null(key(&x, "TargetPortalGroupTag"));
+	assert_true(x.l.has_target);
+	fx_free(&x);
+
+	/* the whole first request has no TargetName: refused, not read */
+	fx_init(&x, false, false);
+	assert_int_equal(REQ(&x, C | STAGE(1, 3), "InitiatorName=iqn.i\0"), 0);
+	assert_int_equal(REQ(&x, T | STAGE(1, 3), "HeaderDigest=None\0"),
+			 -EACCES);
+	assert_int_equal(status(&x), ISCSI_LOGIN_MISSING_PARAM);
+	fx_free(&x);
+
+	/* nothing but pieces without keys: no InitiatorName */
+	fx_init(&x, false, false);
+	assert_int_equal(REQ(&x, C | STAGE(0, 1), ""), 0);
+	assert_int_equal(REQ(&x, STAGE(0, 0), ""), -EACCES);
+	assert_int_equal(status(&x), ISCSI_LOGIN_MISSING_PARAM);
+	fx_free(&x);
+}
+
+/* A discovery login cannot turn into a normal one past its rules (CHAP) */
+static void session_type_fixed(void **state)
+{
+	struct fx x;
+
+	(void)state;
+	fx_init(&x, true, false);	/* the target wants CHAP */
+	assert_int_equal(REQ(&x, T | STAGE(0, 1),
+			     "InitiatorName=iqn.i\0SessionType=Discovery\0"
+			     "AuthMethod=None\0"), 0);
+	assert_int_equal(REQ(&x, T | STAGE(1, 3),
+			     "SessionType=Normal\0TargetName="
+			     "iqn.2026-12.org.blkstack:t0\0"), -EACCES);
+	assert_int_equal(status(&x), ISCSI_LOGIN_INITIATOR_ERROR);
+	assert_false(x.l.has_target);
+	fx_free(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +491,8 @@ int main(void)
 		cmocka_unit_test(chap_login),
 		cmocka_unit_test(mutual_chap),
 		cmocka_unit_test(continued_request),
+		cmocka_unit_test(continued_first_request_resolves),
+		cmocka_unit_test(session_type_fixed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

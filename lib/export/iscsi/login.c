@@ -131,14 +131,20 @@ static int identity_keys(struct iscsi_login *l, const struct iscsi_kv *kv,
 					      "login");
 			snprintf(l->target, sizeof(l->target), "%s", v);
 		} else if (!strcmp(k, "SessionType")) {
-			if (!strcmp(v, "Discovery"))
-				l->discovery = true;
-			else if (!strcmp(v, "Normal"))
-				l->discovery = false;
-			else
+			bool disc = !strcmp(v, "Discovery");
+
+			if (!disc && strcmp(v, "Normal"))
 				return refuse(l, rsp, out,
 					      ISCSI_LOGIN_NO_SESSION_TYPE,
 					      "SessionType '%s'", v);
+			/* the target and its rules (CHAP) were chosen
+			 * by the first request: no switching later */
+			if (l->resolved && disc != l->discovery)
+				return refuse(l, rsp, out,
+					      ISCSI_LOGIN_INITIATOR_ERROR,
+					      "SessionType changed during "
+					      "login");
+			l->discovery = disc;
 		}
 	}
 	return 0;
@@ -171,6 +177,7 @@ static int resolve(struct iscsi_login *l, uint8_t *rsp,
 	l->neg.tp = tp;
 	l->neg.p = &l->params;
 	l->neg.discovery = l->discovery;
+	l->resolved = true;
 	return 0;
 }
 
@@ -412,6 +419,12 @@ int iscsi_login_pdu(struct iscsi_login *l, const uint8_t *bhs,
 		return refuse(l, rsp, out, ISCSI_LOGIN_INITIATOR_ERROR,
 			      "malformed login text");
 
+	/*
+	 * The first whole request (a first PDU with the C bit set is only
+	 * its beginning) names the session type and target: everything
+	 * below needs the rules resolve() picks.
+	 */
+	first = !l->resolved;
 	err = identity_keys(l, kv, n, rsp, out);
 	if (!err && first)
 		err = resolve(l, rsp, out);

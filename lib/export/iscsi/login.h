@@ -58,13 +58,14 @@ struct iscsi_login {
 	char initiator[ISCSI_NAME_MAX];
 	char target[ISCSI_NAME_MAX];
 	bool discovery;
+	bool resolved;			/* resolve(): session type, target
+					 * and rules fixed for the login */
 	bool has_target;
 	struct iscsi_login_target tgt;
 	enum iscsi_auth_state auth;
 	bool chap;			/* CHAP chosen */
 	uint8_t chap_id;
 	uint8_t chap_chal[ISCSI_CHAP_CHALLENGE_LEN];
-	bool sent_tpgt;
 	struct iscsi_target_params dparams;	/* discovery's, copied */
 	struct iscsi_neg neg;
 	struct iscsi_params params;
