@@ -14,10 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <blkstack/bdev.h>
+#include <blkstack/budget.h>
 #include <blkstack/loop.h>
 #include <blkstack/scsi.h>
 
 #include "core/crc32c.h"
+#include "export/iscsi/internal.h"
 #include "export/iscsi/pdu.h"
 #include "export/iscsi/session.h"
 #include "helpers/th.h"
@@ -46,6 +49,8 @@ struct h {
 	uint8_t *out;		/* output collected, not yet parsed */
 	size_t out_len, out_off;
 	uint32_t cmdsn, itt;
+	char keys[2048];	/* the final login response's */
+	uint32_t keys_len;
 };
 
 /* ---- the session's surroundings ---------------------------------------- */
@@ -276,6 +281,9 @@ static void login(struct h *h, const char *ops_keys, size_t klen,
 	assert_int_equal(r.bhs[0], ISCSI_OP_LOGIN_RSP);
 	assert_int_equal(r.bhs[36], 0);
 	assert_int_equal(r.bhs[1], 0x87);
+	assert_true(r.len <= sizeof(h->keys));
+	memcpy(h->keys, r.data, r.len);
+	h->keys_len = r.len;
 	assert_true(iscsi_session_full_feature(h->s));
 	h->hd = hd;
 	h->dd = dd;
@@ -854,6 +862,139 @@ static void login_first_then_nothing_else(void **state)
 	assert_true(iscsi_session_finished(h->s));
 }
 
+/*
+ * Out of order, two Data-Out PDUs at one offset counted twice: the write
+ * went to the core with bytes never sent (a reused buffer's, another
+ * client's data). DataPDUInOrder is Yes whatever is offered, and a
+ * Data-Out must start where the data so far ends.
+ */
+static void overlapping_data_out_refused(void **state)
+{
+	struct h *h = *state;
+	uint8_t cdb[16], w[8192], rb[8192], bhs[48];
+	uint32_t ttt;
+	struct rx r;
+
+	static const char keys[] = "InitialR2T=Yes\0ImmediateData=No\0"
+				   "DataPDUInOrder=No\0DataSequenceInOrder=No\0";
+
+	/* an initiator that offers No gets Yes (the OR of both sides) */
+	LOGIN(h, keys, false, false);
+	assert_string_equal(iscsi_text_find(h->keys, h->keys_len,
+					    "DataPDUInOrder"), "Yes");
+	assert_string_equal(iscsi_text_find(h->keys, h->keys_len,
+					    "DataSequenceInOrder"), "Yes");
+	clear_ua(h);
+
+	th_fill(w, sizeof(w), 9);
+	cdb10(cdb, 0x2a, 0, 16);
+	cmd(h, 7, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(w), NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_R2T);
+	ttt = iscsi_get32(r.bhs + 20);
+	memset(bhs, 0, sizeof(bhs));
+	bhs[0] = ISCSI_OP_DATA_OUT;
+	iscsi_put32(bhs + 16, 7);
+	iscsi_put32(bhs + 20, ttt);
+	send_pdu(h, bhs, w, 4096, false, false);
+	expect_none(h);
+	/* the same offset again, next DataSN: refused, not counted */
+	iscsi_put32(bhs + 36, 1);
+	send_pdu(h, bhs, w, 4096, false, false);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_REJECT);
+	assert_int_equal(r.bhs[2], ISCSI_REJECT_PROTOCOL);
+	expect_none(h);		/* the write did not run */
+	/* ahead of where the data ends: refused too */
+	iscsi_put32(bhs + 40, 6144);
+	send_pdu(h, bhs, w + 6144, 2048, false, false);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_REJECT);
+	expect_none(h);
+	/* the rest, in order */
+	bhs[1] = ISCSI_FLAG_FINAL;
+	iscsi_put32(bhs + 40, 4096);
+	send_pdu(h, bhs, w + 4096, 4096, false, false);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
+	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
+	assert_int_equal(bs_read_sync(h->dev, rb, sizeof(rb), 0), 0);
+	assert_memory_equal(rb, w, sizeof(w));
+}
+
+/* An immediate SCSI Command (I bit): outside the CmdSN window */
+static void immediate_cmd(struct h *h, uint32_t itt, const uint8_t *cdb,
+			  uint8_t flags, uint32_t edtl)
+{
+	uint8_t bhs[48] = { 0 };
+
+	bhs[0] = ISCSI_OP_SCSI_CMD | ISCSI_FLAG_IMMEDIATE;
+	bhs[1] = flags | 1;
+	iscsi_put32(bhs + 16, itt);
+	iscsi_put32(bhs + 20, edtl);
+	iscsi_put32(bhs + 24, h->cmdsn);
+	memcpy(bhs + 32, cdb, 16);
+	send_pdu(h, bhs, NULL, 0, false, false);
+}
+
+/*
+ * Immediate commands do not take CmdSN window places: past queue_depth
+ * (8 here) and ISCSI_IMMEDIATE_EXTRA in flight they are answered TASK
+ * SET FULL, not held (writes that never get their data held a task and
+ * a buffer each, without bound).
+ */
+static void immediate_commands_bounded(void **state)
+{
+	struct h *h = *state;
+	unsigned held = 8 + ISCSI_IMMEDIATE_EXTRA, i, r2t = 0, full = 0;
+	uint8_t cdb[16];
+	struct rx r;
+
+	LOGIN(h, "InitialR2T=Yes\0ImmediateData=No\0", false, false);
+	clear_ua(h);
+	cdb10(cdb, 0x2a, 0, 1);
+	for (i = 0; i < held + 5; i++)
+		immediate_cmd(h, 0x200 + i, cdb,
+			      ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 512);
+	while (next_pdu(h, &r)) {
+		if (r.bhs[0] == ISCSI_OP_R2T) {
+			r2t++;
+		} else {
+			assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
+			assert_int_equal(r.bhs[3], BS_SCSI_TASK_SET_FULL);
+			assert_true(iscsi_itt(r.bhs) >= 0x200 + held);
+			full++;
+		}
+	}
+	assert_int_equal(r2t, held);
+	assert_int_equal(full, 5);
+}
+
+/*
+ * A READ is charged to the budget by what the core reads for it, not by
+ * EDTL alone: READ(10) of 64 blocks without the R flag (EDTL 0) held 32
+ * KiB that no budget counted.
+ */
+static void read_charged_by_cdb(void **state)
+{
+	struct h *h = *state;
+	struct bs_budget *b = bs_ctx_budget(h->ctx);
+	uint8_t cdb[16];
+	struct rx r;
+
+	LOGIN(h, "InitialR2T=Yes\0", false, false);
+	clear_ua(h);
+	assert_int_equal(bs_budget_peak(b), 0);
+	cdb10(cdb, 0x28, 0, 64);
+	cmd(h, 9, cdb, ISCSI_FLAG_FINAL, 0, NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
+	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
+	expect_none(h);		/* no Data-In: no R flag */
+	assert_true(bs_budget_peak(b) >= 64 * 512);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -875,6 +1016,12 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(pings_of_an_idle_initiator,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(overlapping_data_out_refused,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(immediate_commands_bounded,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(read_charged_by_cdb, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(login_first_then_nothing_else,
 						setup, teardown),
 	};

@@ -164,6 +164,14 @@ int iscsi_out_pdu(struct iscsi_session *s, const uint8_t *bhs,
 /* StatSN (post-incremented when @advance), ExpCmdSN, MaxCmdSN at 24..35. */
 void iscsi_put_sn(struct iscsi_session *s, uint8_t *bhs, bool advance);
 void iscsi_reject(struct iscsi_session *s, const uint8_t *bhs, uint8_t reason);
+/* Commands the session's CmdSN window admits at once (queue_depth). */
+uint32_t iscsi_depth(const struct iscsi_session *s);
+/*
+ * Immediate commands are outside the CmdSN window: this many may be in
+ * flight beyond iscsi_depth(); past that a command is answered TASK SET
+ * FULL, so that no initiator holds tasks without bound.
+ */
+#define ISCSI_IMMEDIATE_EXTRA 8
 void iscsi_window_update(struct iscsi_session *s);
 bool iscsi_budget_take(struct iscsi_session *s, size_t n);
 void iscsi_budget_give(struct iscsi_session *s, size_t n);

@@ -211,12 +211,17 @@ void iscsi_session_out_advance(struct iscsi_session *s, size_t n)
 
 /* ---- numbering ----------------------------------------------------------- */
 
-void iscsi_window_update(struct iscsi_session *s)
+uint32_t iscsi_depth(const struct iscsi_session *s)
 {
 	/* during login one slot: the target's depth is known once the
 	 * session is attached (the final login response carries it) */
-	uint32_t depth = s->st.queue_depth ? s->st.queue_depth :
-			 s->ffp ? ISCSI_QUEUE_DEPTH : 1;
+	return s->st.queue_depth ? s->st.queue_depth :
+	       s->ffp ? ISCSI_QUEUE_DEPTH : 1;
+}
+
+void iscsi_window_update(struct iscsi_session *s)
+{
+	uint32_t depth = iscsi_depth(s);
 	uint32_t room = depth > s->ntasks ? depth - s->ntasks : 0;
 	uint32_t max = s->exp_cmd_sn + room - 1;
 

@@ -115,6 +115,15 @@ static void scsi_response(struct iscsi_session *s, struct iscsi_task *t,
 	iscsi_out_pdu(s, rsp, data, sense_len ? 2u + sense_len : 0, NULL);
 }
 
+/* A status without sense and without the core (TASK SET FULL). */
+static void status_only(struct iscsi_session *s, uint32_t itt,
+			uint8_t status)
+{
+	struct iscsi_task t = { .itt = itt };
+
+	scsi_response(s, &t, status, NULL, 0, 0, 0, 0);
+}
+
 /* CHECK CONDITION without the core (a transfer we cannot take). */
 static void check_condition(struct iscsi_session *s, uint32_t itt,
 			    uint8_t key, uint8_t asc, uint8_t ascq)
@@ -211,11 +220,17 @@ static void task_done(struct bs_scsi_cmd *cmd)
 			iscsi_session_destroy(s);
 		return;
 	}
+	/* held: a response that cannot be queued (no memory) ends the
+	 * session, which drops every task, this one included */
+	t->refs++;
 	if (!t->aborted)
 		respond(s, t);
 	/* the window opens as the task leaves the list (advertised with the
 	 * next PDU: a CmdSN above what the initiator was told stays out) */
-	unlink_task(t);
+	if (t->linked) {
+		unlink_task(t);
+		iscsi_task_put(t);
+	}
 	iscsi_task_put(t);
 	iscsi_tmf_check(s);
 	iscsi_tasks_idle(s);
@@ -327,9 +342,36 @@ static void rw_residual(struct iscsi_session *s, struct iscsi_task *t)
 	}
 }
 
+/*
+ * What a command holds in memory, charged to the budget: its EDTL, or,
+ * for a READ whose CDB asks for more (or that has no R flag, EDTL then
+ * counting for nothing), what the core reads for it; the initiator gets
+ * at most EDTL of that, the rest as a residual. Past ISCSI_MAX_TRANSFER
+ * the core refuses the CDB.
+ */
+static uint32_t budget_bytes(struct iscsi_session *s, const uint8_t *cdb,
+			     uint64_t lun, uint32_t edtl, bool rd, bool wr)
+{
+	uint64_t blocks, n = rd || wr ? edtl : 0;
+	uint32_t bs;
+	bool w;
+
+	if (rw_blocks(cdb, &blocks, &w) && !w && s->ops &&
+	    s->ops->block_size &&
+	    (bs = s->ops->block_size(s->arg, &s->tgt, lun)) &&
+	    blocks * bs > n)
+		n = blocks * bs > ISCSI_MAX_TRANSFER ? ISCSI_MAX_TRANSFER
+						      : blocks * bs;
+	return (uint32_t)n;
+}
+
 /* ---- R2T ----------------------------------------------------------------- */
 
-/* Ask for [@off, @off + @len) in one R2T; false when no slot is free. */
+/*
+ * Ask for [@off, @off + @len) in one R2T; false when no slot is free, or
+ * when the R2T could not be queued: the session ended then, and @t may
+ * be gone with its tasks.
+ */
 static bool send_r2t(struct iscsi_session *s, struct iscsi_task *t,
 		     uint32_t off, uint32_t len)
 {
@@ -355,8 +397,7 @@ static bool send_r2t(struct iscsi_session *s, struct iscsi_task *t,
 	iscsi_put32(bhs + 36, t->r2t_sn++);
 	iscsi_put32(bhs + 40, r->off);
 	iscsi_put32(bhs + 44, r->len);
-	iscsi_out_pdu(s, bhs, NULL, 0, NULL);
-	return true;
+	return iscsi_out_pdu(s, bhs, NULL, 0, NULL) == 0;
 }
 
 static void send_r2ts(struct iscsi_session *s, struct iscsi_task *t)
@@ -386,13 +427,20 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 	uint32_t itt = iscsi_itt(bhs), edtl = iscsi_get32(bhs + 20);
 	bool rd = flags & ISCSI_CMD_READ, wr = flags & ISCSI_CMD_WRITE;
 	struct iscsi_task *t;
-	uint8_t cdb[BS_SCSI_CDB_MAX];
-	uint32_t imm;
+	uint8_t cdb[BS_SCSI_CDB_MAX], lun_raw[8];
+	uint32_t imm, charge;
+	uint64_t lun;
 	bool bidi;
 	int n;
 
 	if (find_task(s, itt)) {
 		iscsi_reject(s, bhs, ISCSI_REJECT_TASK_IN_PROGRESS);
+		return true;
+	}
+	if (s->ntasks >= iscsi_depth(s) + ISCSI_IMMEDIATE_EXTRA) {
+		/* immediate commands past the window: the task set is full
+		 * (its data, if any, is dropped with the PDU) */
+		status_only(s, itt, BS_SCSI_TASK_SET_FULL);
 		return true;
 	}
 	n = iscsi_pdu_cdb(bhs, ahs, iscsi_ahs_len(bhs), cdb, sizeof(cdb),
@@ -417,12 +465,15 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 		check_condition(s, itt, 0x05, 0x24, 0x00);
 		return true;
 	}
-	if ((rd || wr) && !iscsi_budget_take(s, edtl))
+	memcpy(lun_raw, bhs + 8, 8);
+	lun = bs_scsi_lun_decode(lun_raw);
+	charge = budget_bytes(s, cdb, lun, edtl, rd, wr);
+	if (!iscsi_budget_take(s, charge))
 		return false;	/* held until the budget has room */
 
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		iscsi_budget_give(s, (rd || wr) ? edtl : 0);
+		iscsi_budget_give(s, charge);
 		iscsi_end(s, "out of memory for a task");
 		return true;
 	}
@@ -434,10 +485,10 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 	t->read = rd;
 	t->write = wr;
 	t->immediate = iscsi_immediate(bhs);
-	t->budget = (rd || wr) ? edtl : 0;
-	memcpy(t->lun_raw, bhs + 8, 8);
+	t->budget = charge;
+	memcpy(t->lun_raw, lun_raw, 8);
 	t->cmd.nexus = s->nexus;
-	t->cmd.lun = bs_scsi_lun_decode(t->lun_raw);
+	t->cmd.lun = lun;
 	memcpy(t->cmd.cdb, cdb, (size_t)n);
 	t->cmd.cdb_len = (uint8_t)n;
 	t->cmd.task_attr = sam_attr(flags & ISCSI_CMD_ATTR_MASK);
@@ -506,7 +557,7 @@ static int data_out_check(struct iscsi_session *s, uint32_t dsl,
 	if (ttt == ISCSI_RSVD_TAG) {
 		if ((uint64_t)off + dsl > t->unsol_end ||
 		    data_sn != t->unsol_data_sn ||
-		    (s->p.data_pdu_in_order && off != t->unsol_next))
+		    off != t->unsol_next)
 			return ISCSI_REJECT_PROTOCOL;
 	} else {
 		for (i = 0; i < ISCSI_R2T_MAX && !r; i++)
@@ -517,7 +568,7 @@ static int data_out_check(struct iscsi_session *s, uint32_t dsl,
 		if (off < r->off ||
 		    (uint64_t)off + dsl > (uint64_t)r->off + r->len ||
 		    data_sn != r->data_sn ||
-		    (s->p.data_pdu_in_order && off != r->off + r->got))
+		    off != r->off + r->got)
 			return ISCSI_REJECT_PROTOCOL;
 	}
 	*tp = t;

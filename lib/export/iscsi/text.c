@@ -336,8 +336,14 @@ static bool our_bool(const struct iscsi_neg *n, enum key_id id)
 		return n->tp->immediate_data;
 	case K_DATA_PDU_ORDER:
 	case K_DATA_SEQ_ORDER:
-		/* we take Data-Out PDUs and sequences in any order */
-		return false;
+		/*
+		 * Yes (the result is the OR of both sides: always Yes): a
+		 * write's data must come in order, each PDU where the one
+		 * before ended, so that the bytes counted are the bytes
+		 * written. Out of order, overlapping PDUs would count twice
+		 * and a write could go out with parts never sent.
+		 */
+		return true;
 	default:
 		return false;	/* markers: No */
 	}
