@@ -6,9 +6,11 @@
  * attentions from resets and mode changes, the bounded UA queue.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/scsi/internal.h"
 #include "helpers/sth.h"
 #include "helpers/th.h"
 
@@ -170,6 +172,55 @@ static void pr_registrants_only(void **state)
 	sth_assert_check(&R, 0x6, 0x2a04);
 	assert_int_equal(pr_in(s, B, 1), BS_SCSI_GOOD);
 	assert_int_equal(be32(R.din + 4), 0);
+}
+
+/*
+ * Registrations outlive their nexus: one initiator port after another
+ * (a new ISID per login) may register SCSI_PR_REGS_MAX keys, the next
+ * gets INSUFFICIENT REGISTRATION RESOURCES; a freed place is taken again.
+ */
+static struct bs_scsi_nexus *port_n(struct sth *s, unsigned i)
+{
+	struct bs_scsi_nexus_cfg nc = {
+		.target_port = "iqn.2026-01.test:t,t,0x0001",
+		.rel_port_id = 1, .tpg = 1,
+	};
+	struct bs_scsi_nexus *n;
+	char iport[64];
+
+	snprintf(iport, sizeof(iport), "iqn.2026-01.test:x,i,0x%012x", i);
+	nc.initiator_port = iport;
+	assert_int_equal(bs_scsi_nexus_new(s->tgt, &nc, &n), 0);
+	sth_clear_ua(s, n, 0);
+	return n;
+}
+
+static void pr_registrations_bounded(void **state)
+{
+	struct sth *s = *state;
+	struct bs_scsi_nexus *n;
+	unsigned i;
+
+	setup_lu(s);
+	for (i = 0; i < SCSI_PR_REGS_MAX; i++) {
+		n = port_n(s, i);
+		assert_int_equal(pr_out(s, n, 0, 0, 0, 0x1000 + i, 0),
+				 BS_SCSI_GOOD);
+		bs_scsi_nexus_free(n);	/* the registration stays */
+	}
+	n = port_n(s, i);
+	pr_out(s, n, 0, 0, 0, 0x1000 + i, 0);
+	sth_assert_check(&R, 0x5, 0x5504);
+	bs_scsi_nexus_free(n);
+	pr_out(s, A, 0, 0, 0, 0x1, 0);
+	sth_assert_check(&R, 0x5, 0x5504);
+	/* a key changed in place needs no new place */
+	n = port_n(s, 7);
+	assert_int_equal(pr_out(s, n, 0, 0, 0x1007, 0x2007, 0), BS_SCSI_GOOD);
+	/* one unregisters: A fits */
+	assert_int_equal(pr_out(s, n, 0, 0, 0x2007, 0, 0), BS_SCSI_GOOD);
+	bs_scsi_nexus_free(n);
+	assert_int_equal(pr_out(s, A, 0, 0, 0, 0x1, 0), BS_SCSI_GOOD);
 }
 
 /* RESERVE(6): another nexus is in conflict until the holder goes. */
@@ -372,6 +423,8 @@ int main(void)
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(pr_registrants_only, sth_setup,
 						sth_teardown),
+		cmocka_unit_test_setup_teardown(pr_registrations_bounded,
+						sth_setup, sth_teardown),
 		cmocka_unit_test_setup_teardown(reserve6, sth_setup,
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(mode_dsense, sth_setup,

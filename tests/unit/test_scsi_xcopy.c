@@ -354,6 +354,65 @@ static void cscd_self(void **state)
 	}
 }
 
+/* PERSISTENT RESERVE OUT from @n on @lun: REGISTER @key, or RESERVE */
+static uint8_t pr_out(struct sth *s, struct bs_scsi_nexus *n, uint64_t lun,
+		      uint8_t sa, uint8_t type, uint64_t key, uint64_t sakey)
+{
+	uint8_t cdb[10] = { 0x5f, sa, type }, p[24] = { 0 };
+
+	cdb[8] = 24;
+	put_be(p, key, 8);
+	put_be(p + 8, sakey, 8);
+	return sth_cmd(s, n, lun, cdb, 10, p, 24, 0, &R);
+}
+
+/*
+ * The units a copy reaches beyond its own answer to their reservations:
+ * with B holding Write Exclusive on LU 1, A's copy from LU 0 into LU 1
+ * is RESERVATION CONFLICT and writes nothing (it wrote before); with
+ * Exclusive Access, reading LU 1 as the source is refused too.
+ */
+static void reservations_of_other_units(void **state)
+{
+	struct sth *s = *state;
+	uint8_t ids[2][12], p[512];
+	uint16_t si[1] = { 0 }, di[1] = { 1 }, n[1] = { 8 };
+	uint64_t src[1] = { 0 }, dst[1] = { 0 };
+	uint32_t len;
+
+	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:1M"), false);
+	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:1M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	sth_clear_ua(s, s->n[0], 1);
+	sth_clear_ua(s, s->n[1], 1);
+	naa_of(s, 0, ids[0]);
+	naa_of(s, 1, ids[1]);
+	fill(s, 0, 0, 8, 0x61);
+	assert_int_equal(pr_out(s, s->n[1], 1, 0, 0, 0, 0xb), BS_SCSI_GOOD);
+	assert_int_equal(pr_out(s, s->n[1], 1, 1, 1, 0xb, 0), BS_SCSI_GOOD);
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	assert_int_equal(xcopy(s, p, len), BS_SCSI_RESERVATION_CONFLICT);
+	assert_true(reads_byte(s, 1, 0, 8, 0x00));
+	/* into its own unit, from LU 1 (reading is allowed under WE) */
+	si[0] = 1;
+	di[0] = 0;
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	assert_int_equal(xcopy(s, p, len), BS_SCSI_GOOD);
+	assert_true(reads_byte(s, 0, 0, 8, 0x00));
+	/* Exclusive Access: LU 1 cannot be the source either */
+	assert_int_equal(pr_out(s, s->n[1], 1, 2, 1, 0xb, 0), BS_SCSI_GOOD);
+	assert_int_equal(pr_out(s, s->n[1], 1, 1, 3, 0xb, 0), BS_SCSI_GOOD);
+	assert_int_equal(xcopy(s, p, len), BS_SCSI_RESERVATION_CONFLICT);
+	/* released: the first copy goes through */
+	assert_int_equal(pr_out(s, s->n[1], 1, 2, 3, 0xb, 0), BS_SCSI_GOOD);
+	fill(s, 0, 0, 8, 0x62);
+	si[0] = 0;
+	di[0] = 1;
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	assert_int_equal(xcopy(s, p, len), BS_SCSI_GOOD);
+	assert_true(reads_byte(s, 1, 0, 8, 0x62));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +422,8 @@ int main(void)
 						sth_teardown),
 		cmocka_unit_test_setup_teardown(vpd_tpc, sth_setup,
 						sth_teardown),
+		cmocka_unit_test_setup_teardown(reservations_of_other_units,
+						sth_setup, sth_teardown),
 		cmocka_unit_test_setup_teardown(cscd_self, sth_setup,
 						sth_teardown),
 	};

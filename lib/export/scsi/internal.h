@@ -56,6 +56,7 @@ enum {
 	A_INQUIRY_CHANGED = ASC(0x3f, 0x03),
 	A_LUNS_CHANGED = ASC(0x3f, 0x0e),
 	A_INTERNAL_FAILURE = ASC(0x44, 0x00),
+	A_INSUFFICIENT_REG_RESOURCES = ASC(0x55, 0x04),
 	A_MISCOMPARE_VERIFY = ASC(0x1d, 0x00),
 };
 
@@ -116,9 +117,17 @@ struct scsi_pr_reg {
 	struct scsi_pr_reg *next;
 };
 
+/*
+ * Registrations per unit at most: they outlive the I_T nexus that made
+ * them, so an initiator logging in again and again under new ISIDs could
+ * else grow the list (and PR IN's answer) without bound.
+ */
+#define SCSI_PR_REGS_MAX 256u
+
 struct scsi_pr {
 	uint32_t generation;
 	struct scsi_pr_reg *regs;
+	unsigned nregs;
 	struct scsi_pr_reg *holder;	/* NULL: no reservation; for the
 					 * all-registrants types any reg */
 	uint8_t type;			/* PR_* when holder */
@@ -333,6 +342,13 @@ bool scsi_lbpme(const struct bs_caps *c);
 /* Does a reservation stop @op from @n? Lock held. */
 bool scsi_res_conflict(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n,
 		       const struct scsi_op *op, const uint8_t *cdb);
+/*
+ * Whether @n's reading (RC_READ) or writing (RC_WRITE) of @lu conflicts
+ * with a reservation, taking the target's lock: for the units a command
+ * reaches beyond its own (EXTENDED COPY's sources and destinations).
+ */
+bool scsi_res_conflict_access(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n,
+			      uint8_t rclass);
 /* Drop RESERVE(6/10) reservations of @n (nexus loss, resets); lock held. */
 void scsi_res_drop(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n);
 void scsi_pr_free(struct scsi_pr *pr);

@@ -75,8 +75,10 @@ static void reg_remove(struct bs_scsi_lu *lu, struct scsi_pr_reg *r)
 
 	for (pp = &lu->pr.regs; *pp && *pp != r; pp = &(*pp)->next)
 		;
-	if (*pp)
+	if (*pp) {
 		*pp = r->next;
+		lu->pr.nregs--;
+	}
 	if (lu->pr.holder == r) {
 		if (all_reg_type(lu->pr.type) && lu->pr.regs)
 			lu->pr.holder = lu->pr.regs;	/* still held by all */
@@ -96,6 +98,7 @@ void scsi_pr_free(struct scsi_pr *pr)
 		free(r->iport);
 		free(r);
 	}
+	pr->nregs = 0;
 	pr->holder = NULL;
 }
 
@@ -124,6 +127,18 @@ bool scsi_res_conflict(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n,
 		return false;
 	excl = type == PR_EA || type == PR_EARO || type == PR_EAAR;
 	return op->rclass == RC_WRITE || excl;
+}
+
+bool scsi_res_conflict_access(struct bs_scsi_lu *lu, struct bs_scsi_nexus *n,
+			      uint8_t rclass)
+{
+	const struct scsi_op op = { .rclass = rclass };
+	bool conflict;
+
+	pthread_mutex_lock(&lu->tgt->lock);
+	conflict = scsi_res_conflict(lu, n, &op, NULL);
+	pthread_mutex_unlock(&lu->tgt->lock);
+	return conflict;
 }
 
 /* ---- RESERVE / RELEASE (6 and 10) ---------------------------------------- */
@@ -286,6 +301,9 @@ static int do_register(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu,
 	if (!reg) {
 		if (!sakey)
 			return scsi_good(cmd);
+		if (lu->pr.nregs >= SCSI_PR_REGS_MAX)
+			return scsi_check(cmd, SK_ILLEGAL_REQUEST,
+					  A_INSUFFICIENT_REG_RESOURCES);
 		r = calloc(1, sizeof(*r));
 		if (!r || !(r->iport = strdup(cmd->nexus->iport))) {
 			free(r);
@@ -296,6 +314,7 @@ static int do_register(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu,
 		r->key = sakey;
 		r->next = lu->pr.regs;
 		lu->pr.regs = r;
+		lu->pr.nregs++;
 	} else if (!sakey) {
 		reg_remove(lu, reg);
 	} else {

@@ -185,6 +185,19 @@ static void xc_next_segment(struct scsi_io *io)
 		scsi_io_end(io);
 		return;
 	}
+	/* the command's own unit was checked as it arrived; another one
+	 * answers to its reservations as a READ or WRITE sent to it would
+	 * (the copy runs with the sender's nexus) */
+	if ((x->src != io->lu &&
+	     scsi_res_conflict_access(x->src, io->cmd->nexus, RC_READ)) ||
+	    (x->dst != io->lu &&
+	     scsi_res_conflict_access(x->dst, io->cmd->nexus, RC_WRITE))) {
+		xc_record(io, 1);
+		io->cmd->status = BS_SCSI_RESERVATION_CONFLICT;
+		io->cmd->sense_len = 0;
+		scsi_io_end(io);
+		return;
+	}
 	scsi_lu_geometry(x->src, &nsrc, &bsrc);
 	scsi_lu_geometry(x->dst, &ndst, &bdst);
 	x->left = get16(s + 10);
