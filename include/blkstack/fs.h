@@ -121,6 +121,12 @@ int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino);
 int bs_fs_lookup_at(struct bs_fs *fs, uint32_t dir, const char *name,
 		    uint32_t *ino);
 int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st);
+/*
+ * True for the filesystem's reserved inodes (1 .. first_ino - 1 but the
+ * root: the journal, the resize inode, ...): stat works on them, but
+ * they are no file a client may be given or name by number.
+ */
+bool bs_fs_ino_reserved(struct bs_fs *fs, uint32_t ino);
 
 /* Create a regular file (-EEXIST if the name exists). @mode: permissions. */
 int bs_fs_create(struct bs_fs *fs, const char *path, uint32_t mode,

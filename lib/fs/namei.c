@@ -170,6 +170,12 @@ int bs_fs_lookup(struct bs_fs *fs, const char *path, uint32_t *ino)
 	return walk(fs, path, ino, NULL, 0, NULL);
 }
 
+bool bs_fs_ino_reserved(struct bs_fs *fs, uint32_t ino)
+{
+	/* fs_check: the journal's inode is among them */
+	return ino != EXT2_ROOT_INO && ino < EXT2_FIRST_INO(fs->e2->super);
+}
+
 int bs_fs_stat(struct bs_fs *fs, uint32_t ino, struct bs_fs_stat *st)
 {
 	struct ext2_inode_large li;

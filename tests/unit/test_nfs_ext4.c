@@ -746,6 +746,34 @@ static void seek_data_hole(void **state)
 	stop_fsck(f);
 }
 
+/*
+ * The reserved inodes (the journal is 8) are no files: a handle forged
+ * with their number is stale, whatever generation it names (mkfs gives
+ * the journal generation 0: before, READ gave its contents and WRITE or
+ * SETATTR size 0 corrupted or freed it).
+ */
+static void reserved_inodes_stale(void **state)
+{
+	struct fix *f = *state;
+	struct nfs_backend *be = &f->srv->be;
+	struct nfs_attr at;
+	struct nfs_fh fh = { .len = 8 };
+	uint8_t buf[512];
+	size_t n;
+	bool eof;
+
+	for (uint32_t ino = 1; ino < 11; ino++) {
+		if (ino == BS_FS_ROOT_INO)
+			continue;
+		xdr_set_be32(fh.data, ino);
+		xdr_set_be32(fh.data + 4, 0);
+		assert_int_equal(be->ops->getattr(be, &fh, &at), -ESTALE);
+		assert_int_equal(be->ops->read(be, &fh, 0, buf, sizeof(buf),
+					       &n, &eof), -ESTALE);
+	}
+	stop_fsck(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -756,6 +784,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(xattrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(seek_data_hole, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(reserved_inodes_stale, setup,
 						teardown),
 	};
 

@@ -58,7 +58,9 @@ static int ino_of(struct nfs_backend *b, const struct nfs_fh *fh,
 	if (fh->len != 8)
 		return -ESTALE;
 	ino = xdr_be32(fh->data);
-	if (ino < BS_FS_ROOT_INO)
+	/* a forged handle of the journal (inode 8) would read and write
+	 * it as a file */
+	if (ino < BS_FS_ROOT_INO || bs_fs_ino_reserved(FS(b), ino))
 		return -ESTALE;
 	err = bs_fs_stat(FS(b), ino, st);
 	if (err)
