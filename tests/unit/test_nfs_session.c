@@ -164,6 +164,98 @@ static void replace_stateless(void **state)
 					NULL), NFS4ERR_STALE_CLIENTID);
 }
 
+static void put_sequence(struct xdr_enc *e, const uint8_t *sid, uint32_t seq)
+{
+	xdr_put_u32(e, OP_SEQUENCE);
+	xdr_put_fixed(e, sid, NFS4_SESSIONID_SIZE);
+	xdr_put_u32(e, seq);
+	xdr_put_u32(e, 0);			/* slot */
+	xdr_put_u32(e, 0);			/* highest slot */
+	xdr_put_bool(e, false);			/* cachethis */
+}
+
+/*
+ * Ops that may come without a SEQUENCE (BIND_CONN_TO_SESSION,
+ * DESTROY_SESSION, ...) come alone (RFC 8881 18.34.3, 18.37.3): what
+ * followed them ran with no session, and RECLAIM_COMPLETE, OPEN or
+ * LOCKT read through its NULL pointer (a crash of the daemon).
+ */
+static void solo_ops_alone(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t id;
+	uint32_t seq;
+
+	assert_int_equal(exchange_id(f, "s", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
+			 NFS4_OK);
+	head(&e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_BIND_CONN_TO_SESSION);
+	xdr_put_fixed(&e, sid, sizeof(sid));
+	xdr_put_u32(&e, CDFC4_FORE);
+	xdr_put_bool(&e, false);
+	xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
+	xdr_put_bool(&e, false);
+	assert_int_equal(run(f, &e, 10, &d), NFS4ERR_NOT_ONLY_OP);
+
+	head(&e, b, sizeof(b), 2);
+	xdr_put_u32(&e, OP_DESTROY_SESSION);
+	xdr_put_fixed(&e, sid, sizeof(sid));
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	assert_int_equal(run(f, &e, 10, &d), NFS4ERR_NOT_ONLY_OP);
+
+	/* alone, both still work: the session was not destroyed above */
+	head(&e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_DESTROY_SESSION);
+	xdr_put_fixed(&e, sid, sizeof(sid));
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+}
+
+/*
+ * CREATE_SESSION after SEQUENCE that confirms a new record of the same
+ * owner would free the older record with the session this compound runs
+ * in (its slot then stored the reply into freed memory): refused, and
+ * the old session goes on working.
+ */
+static void confirm_not_under_own_session(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t id, id2;
+	uint32_t seq, seq2;
+
+	assert_int_equal(exchange_id(f, "r", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
+			 NFS4_OK);
+	/* the client restarted: a new verifier, a new unconfirmed record */
+	assert_int_equal(exchange_id(f, "r", 2, 10, &id2, &seq2), NFS4_OK);
+	assert_true(id2 != id);
+	head(&e, b, sizeof(b), 2);
+	put_sequence(&e, sid, 1);
+	{
+		const struct nfs_th_chan fore = { 8192, 8192, 8192, 16, 8 };
+		const struct nfs_th_chan back = { 8192, 8192, 8192, 2, 8 };
+
+		nfs_th_put_create_session(&e, id2, seq2, &fore, &back,
+					  0x40000000);
+	}
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);	/* SEQUENCE */
+	xdr_get_fixed(&d, b, 36);		/* its result */
+	assert_int_equal(xdr_get_u32(&d), OP_CREATE_SESSION);
+	assert_int_equal(xdr_get_u32(&d), NFS4ERR_NOT_ONLY_OP);
+	/* the session lives on; alone, the confirmation goes through */
+	head(&e, b, sizeof(b), 1);
+	put_sequence(&e, sid, 2);
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	assert_int_equal(create_session(f, id2, seq2, 10, 8192, 8192, NULL),
+			 NFS4_OK);
+}
+
 static void back_channel_too_small(void **state)
 {
 	struct fix *f = *state;
@@ -208,6 +300,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(principals, setup, teardown),
+		cmocka_unit_test_setup_teardown(solo_ops_alone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(confirm_not_under_own_session,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(replace_stateless, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(back_channel_too_small, setup,

@@ -325,9 +325,15 @@ int nfs_compound_run(struct nfs_run *p, bool nowait)
 		else if (c->minor && i > 0 && (d->flags & F_SEQ))
 			status = NFS4ERR_SEQUENCE_POS;
 		else if (c->minor && i == 0 && (d->flags & F_SOLO) &&
-			 p->nops > 1 && num != OP_BIND_CONN_TO_SESSION &&
-			 num != OP_DESTROY_SESSION)
+			 p->nops > 1)
+			/* 18.34.3, 18.35.3, 18.36.3, 18.37.3: ops without a
+			 * SEQUENCE before them come alone; what followed ran
+			 * with no session (and read through its NULL) */
 			status = NFS4ERR_NOT_ONLY_OP;
+		else if (c->minor && i > 0 && !c->sess)
+			/* the session went within this compound (its own
+			 * DESTROY_SESSION): nothing runs after it */
+			status = NFS4ERR_OP_NOT_IN_SESSION;
 		else {
 			size_t body = xdr_enc_len(r) + 4;
 

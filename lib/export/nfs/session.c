@@ -318,6 +318,16 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	 */
 	if (back.maxreq < 256 || back.maxresp < 128 || back.maxops < 2)
 		return NFS4ERR_TOOSMALL;
+	/*
+	 * Confirming frees the owner's older confirmed record and its
+	 * sessions: not the one this compound's SEQUENCE runs in (its
+	 * slot gets the reply), so such a CREATE_SESSION comes alone.
+	 */
+	if (!clp->confirmed && c->sess && c->sess->clp != clp &&
+	    c->sess->clp->confirmed &&
+	    c->sess->clp->owner_len == clp->owner_len &&
+	    !memcmp(c->sess->clp->owner, clp->owner, clp->owner_len))
+		return NFS4ERR_NOT_ONLY_OP;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NFS4ERR_SERVERFAULT;
