@@ -302,19 +302,66 @@ static const char *stable_name(enum bs_nfs_stable s)
  *   "write-same: fallback (NFS4ERR_NOTSUPP): bs_write_same here, zero-writes by
  *    WRITE + COMMIT: ... bytes at 0 in 1.2 s"
  */
+/*
+ * The server's WRITE_SAME, as many requests as it takes: a server may
+ * make fewer bytes than asked (this one bounds pattern blocks per
+ * request), whole blocks, and the rest goes in the next request, its
+ * first block numbered on. -EOPNOTSUPP (the fallback's turn) only when
+ * the first request was refused that way.
+ */
+static int server_write_same(struct nfs_ctx *c, struct bs_nfs_file *f,
+			     const struct ws_req *r,
+			     enum bs_nfs_stable want, const char *label,
+			     const struct timespec *t0)
+{
+	enum bs_nfs_stable committed = BS_NFS_FILE_SYNC, got;
+	uint64_t size = r->adb.block_size * r->adb.block_count, done = 0;
+	struct bs_ws_adb rest = r->adb;
+	unsigned calls = 0;
+	uint8_t verf[8];
+	int err;
+
+	do {
+		uint64_t count = 0, blocks;
+
+		err = bs_nfs_write_same(c->nfs, f, &rest, want, &count, &got,
+					verf);
+		if (err)
+			return calls && err == -EOPNOTSUPP ? -EIO : err;
+		calls++;
+		if (got == BS_NFS_UNSTABLE)
+			committed = BS_NFS_UNSTABLE;
+		if (count > size - done || count % rest.block_size ||
+		    (!count && size))
+			return bs_error(-EIO, "the server wrote %" PRIu64
+					" of %" PRIu64 " bytes (its answer "
+					"to request %u: %" PRIu64 " bytes, not "
+					"whole blocks of what was left)",
+					done, size, calls, count);
+		done += count;
+		blocks = count / rest.block_size;
+		rest.offset += count;
+		rest.block_count -= blocks;
+		rest.block_num += blocks;
+	} while (done < size);
+	fprintf(c->env->out, "%s: server WRITE_SAME: %" PRIu64 " bytes at %"
+		PRIu64 " (%s) in %.3f s", label, done, r->adb.offset,
+		stable_name(committed), secs_since(t0));
+	if (calls > 1)
+		fprintf(c->env->out, " (%u requests)", calls);
+	fputc('\n', c->env->out);
+	return 0;
+}
+
 static int write_same(struct nfs_ctx *c, struct bs_nfs_file *f,
 		      const struct ws_req *r, const char *label)
 {
 	enum bs_nfs_stable want = r->unstable ? BS_NFS_UNSTABLE
 					      : BS_NFS_FILE_SYNC;
-	enum bs_nfs_stable committed = BS_NFS_UNSTABLE;
 	struct bs_nfs_ws_sink ns;
 	struct bs_ws_result res;
 	struct bs_ws_sink sink;
 	struct timespec t0;
-	uint64_t size = r->adb.block_size * r->adb.block_count;
-	uint64_t count = 0;
-	uint8_t verf[8];
 	char why[64];
 	int err;
 
@@ -324,19 +371,7 @@ static int write_same(struct nfs_ctx *c, struct bs_nfs_file *f,
 		return err;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!r->force_fallback) {
-		err = bs_nfs_write_same(c->nfs, f, &r->adb, want, &count,
-					&committed, verf);
-		if (!err) {
-			fprintf(c->env->out, "%s: server WRITE_SAME: %" PRIu64
-				" bytes at %" PRIu64 " (%s) in %.3f s\n",
-				label, count, r->adb.offset,
-				stable_name(committed), secs_since(&t0));
-			if (count != size)
-				return bs_error(-EIO, "the server wrote %"
-						PRIu64 " of %" PRIu64
-						" bytes", count, size);
-			return 0;
-		}
+		err = server_write_same(c, f, r, want, label, &t0);
 		if (err != -EOPNOTSUPP || r->no_fallback)
 			return err;
 		snprintf(why, sizeof(why), "%s",

@@ -157,6 +157,25 @@ cmp -s <(tail -c +$((1048576 + 1)) "$T/share/z" | head -c 16384) \
 	<(python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex("00ff") * 8192)') ||
 	fail "dir pattern: bytes differ"
 
+# a pattern over the server's bound per request (64 MiB): the client sends
+# the rest, its first block numbered on, and says how many requests
+run_bs 0 nfs write-same -b 1M -n 80 --pattern 5a --block-number-offset 8 \
+	--first-block 100 "$UD/p"
+[[ $OUT == *"server WRITE_SAME: 83886080 bytes at 0 (FILE_SYNC)"*"(2 requests)"* ]] ||
+	fail "dir pattern over 64 MiB: $OUT"
+python3 - "$T/share/p" <<'PY' || fail "dir pattern over 64 MiB: bytes differ"
+import sys
+f = open(sys.argv[1], "rb")
+assert f.seek(0, 2) == 80 << 20
+for i in (0, 63, 64, 79):
+    f.seek(i << 20)
+    b = f.read(1 << 20)
+    want = bytearray(b"\x5a" * (1 << 20))
+    want[8:16] = (100 + i).to_bytes(8, "big")
+    assert b == bytes(want), i
+PY
+note "dir: an 80 MiB pattern in 2 requests (the server's bound is 64 MiB)"
+
 # ---- a WRITE_SAME longer than the lease: the client is not expired
 # (1 GiB: 2 s unloaded here, which passes the 1 s lease; 2 GiB took 42 s
 # under load, too near the client's 60 s RPC timeout)

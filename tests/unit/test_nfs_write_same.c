@@ -273,6 +273,43 @@ static void ws_zero_and_pattern(void **state)
 	free(p);
 }
 
+/*
+ * Pattern blocks are bounded per request (NFS_WS_PATTERN_MAX, a short
+ * wr_count: the client sends the rest); zero blocks are not. Before, one
+ * ~100-byte request could write terabytes, holding a worker (or the
+ * export's lock on ext4) until done.
+ */
+static void ws_pattern_bounded(void **state)
+{
+	struct fix *f = *state;
+	uint64_t blocks = NFS_WS_PATTERN_MAX / 65536;
+	struct ws w = { .stable = UNSTABLE4, .bsize = 65536,
+			.bcount = blocks + 3, .reloff_bn = BS_WS_NO_BLOCKNUM,
+			.pat = "x", .plen = 1 };
+	struct ws_res r;
+	struct stat st;
+
+	r = write_same(f, &w);
+	assert_int_equal(r.status, NFS4_OK);
+	assert_int_equal(r.count, NFS_WS_PATTERN_MAX);
+	assert_int_equal(stat(f->file, &st), 0);
+	assert_int_equal(st.st_size, NFS_WS_PATTERN_MAX);
+	/* zeroes: the whole request, however large */
+	w = (struct ws){ .stable = UNSTABLE4, .bsize = 65536,
+			 .bcount = 4 * blocks,
+			 .reloff_bn = BS_WS_NO_BLOCKNUM };
+	r = write_same(f, &w);
+	assert_int_equal(r.status, NFS4_OK);
+	assert_int_equal(r.count, 4ull * NFS_WS_PATTERN_MAX);
+	/* a request its checks refuse is refused whole, not cut short */
+	w = (struct ws){ .stable = UNSTABLE4, .offset = UINT64_MAX - 65535,
+			 .bsize = 65536, .bcount = 2 * blocks,
+			 .reloff_bn = BS_WS_NO_BLOCKNUM, .pat = "x",
+			 .plen = 1 };
+	r = write_same(f, &w);
+	assert_int_equal(r.status, NFS4ERR_INVAL);
+}
+
 static void ws_errors(void **state)
 {
 	struct fix *f = *state;
@@ -349,6 +386,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ws_zero_and_pattern, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(ws_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(ws_pattern_bounded, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

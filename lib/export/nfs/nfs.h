@@ -33,6 +33,13 @@
 #define NFS_MAX_IO (1u << 20)
 #define NFS_MAX_RECORD (NFS_MAX_IO + 64 * 1024)
 #define NFS_MAX_REPLY (NFS_MAX_IO + 64 * 1024)
+/*
+ * One WRITE_SAME writes at most this many bytes of pattern blocks (they
+ * are written out, under the export's lock on a backend without
+ * parallel I/O) and says so in wr_count; the client sends the rest.
+ * Zeroes, made at metadata cost, are not bounded.
+ */
+#define NFS_WS_PATTERN_MAX (64u << 20)
 #define NFS_MAX_SLOTS 32
 #define NFS_MAX_OPS 64
 /* the largest fattr4 body GETATTR encodes (every supported attribute;

@@ -446,6 +446,13 @@ uint32_t nfs_op_write_same(struct nfs_compound *c, struct xdr_dec *a,
 	adb.pattern = xdr_get_opaque_ref(a, &adb.pattern_len, XDR_NOMAX);
 	if (xdr_dec_err(a) || stable > FILE_SYNC4)
 		return NFS4ERR_BADXDR;
+	/* a request the checks refuse is answered whole (INVAL, FBIG) */
+	if (!bs_ws_check(&adb, 0) &&
+	    adb.block_count > NFS_WS_PATTERN_MAX / adb.block_size &&
+	    !bs_ws_is_zero(&adb))
+		adb.block_count = NFS_WS_PATTERN_MAX / adb.block_size ?
+				  NFS_WS_PATTERN_MAX / adb.block_size : 1;
+	bs_error_clear();
 	st = io_start(c, a, &sid, &at, OPEN4_SHARE_ACCESS_WRITE);
 	if (st)
 		return st;
