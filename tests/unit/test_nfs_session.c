@@ -11,7 +11,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "export/nfs/nfs.h"
@@ -256,6 +258,85 @@ static void confirm_not_under_own_session(void **state)
 			 NFS4_OK);
 }
 
+/* [SEQUENCE, PUTROOTFH, OPEN(CREATE UNCHECKED4 "f")]: OPEN's status.
+ * @trunc: with size 0 in the create attributes. */
+static uint32_t open_f(struct fix *f, const uint8_t *sid, uint32_t seq,
+		       const char *owner, uint32_t access, uint32_t deny,
+		       bool trunc)
+{
+	uint8_t b[512];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(&e, b, sizeof(b), 3);
+	put_sequence(&e, sid, seq);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_OPEN);
+	xdr_put_u32(&e, 0);			/* seqid */
+	xdr_put_u32(&e, access);
+	xdr_put_u32(&e, deny);
+	xdr_put_u64(&e, 0);			/* clientid (the session's) */
+	xdr_put_opaque(&e, owner, (uint32_t)strlen(owner), 1024);
+	xdr_put_u32(&e, OPEN4_CREATE);
+	xdr_put_u32(&e, UNCHECKED4);
+	if (trunc) {
+		xdr_put_u32(&e, 1);		/* bitmap: size */
+		xdr_put_u32(&e, 1u << FATTR4_SIZE);
+		xdr_put_u32(&e, 8);
+		xdr_put_u64(&e, 0);
+	} else {
+		xdr_put_u32(&e, 0);
+		xdr_put_u32(&e, 0);
+	}
+	xdr_put_u32(&e, CLAIM_NULL);
+	xdr_put_cstring(&e, "f", 255);
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);	/* SEQUENCE */
+	xdr_skip(&d, 36);
+	assert_int_equal(xdr_get_u32(&d), OP_PUTROOTFH);
+	assert_int_equal(xdr_get_u32(&d), NFS4_OK);
+	assert_int_equal(xdr_get_u32(&d), OP_OPEN);
+	return xdr_get_u32(&d);
+}
+
+/*
+ * An OPEN that another owner's deny refuses changes nothing: with size 0
+ * in its create attributes it truncated the file first, then answered
+ * SHARE_DENIED.
+ */
+static void denied_open_truncates_nothing(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE];
+	char path[128];
+	struct stat st;
+	uint64_t id;
+	uint32_t seq;
+
+	assert_int_equal(exchange_id(f, "o", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
+			 NFS4_OK);
+	{
+		uint8_t b[128];
+		struct xdr_enc e;
+		struct xdr_dec d;
+
+		head(&e, b, sizeof(b), 2);
+		put_sequence(&e, sid, 1);
+		xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
+		xdr_put_bool(&e, false);
+		assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	}
+	assert_int_equal(open_f(f, sid, 2, "writer", OPEN4_SHARE_ACCESS_BOTH,
+				OPEN4_SHARE_DENY_WRITE, false), NFS4_OK);
+	snprintf(path, sizeof(path), "%s/f", f->dir);
+	assert_int_equal(truncate(path, 100), 0);
+	assert_int_equal(open_f(f, sid, 3, "other", OPEN4_SHARE_ACCESS_BOTH,
+				0, true), NFS4ERR_SHARE_DENIED);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 100);
+	unlink(path);
+}
+
 static void back_channel_too_small(void **state)
 {
 	struct fix *f = *state;
@@ -303,6 +384,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(solo_ops_alone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(confirm_not_under_own_session,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(denied_open_truncates_nothing,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(replace_stateless, setup,
 						teardown),

@@ -212,6 +212,26 @@ static uint32_t open_type_check(struct nfs_compound *c, uint32_t type)
 }
 
 /* the exclusive-create verifier, kept in the file's times */
+/* Another owner's open of @fh denies @access, or is denied by @deny. */
+static bool share_denied(struct nfs_server *srv,
+			 const struct nfs_client *clp,
+			 const struct nfs_fh *fh, const uint8_t *owner,
+			 uint32_t olen, uint32_t access, uint32_t deny)
+{
+	const struct nfs_state *o;
+
+	for (o = srv->states; o; o = o->next) {
+		if (o->type != NFS_ST_OPEN || !nfs_fh_equal(&o->fh, fh))
+			continue;
+		if (o->clp == clp && o->owner_len == olen &&
+		    !memcmp(o->owner, owner, olen))
+			continue;
+		if ((access & o->deny) || (deny & o->access))
+			return true;
+	}
+	return false;
+}
+
 static void verf_to_times(const uint8_t *v, struct nfs_sattr *sa)
 {
 	sa->mask |= NFS_SA_ATIME | NFS_SA_MTIME;
@@ -416,6 +436,11 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 			    (sa.mask & NFS_SA_SIZE) && sa.size == 0) {
 				struct nfs_sattr t = { .mask = NFS_SA_SIZE };
 
+				/* denied opens truncate nothing */
+				if (share_denied(srv, clp, &fh, owner, olen,
+						 access, deny))
+					return NFS4ERR_SHARE_DENIED;
+
 				err = be->ops->setattr(be, &fh, &t);
 				if (err)
 					return nfs_errno(err);
@@ -429,18 +454,14 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 	}
 	(void)created;
 	/* share reservations of other owners */
+	if (share_denied(srv, clp, &fh, owner, olen, access, deny))
+		return NFS4ERR_SHARE_DENIED;
 	s = NULL;
-	for (o = srv->states; o; o = o->next) {
-		if (o->type != NFS_ST_OPEN || !nfs_fh_equal(&o->fh, &fh))
-			continue;
-		if (o->clp == clp && o->owner_len == olen &&
-		    !memcmp(o->owner, owner, olen)) {
+	for (o = srv->states; o && !s; o = o->next)
+		if (o->type == NFS_ST_OPEN && nfs_fh_equal(&o->fh, &fh) &&
+		    o->clp == clp && o->owner_len == olen &&
+		    !memcmp(o->owner, owner, olen))
 			s = o;
-			continue;
-		}
-		if ((access & o->deny) || (deny & o->access))
-			return NFS4ERR_SHARE_DENIED;
-	}
 	if (s) {
 		s->access |= access;
 		s->deny |= deny;
