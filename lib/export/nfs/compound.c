@@ -330,7 +330,7 @@ int nfs_compound_run(struct nfs_run *p, bool nowait)
 			 * SEQUENCE before them come alone; what followed ran
 			 * with no session (and read through its NULL) */
 			status = NFS4ERR_NOT_ONLY_OP;
-		else if (c->minor && i > 0 && !c->sess)
+		else if (c->minor && i > 0 && !c->sess && !pending)
 			/* the session went within this compound (its own
 			 * DESTROY_SESSION): nothing runs after it */
 			status = NFS4ERR_OP_NOT_IN_SESSION;
