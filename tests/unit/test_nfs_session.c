@@ -337,6 +337,32 @@ static void denied_open_truncates_nothing(void **state)
 	unlink(path);
 }
 
+/*
+ * Session ids carry 64 random bits: two sessions made one after the
+ * other differ there in many bits (they differed by one: a counter any
+ * client could step through to destroy or replay others' sessions).
+ */
+static void session_ids_unguessable(void **state)
+{
+	struct fix *f = *state;
+	uint8_t a[NFS4_SESSIONID_SIZE], b[NFS4_SESSIONID_SIZE];
+	unsigned bits = 0, i;
+	uint64_t id;
+	uint32_t seq;
+
+	assert_int_equal(exchange_id(f, "u", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, a),
+			 NFS4_OK);
+	assert_int_equal(create_session(f, id, seq + 1, 10, 8192, 8192, b),
+			 NFS4_OK);
+	for (i = 4; i < 12; i++)
+		bits += (unsigned)__builtin_popcount(a[i] ^ b[i]);
+	/* 64 random bits each: 32 differ on average, under 8 about never */
+	assert_true(bits >= 8);
+	assert_memory_equal(a, b, 4);		/* the boot */
+	assert_memory_equal(a + 12, b + 12, 4);	/* the export */
+}
+
 static void back_channel_too_small(void **state)
 {
 	struct fix *f = *state;
@@ -386,6 +412,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(confirm_not_under_own_session,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(denied_open_truncates_nothing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(session_ids_unguessable,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(replace_stateless, setup,
 						teardown),

@@ -377,8 +377,6 @@ struct nfs_server {
 	uint8_t boot_verf[NFS4_VERIFIER_SIZE];	/* write verifier */
 	uint32_t boot_tag;		/* in clientids, stateids */
 	uint64_t next_clientid;
-	uint32_t next_state;
-	uint32_t next_session;
 	struct nfs_client *clients;
 	struct nfs_session *sessions;
 	struct nfs_state *states;

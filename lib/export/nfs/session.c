@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "export/nfs/nfs.h"
 
@@ -331,16 +332,25 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NFS4ERR_SERVERFAULT;
+	/*
+	 * 64 bits in the middle are random: a session's id is all that
+	 * SEQUENCE, DESTROY_SESSION and BIND_CONN_TO_SESSION ask for, and
+	 * a counter let any client name (destroy, replay, take the back
+	 * channel of) another's sessions
+	 */
 	xdr_set_be32(s->id, srv->boot_tag);
-	xdr_set_be32(s->id + 4, (uint32_t)clp->clientid);
-	xdr_set_be32(s->id + 8, srv->next_session + 1);
 	xdr_set_be32(s->id + 12, srv->export_id);
+	do {
+		if (getrandom(s->id + 4, 8, 0) != 8) {
+			free(s);
+			return NFS4ERR_SERVERFAULT;
+		}
+	} while (nfs_session_find(srv, s->id));
 	s->cb = nfs_cb_chan_new(srv, s->id, c->minor);
 	if (!s->cb) {
 		free(s);
 		return NFS4ERR_SERVERFAULT;
 	}
-	srv->next_session++;
 	nfs_cb_set_sec(srv, s->cb, prog, &sec);
 	/* the connection it came on carries callbacks (18.36.3) */
 	if (flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN)

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "export/nfs/nfs.h"
 
@@ -36,9 +37,13 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 		memcpy(st->owner, owner, owner_len);
 	st->owner_len = owner_len;
 	st->sid.seqid = 1;
+	/* the boot (STALE_STATEID), then 64 random bits: a stateid of
+	 * another client's cannot be guessed from one's own */
 	xdr_set_be32(st->sid.other, srv->boot_tag);
-	xdr_set_be32(st->sid.other + 4, ++srv->next_state);
-	xdr_set_be32(st->sid.other + 8, t);
+	if (getrandom(st->sid.other + 4, 8, 0) != 8) {
+		free(st);
+		return NULL;
+	}
 	st->next = srv->states;
 	srv->states = st;
 	return st;
