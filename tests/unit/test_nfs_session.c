@@ -10,6 +10,7 @@
  * REP_TOO_BIG_TO_CACHE.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -363,6 +364,184 @@ static void session_ids_unguessable(void **state)
 	assert_memory_equal(a + 12, b + 12, 4);	/* the export */
 }
 
+/* NFS_MAX_CLIENT_SESSIONS per client, then NOSPC until one goes */
+static void sessions_bounded(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[64];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t id;
+	uint32_t seq, i;
+
+	assert_int_equal(exchange_id(f, "m", 1, 10, &id, &seq), NFS4_OK);
+	for (i = 0; i < NFS_MAX_CLIENT_SESSIONS; i++)
+		assert_int_equal(create_session(f, id, seq + i, 10, 8192,
+						8192, sid), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq + i, 10, 8192, 8192, NULL),
+			 NFS4ERR_NOSPC);
+	head(&e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_DESTROY_SESSION);
+	xdr_put_fixed(&e, sid, sizeof(sid));
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq + i, 10, 8192, 8192, NULL),
+			 NFS4_OK);
+}
+
+/* [SEQUENCE(slot 0, @seq, @cachethis), PUTROOTFH, LOOKUP "r", READ 4 KiB] */
+static uint32_t read_r(struct fix *f, const uint8_t *sid, uint32_t seq,
+		       bool cachethis, struct xdr_dec *d)
+{
+	uint8_t b[256];
+	struct xdr_enc e;
+
+	head(&e, b, sizeof(b), 4);
+	xdr_put_u32(&e, OP_SEQUENCE);
+	xdr_put_fixed(&e, sid, NFS4_SESSIONID_SIZE);
+	xdr_put_u32(&e, seq);
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, 0);
+	xdr_put_bool(&e, cachethis);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_LOOKUP);
+	xdr_put_cstring(&e, "r", 255);
+	xdr_put_u32(&e, OP_READ);
+	xdr_put_u32(&e, 0);			/* the anonymous stateid */
+	xdr_put_fixed(&e, (uint8_t[NFS4_OTHER_SIZE]){ 0 }, NFS4_OTHER_SIZE);
+	xdr_put_u64(&e, 0);
+	xdr_put_u32(&e, 4096);
+	return run(f, &e, 10, d);
+}
+
+/*
+ * A slot keeps a reply the client asked to cache or a small one; a
+ * large one not asked for is not kept (every slot kept every reply, up to
+ * 1 MiB each, with no bound on sessions), and its retry is
+ * RETRY_UNCACHED_REP. ca_maxresponsesize_cached is cut to NFS_MAX_CACHED.
+ */
+static void slot_cache_bounded(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[256];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	char path[128];
+	uint64_t id;
+	uint32_t seq, cached;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/r", f->dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 8192), 0);
+	close(fd);
+	assert_int_equal(exchange_id(f, "k", 1, 10, &id, &seq), NFS4_OK);
+	{
+		const struct nfs_th_chan fore = { 8192, 1 << 20, 1 << 20, 16,
+						  8 };
+		const struct nfs_th_chan back = { 8192, 8192, 8192, 2, 8 };
+
+		head(&e, b, sizeof(b), 1);
+		nfs_th_put_create_session(&e, id, seq, &fore, &back,
+					  0x40000000);
+		assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+		xdr_get_fixed(&d, sid, NFS4_SESSIONID_SIZE);
+		xdr_get_u32(&d);		/* seq */
+		xdr_get_u32(&d);		/* flags */
+		xdr_get_u32(&d);		/* headerpadsize */
+		xdr_get_u32(&d);		/* maxrequestsize */
+		xdr_get_u32(&d);		/* maxresponsesize */
+		cached = xdr_get_u32(&d);
+		assert_int_equal(cached, NFS_MAX_CACHED);
+	}
+	/* 4 KiB read, not asked to cache: its retry is uncached */
+	assert_int_equal(read_r(f, sid, 1, false, &d), NFS4_OK);
+	assert_int_equal(read_r(f, sid, 1, false, &d),
+			 NFS4ERR_RETRY_UNCACHED_REP);
+	/* asked to cache (it fits 8 KiB): the retry is the reply again */
+	assert_int_equal(read_r(f, sid, 2, true, &d), NFS4_OK);
+	assert_int_equal(read_r(f, sid, 2, true, &d), NFS4_OK);
+	/* a small reply is kept whatever cachethis said */
+	head(&e, b, sizeof(b), 1);
+	put_sequence(&e, sid, 3);
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	unlink(path);
+}
+
+/*
+ * Client records are bounded: with NFS_MAX_CLIENTS of them, a new
+ * EXCHANGE_ID takes the place of the oldest unconfirmed record (whose
+ * CREATE_SESSION is then stale); confirmed records stay.
+ */
+static void clients_bounded(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE];
+	uint64_t id, first = 0, idn;
+	uint32_t seq, seq1 = 0, seqn, i;
+	char owner[32];
+
+	assert_int_equal(exchange_id(f, "kept", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
+			 NFS4_OK);
+	for (i = 1; i < NFS_MAX_CLIENTS; i++) {
+		uint64_t x;
+		uint32_t sx;
+
+		snprintf(owner, sizeof(owner), "u%u", i);
+		assert_int_equal(exchange_id(f, owner, 1, 10, &x, &sx),
+				 NFS4_OK);
+		if (i == 1) {
+			first = x;
+			seq1 = sx;
+		}
+	}
+	assert_int_equal(f->srv->nclients, NFS_MAX_CLIENTS);
+	assert_int_equal(exchange_id(f, "new", 1, 10, &idn, &seqn), NFS4_OK);
+	assert_int_equal(f->srv->nclients, NFS_MAX_CLIENTS);
+	assert_int_equal(create_session(f, first, seq1, 10, 8192, 8192, NULL),
+			 NFS4ERR_STALE_CLIENTID);
+	assert_int_equal(create_session(f, idn, seqn, 10, 8192, 8192, NULL),
+			 NFS4_OK);
+	/* the confirmed record of the start still adds sessions */
+	assert_int_equal(create_session(f, id, seq + 1, 10, 8192, 8192, NULL),
+			 NFS4_OK);
+}
+
+/* Open states per client are bounded (one per open owner of a file) */
+static void states_bounded(void **state)
+{
+	struct fix *f = *state;
+	uint8_t sid[NFS4_SESSIONID_SIZE], b[128];
+	struct xdr_enc e;
+	struct xdr_dec d;
+	char owner[32], path[128];
+	uint64_t id;
+	uint32_t seq, i;
+
+	assert_int_equal(exchange_id(f, "s", 1, 10, &id, &seq), NFS4_OK);
+	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
+			 NFS4_OK);
+	head(&e, b, sizeof(b), 2);
+	put_sequence(&e, sid, 1);
+	xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
+	xdr_put_bool(&e, false);
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	for (i = 0; i < NFS_MAX_CLIENT_STATES; i++) {
+		snprintf(owner, sizeof(owner), "o%u", i);
+		assert_int_equal(open_f(f, sid, 2 + i, owner,
+					OPEN4_SHARE_ACCESS_READ, 0, false),
+				 NFS4_OK);
+	}
+	assert_int_not_equal(open_f(f, sid, 2 + i, "one-more",
+				    OPEN4_SHARE_ACCESS_READ, 0, false),
+			     NFS4_OK);
+	assert_int_equal(f->srv->nstates, NFS_MAX_CLIENT_STATES);
+	snprintf(path, sizeof(path), "%s/f", f->dir);
+	unlink(path);
+}
+
 static void back_channel_too_small(void **state)
 {
 	struct fix *f = *state;
@@ -415,6 +594,14 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(session_ids_unguessable,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(sessions_bounded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(slot_cache_bounded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(clients_bounded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(states_bounded, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(replace_stateless, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(back_channel_too_small, setup,

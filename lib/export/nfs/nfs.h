@@ -41,6 +41,30 @@
  */
 #define NFS_WS_PATTERN_MAX (64u << 20)
 #define NFS_MAX_SLOTS 32
+/*
+ * The reply cache: a slot keeps its last reply when the client asked
+ * (sa_cachethis) or when it is this small (most non-idempotent ops);
+ * a retry of any other gets RETRY_UNCACHED_REP. ca_maxresponsesize_cached
+ * is at most NFS_MAX_CACHED: with the session caps below, every reply
+ * cache together holds at most NFS_MAX_SESSIONS x NFS_MAX_SLOTS x
+ * NFS_MAX_CACHED (256 MiB), whatever clients send.
+ */
+#define NFS_SLOT_KEEP_SMALL 1024u
+#define NFS_MAX_CACHED 8192u
+/* sessions per client and per export: CREATE_SESSION past them, NOSPC */
+#define NFS_MAX_CLIENT_SESSIONS 16u
+#define NFS_MAX_SESSIONS 1024u
+/*
+ * Client records per export (when full, the oldest unconfirmed one goes
+ * for a new one; none: EXCHANGE_ID / SETCLIENTID answer DELAY /
+ * RESOURCE), open, lock and delegation states per client and per
+ * export, byte ranges per lock state: what a client can make the server
+ * hold, and the lists the server walks, stay bounded.
+ */
+#define NFS_MAX_CLIENTS 4096u
+#define NFS_MAX_CLIENT_STATES 8192u
+#define NFS_MAX_STATES 65536u
+#define NFS_MAX_LOCK_RANGES 1024u
 #define NFS_MAX_OPS 64
 /* the largest fattr4 body GETATTR encodes (every supported attribute;
  * test_nfs_room checks it) */
@@ -332,6 +356,7 @@ struct nfs_client {
 	uint8_t confirm[NFS4_VERIFIER_SIZE];	/* 4.0 SETCLIENTID */
 	time_t renewed;
 	unsigned nsessions;
+	unsigned nstates;		/* its opens, locks, delegations */
 	struct nfs_client *next;
 };
 
@@ -377,8 +402,10 @@ struct nfs_server {
 	uint8_t boot_verf[NFS4_VERIFIER_SIZE];	/* write verifier */
 	uint32_t boot_tag;		/* in clientids, stateids */
 	uint64_t next_clientid;
+	unsigned nclients, nstates;
 	struct nfs_client *clients;
 	struct nfs_session *sessions;
+	unsigned nsessions;
 	struct nfs_state *states;
 	struct bs_net_listener *nl;
 	char listen[128];

@@ -53,6 +53,7 @@ static void session_free(struct nfs_server *srv, struct nfs_session *s)
 		free(s->slots[i].reply);
 	nfs_cb_chan_put(srv, s->cb);
 	s->clp->nsessions--;
+	srv->nsessions--;
 	free(s);
 }
 
@@ -74,6 +75,7 @@ void nfs_client_free(struct nfs_server *srv, struct nfs_client *clp)
 		}
 	free(clp->cs_cache.reply);
 	free(clp);
+	srv->nclients--;
 }
 
 void nfs_expire_clients(struct nfs_server *srv)
@@ -88,14 +90,39 @@ void nfs_expire_clients(struct nfs_server *srv)
 	}
 }
 
+/*
+ * Room for one more client record: at NFS_MAX_CLIENTS the oldest
+ * unconfirmed record without sessions goes (a confirmed one is a client
+ * in use); false when there is none.
+ */
+static bool client_room(struct nfs_server *srv)
+{
+	struct nfs_client *clp, *old = NULL;
+
+	if (srv->nclients < NFS_MAX_CLIENTS)
+		return true;
+	for (clp = srv->clients; clp; clp = clp->next)
+		if (!clp->confirmed && !clp->nsessions &&
+		    (!old || clp->renewed <= old->renewed))
+			old = clp;
+	if (!old)
+		return false;
+	nfs_client_free(srv, old);
+	return true;
+}
+
 static struct nfs_client *client_new(struct nfs_server *srv,
 				     const uint8_t *owner, uint32_t len,
 				     const uint8_t *verf, uint32_t principal)
 {
-	struct nfs_client *clp = calloc(1, sizeof(*clp));
+	struct nfs_client *clp;
 
+	if (!client_room(srv))
+		return NULL;
+	clp = calloc(1, sizeof(*clp));
 	if (!clp)
 		return NULL;
+	srv->nclients++;
 	clp->clientid = (uint64_t)srv->boot_tag << 32 | ++srv->next_clientid;
 	memcpy(clp->owner, owner, len);
 	clp->owner_len = len;
@@ -213,8 +240,8 @@ uint32_t nfs_op_exchange_id(struct nfs_compound *c, struct xdr_dec *a,
 		if (conf && conf->principal != principal)
 			nfs_client_free(srv, conf);
 		clp = client_new(srv, owner, olen, verf, principal);
-		if (!clp)
-			return NFS4ERR_SERVERFAULT;
+		if (!clp)	/* NFS_MAX_CLIENTS in use: later */
+			return NFS4ERR_DELAY;
 		clp->minor = c->minor;
 	}
 	clp->renewed = nfs_now();
@@ -324,6 +351,9 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	 * sessions: not the one this compound's SEQUENCE runs in (its
 	 * slot gets the reply), so such a CREATE_SESSION comes alone.
 	 */
+	if (clp->nsessions >= NFS_MAX_CLIENT_SESSIONS ||
+	    srv->nsessions >= NFS_MAX_SESSIONS)
+		return NFS4ERR_NOSPC;
 	if (!clp->confirmed && c->sess && c->sess->clp != clp &&
 	    c->sess->clp->confirmed &&
 	    c->sess->clp->owner_len == clp->owner_len &&
@@ -370,9 +400,10 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	clp->renewed = nfs_now();
 	s->clp = clp;
 	clp->nsessions++;
+	srv->nsessions++;
 	fore.maxreq = min32(fore.maxreq, NFS_MAX_RECORD);
 	fore.maxresp = min32(fore.maxresp, NFS_MAX_REPLY);
-	fore.maxcached = min32(fore.maxcached, NFS_MAX_REPLY);
+	fore.maxcached = min32(fore.maxcached, NFS_MAX_CACHED);
 	fore.maxops = min32(fore.maxops, NFS_MAX_OPS);
 	fore.maxreqs = min32(fore.maxreqs, NFS_MAX_SLOTS);
 	s->nslots = fore.maxreqs;
@@ -603,6 +634,13 @@ void nfs_slot_store(struct nfs_compound *c, const uint8_t *reply,
 
 	sl->busy = false;
 	free(sl->reply);
+	sl->reply = NULL;
+	sl->reply_len = 0;
+	/* not asked for and not small: a retry is RETRY_UNCACHED_REP
+	 * (a reply asked for fits ca_maxresponsesize_cached: compound.c
+	 * answered REP_TOO_BIG_TO_CACHE else) */
+	if (!c->cache_reply && len > NFS_SLOT_KEEP_SMALL)
+		return;
 	sl->reply = malloc(len ? len : 1);
 	sl->reply_len = sl->reply ? len : 0;
 	if (sl->reply)
@@ -636,7 +674,7 @@ uint32_t nfs_op_setclientid(struct nfs_compound *c, struct xdr_dec *a,
 	}
 	clp = client_new(srv, owner, olen, verf, principal_of(c));
 	if (!clp)
-		return NFS4ERR_SERVERFAULT;
+		return NFS4ERR_RESOURCE;
 	xdr_set_be32(clp->confirm, srv->boot_tag);
 	xdr_set_be32(clp->confirm + 4, (uint32_t)clp->clientid);
 	xdr_put_u64(r, clp->clientid);

@@ -26,8 +26,12 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 				const struct nfs_fh *fh, const uint8_t *owner,
 				uint32_t owner_len)
 {
-	struct nfs_state *st = calloc(1, sizeof(*st));
+	struct nfs_state *st;
 
+	if (clp->nstates >= NFS_MAX_CLIENT_STATES ||
+	    srv->nstates >= NFS_MAX_STATES)
+		return NULL;
+	st = calloc(1, sizeof(*st));
 	if (!st)
 		return NULL;
 	st->type = t;
@@ -46,6 +50,8 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 	}
 	st->next = srv->states;
 	srv->states = st;
+	clp->nstates++;
+	srv->nstates++;
 	return st;
 }
 
@@ -78,6 +84,8 @@ void nfs_state_free(struct nfs_server *srv, struct nfs_state *st)
 		}
 	locks_free(st);
 	nfs_cb_call_put(srv, st->recall);
+	st->clp->nstates--;
+	srv->nstates--;
 	free(st);
 }
 
@@ -793,6 +801,20 @@ uint32_t nfs_op_lock(struct nfs_compound *c, struct xdr_dec *a,
 		put_denied(r, l, by);
 		c->keep_body = true;
 		return NFS4ERR_DENIED;
+	}
+	{
+		/* the unlock below may split one range, then one more */
+		const struct nfs_lock_range *k;
+		unsigned n = 0;
+
+		for (k = lst->locks; k; k = k->next)
+			n++;
+		if (n + 2 > NFS_MAX_LOCK_RANGES) {
+			if (!lst->locks && newowner)
+				nfs_state_free(srv, lst);
+			return c->minor ? NFS4ERR_SERVERFAULT
+					: NFS4ERR_RESOURCE;
+		}
 	}
 	if (unlock_range(lst, off, len))
 		return NFS4ERR_SERVERFAULT;
