@@ -77,6 +77,7 @@ static int setup_spec(void **state, const char *spec_in)
 	f->ss.qdepth = 128;
 	f->ss.incapsule = 16384;
 	f->ss.max_ioq = 1;
+	bs_net_limits_default(&f->ss.lim);	/* out_max as a listener's */
 	f->ctrl.ss = &f->ss;
 	f->ctrl.cntlid = 7;
 	f->ctrl.wce = true;
@@ -852,6 +853,156 @@ static void log_pages_error_and_smart(void **state)
 	free(whole);
 }
 
+/* @n CapsuleCmds of @sqe (CIDs 0..) back to back, as one read brings
+ * them; *@total their bytes. */
+static uint8_t *capsules(const struct bs_nvme_sqe *sqe, unsigned n,
+			 size_t *total)
+{
+	uint8_t *wire = calloc(n, BS_NVME_TCP_CMD_HLEN), *p = wire;
+	struct bs_nvme_sqe e = *sqe;
+	unsigned i;
+
+	assert_non_null(wire);
+	for (i = 0; i < n; i++, p += BS_NVME_TCP_CMD_HLEN) {
+		p[0] = BS_NVME_TCP_CMD;
+		p[2] = BS_NVME_TCP_CMD_HLEN;
+		bs_nvme_put32(p + 4, BS_NVME_TCP_CMD_HLEN);
+		e.cid = (uint16_t)i;
+		memcpy(p + 8, &e, sizeof(e));
+	}
+	*total = (size_t)n * BS_NVME_TCP_CMD_HLEN;
+	return wire;
+}
+
+/* Responses queued on @q. */
+static unsigned responses(const struct nvmf_queue *q)
+{
+	const struct nvmf_out *o;
+	unsigned n = 0;
+
+	for (o = q->out_head; o; o = o->next)
+		n += o->hdr[0] == BS_NVME_TCP_RSP;
+	return n;
+}
+
+/*
+ * A burst of small capsules in one input() call, each asking for 1 MiB
+ * of log page (before logging in to any real subsystem: the discovery
+ * controller serves them too): the queue stops taking PDUs once its
+ * unsent output passed out_max, and goes on as it is sent. Before, the
+ * whole 256 KiB input buffer was parsed at once: about 3600 capsules,
+ * 3.6 GiB of replies queued.
+ */
+static void capsule_burst_stops_at_out_max(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q = ops_queue(f, &port, false);
+	uint32_t numd = MiB / 4 - 1;
+	struct bs_nvme_sqe sqe = admin_sqe(BS_NVME_ADMIN_GET_LOG_PAGE, 0,
+					   BS_NVME_LOG_ERROR |
+						   (numd & 0xffff) << 16,
+					   numd >> 16);
+	const unsigned n = 64;
+	size_t total, off = 0, used;
+	uint8_t *wire;
+	unsigned answered = 0, rounds = 0;
+
+	f->ss.lim.out_max = 4 * MiB;
+	q->qid = 0;
+	sqe.flags = BS_NVME_SQE_PSDT_SGL;
+	sqe.dptr.type = BS_NVME_SGL_TCP_TRANSPORT;
+	sqe.dptr.length = bs_nvme_cpu_to_le32(MiB);
+	wire = capsules(&sqe, n, &total);
+	while (off < total) {
+		used = nvmf_net_proto.input(q, wire + off, total - off);
+		assert_true(used > 0);
+		off += used;
+		/* one PDU's output at most beyond out_max */
+		assert_true(q->out_bytes <= f->ss.lim.out_max + MiB + 64);
+		if (off < total) {
+			assert_true(q->out_bytes > f->ss.lim.out_max);
+			assert_false(nvmf_net_proto.wants_input(q));
+		}
+		/* the network server sends it all: input goes on */
+		answered += responses(q);
+		nvmf_net_proto.sent(q, q->out_bytes);
+		assert_null(q->out_head);
+		assert_true(nvmf_net_proto.wants_input(q));
+		rounds++;
+	}
+	assert_int_equal(answered, n);
+	assert_true(rounds >= n / 5);
+	ops_close(q);
+	free(wire);
+}
+
+/* Commands the device is still serving fill the queue's depth: the rest
+ * of the burst waits in the input buffer until they complete. */
+static void capsule_burst_stops_at_queue_depth(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q = ops_queue(f, &port, false);
+	struct bs_nvme_sqe sqe;
+	const unsigned n = 40;
+	size_t total, off = 0;
+	uint8_t *wire;
+	int i;
+
+	f->ss.qdepth = 4;
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = BS_NVME_CMD_READ;
+	sqe.flags = BS_NVME_SQE_PSDT_SGL;
+	sqe.nsid = bs_nvme_cpu_to_le32(1);
+	sqe.cdw12 = bs_nvme_cpu_to_le32(7);
+	sqe.dptr.type = BS_NVME_SGL_TCP_TRANSPORT;
+	sqe.dptr.length = bs_nvme_cpu_to_le32(4096);
+	wire = capsules(&sqe, n, &total);
+	off = nvmf_net_proto.input(q, wire, total);
+	assert_int_equal(off, 5 * BS_NVME_TCP_CMD_HLEN);
+	assert_int_equal(q->ncmds, 5);
+	assert_false(nvmf_net_proto.wants_input(q));
+	for (i = 0; i < 100 && off < total; i++) {
+		settle(f, q);
+		off += nvmf_net_proto.input(q, wire + off, total - off);
+		assert_true(q->ncmds <= 5);
+	}
+	assert_int_equal(off, total);
+	settle(f, q);
+	assert_int_equal(responses(q), n);
+	ops_close(q);
+	free(wire);
+}
+
+/* The data an Identify or Get Log Page moves is what it names: Identify
+ * 4 KiB, Get Log Page NUMD dwords. Another SGL length is Data SGL Length
+ * Invalid (as Linux's nvmet answers), not a buffer of that size (up to
+ * 1 MiB, which a burst of such capsules made the target allocate). */
+static void transfer_length_must_match(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_sqe id = admin_sqe(BS_NVME_ADMIN_IDENTIFY, 0,
+					  BS_NVME_CNS_CTRL, 0);
+	struct bs_nvme_sqe log = admin_sqe(BS_NVME_ADMIN_GET_LOG_PAGE, 0,
+					   BS_NVME_LOG_ERROR | (15u << 16), 0);
+	const uint16_t bad = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
+
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 4096, NULL), 0);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, MiB, NULL), bad);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 8192, NULL), bad);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 512, NULL), bad);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 0, NULL), bad);
+	/* NUMD 16: 64 bytes */
+	assert_int_equal(exec(f, &log, true, NULL, NULL, 64, NULL), 0);
+	assert_int_equal(exec(f, &log, true, NULL, NULL, MiB, NULL), bad);
+	assert_int_equal(exec(f, &log, true, NULL, NULL, 4096, NULL), bad);
+	assert_int_equal(exec(f, &log, true, NULL, NULL, 32, NULL), bad);
+	/* the only output is the response */
+	assert_int_equal(f->q.out_head, f->q.out_tail);
+	assert_int_equal(f->q.out_head->hdr[0], BS_NVME_TCP_RSP);
+}
+
 static uint16_t features(struct fx *f, bool set, uint32_t cdw10,
 			 uint32_t cdw11, uint32_t *dw0)
 {
@@ -1115,6 +1266,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(incapsule_ahead_of_granted_data,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(stalled_write_is_evicted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(capsule_burst_stops_at_out_max,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			capsule_burst_stops_at_queue_depth, setup, teardown),
+		cmocka_unit_test_setup_teardown(transfer_length_must_match,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			identify_ns_list_and_descriptors, setup, teardown),

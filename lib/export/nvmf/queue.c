@@ -676,6 +676,21 @@ static bool budget_blocked(const struct nvmf_queue *q)
 	return q->wait_head && !r2t_pending(q);
 }
 
+/*
+ * No new PDU while the queue's commands fill its depth or its unsent
+ * output is above the listener's out_max (every port's listener has
+ * ss->lim). The network server checks both only between input() calls,
+ * and one call may hold thousands of small capsules, each of which may
+ * queue up to a MiB of output (Get Log Page): so feed() checks before
+ * each PDU. Input goes on from the kick of the output sent or of the
+ * command answered.
+ */
+static bool input_full(const struct nvmf_queue *q)
+{
+	return q->ncmds >= q->ss->qdepth + 1 ||
+	       q->out_bytes > q->ss->lim.out_max;
+}
+
 static void progress(struct nvmf_queue *q)
 {
 	if (q->budget)
@@ -743,6 +758,8 @@ static size_t feed(struct nvmf_queue *q, const uint8_t *buf, size_t len)
 		if (budget_blocked(q))
 			break;
 		if (used == len)
+			break;
+		if (!q->have && input_full(q))
 			break;
 		if (q->have < 8) {
 			n = 8 - q->have;
@@ -906,8 +923,8 @@ static bool p_wants_input(void *sess)
 {
 	struct nvmf_queue *q = sess;
 
-	return !q->ended && !q->eof && !q->shutdown &&
-	       q->ncmds < q->ss->qdepth + 1 && !budget_blocked(q);
+	return !q->ended && !q->eof && !q->shutdown && !input_full(q) &&
+	       !budget_blocked(q);
 }
 
 /* Zero-copy input: a PDU's data (H2CData, in-capsule) straight into its
