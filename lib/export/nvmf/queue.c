@@ -882,6 +882,9 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 		bs_net_conn_log(q->nc, "closing: %s", why);
 	nvmf_queue_end(q, "%s", why);
 	q->evicted = true;
+	/* the kernel may be sending from it (ring mode): it lets go first */
+	if (q->nc && !q->orphan)
+		bs_net_conn_drop_output(q->nc);
 	nvmf_out_drop_all(q);
 	if (q->nc && !q->orphan)
 		bs_net_conn_kick(q->nc);
@@ -1005,7 +1008,7 @@ static void p_sent(void *sess, size_t n)
 	struct nvmf_queue *q = sess;
 
 	progress(q);
-	q->out_bytes -= n;
+	q->out_bytes -= n < q->out_bytes ? n : q->out_bytes;
 	while (n && q->out_head) {
 		struct nvmf_out *o = q->out_head;
 		size_t total = o->hdr_len + o->data_len + o->dd_len;
