@@ -12,7 +12,9 @@
 # (to the discovery controller, before any login) that the client does
 # not read: the daemon queues little more than out_max of answers, then
 # sends every one (lib/nvmf_burst.py); Identify with a 1 MiB SGL is Data
-# SGL Length Invalid. The daemon stays up and serves on.
+# SGL Length Invalid. An admin queue (KATO 1 s) ended by a bad PDU behind
+# 12 MiB of answers its host does not read still closes on the keep
+# alive timeout (lib/nvmf_stuck.py). The daemon stays up and serves on.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
 need python3
@@ -35,6 +37,9 @@ kill -0 "$DPID" || fail "blkstackd died"
 note "a burst of capsules asking for 1 MiB each"
 timeout 120 python3 "$(dirname "$0")/lib/nvmf_burst.py" "$PORT" "$DPID" ||
 	fail "a burst of capsules was not held to out_max"
+note "an ended queue whose host stopped reading"
+timeout 60 python3 "$(dirname "$0")/lib/nvmf_stuck.py" "$PORT" "$NQN" \
+	"$T/d.log" || fail "an ended queue outlived its keep alive timeout"
 note "the daemon still serves"
 timeout 60 python3 "$(dirname "$0")/lib/nvmf_raw.py" "$PORT" "$NQN" \
 	>/dev/null || fail "second round failed"

@@ -853,6 +853,72 @@ static void log_pages_error_and_smart(void **state)
 	free(whole);
 }
 
+/* A Connect for queue @qid of controller @cntlid (0xffff: a new one) of
+ * the fixture's subsystem by host "h", its 1 KiB of data in the capsule;
+ * the status of the answer. */
+static int put_connect(struct nvmf_queue *q, uint16_t qid, uint16_t cntlid)
+{
+	uint8_t pdu[BS_NVME_TCP_CMD_HLEN + sizeof(struct bs_nvme_connect_data)];
+	struct bs_nvme_connect_cmd cmd;
+	struct bs_nvme_connect_data d;
+
+	memset(pdu, 0, sizeof(pdu));
+	pdu[0] = BS_NVME_TCP_CMD;
+	pdu[2] = BS_NVME_TCP_CMD_HLEN;
+	pdu[3] = BS_NVME_TCP_CMD_HLEN;
+	bs_nvme_put32(pdu + 4, sizeof(pdu));
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = BS_NVME_FABRICS_OPC;
+	cmd.flags = BS_NVME_SQE_PSDT_SGL;
+	cmd.cid = 0x77;
+	cmd.fctype = BS_NVME_FCTYPE_CONNECT;
+	cmd.dptr.type = BS_NVME_SGL_TCP_INCAPSULE;
+	cmd.dptr.length = bs_nvme_cpu_to_le32(sizeof(d));
+	cmd.qid = bs_nvme_cpu_to_le16(qid);
+	cmd.sqsize = bs_nvme_cpu_to_le16(31);
+	memcpy(pdu + 8, &cmd, sizeof(cmd));
+	memset(&d, 0, sizeof(d));
+	d.cntlid = bs_nvme_cpu_to_le16(cntlid);
+	snprintf(d.subnqn, sizeof(d.subnqn), "%s", q->ss->nqn);
+	snprintf(d.hostnqn, sizeof(d.hostnqn), "h");
+	memcpy(pdu + BS_NVME_TCP_CMD_HLEN, &d, sizeof(d));
+	assert_int_equal(nvmf_net_proto.input(q, pdu, sizeof(pdu)),
+			 sizeof(pdu));
+	return last_status(q);
+}
+
+/* An I/O queue may not join a controller whose admin queue is gone (it
+ * is ending: nothing would ever close that queue); while the admin
+ * queue is there it may. */
+static void connect_io_needs_the_admin_queue(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q = ops_queue(f, &port, false), admin;
+
+	q->ctrl = NULL;
+	q->qid = 0;
+	f->ctrl.port = &port;
+	f->ctrl.nr_ioq = 1;
+	f->ctrl.ioq = calloc(2, sizeof(*f->ctrl.ioq));
+	f->ctrl.refs = 2;	/* never freed: it is the fixture's */
+	snprintf(f->ctrl.hostnqn, sizeof(f->ctrl.hostnqn), "h");
+	f->ss.ctrls = &f->ctrl;
+	assert_int_equal(put_connect(q, 1, 7),
+			 BS_NVME_SC_CONNECT_INVALID_PARAM | BS_NVME_SF_DNR);
+	assert_null(q->ctrl);
+	assert_null(f->ctrl.ioq[1]);
+
+	f->ctrl.admin = &admin;
+	assert_int_equal(put_connect(q, 1, 7), 0);
+	assert_ptr_equal(q->ctrl, &f->ctrl);
+	assert_ptr_equal(f->ctrl.ioq[1], q);
+	nvmf_net_proto.close(q, "test over");
+	assert_null(f->ctrl.ioq[1]);
+	f->ss.ctrls = NULL;
+	free(f->ctrl.ioq);
+}
+
 /* @n CapsuleCmds of @sqe (CIDs 0..) back to back, as one read brings
  * them; *@total their bytes. */
 static uint8_t *capsules(const struct bs_nvme_sqe *sqe, unsigned n,
@@ -1267,6 +1333,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(stalled_write_is_evicted,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			connect_io_needs_the_admin_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(capsule_burst_stops_at_out_max,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -176,11 +176,15 @@ static void connect_io(struct nvmf_cmd *c, const struct bs_nvme_connect_cmd *cmd
 	uint16_t qid = bs_nvme_le16(cmd->qid);
 	struct nvmf_ctrl *ctrl = ctrl_find(ss, bs_nvme_le16(d->cntlid));
 
-	if (!ctrl || ctrl->discovery || disc || ctrl->port != q->port ||
+	if (!ctrl || !ctrl->admin || ctrl->discovery || disc ||
+	    ctrl->port != q->port ||
 	    strncmp(ctrl->hostnqn, d->hostnqn, sizeof(d->hostnqn))) {
 		/* the host NQN must match; the host ID is not checked (as
 		 * Linux's nvmet; some hosts send a fresh one per queue);
-		 * an association lives on one port (its ANA state) */
+		 * an association lives on one port (its ANA state); a
+		 * controller whose admin queue is gone is ending (nothing
+		 * would close a queue that joined it: no KATO, no admin
+		 * queue closing its I/O queues) */
 		nvmf_cmd_done(c, BS_NVME_SC_CONNECT_INVALID_PARAM |
 				 BS_NVME_SF_DNR,
 			      IPO_DATA(offsetof(struct bs_nvme_connect_data,

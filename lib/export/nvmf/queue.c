@@ -824,7 +824,10 @@ static void msg_here(void *arg)
 		nvmf_aen_kick(q->ctrl);
 	q->msg_aen = false;
 	pthread_mutex_unlock(&ss->lock);
-	if (why && !q->ended && q->nc)
+	/* an ended queue too: it closes only once its output is sent, and
+	 * a peer that stops reading would keep it (and its controller)
+	 * for ever, KATO or not */
+	if (why && q->nc)
 		bs_net_conn_close(q->nc, why);	/* may free q */
 }
 
