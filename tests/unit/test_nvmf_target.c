@@ -856,23 +856,29 @@ static void log_pages_error_and_smart(void **state)
 /* A Connect for queue @qid of controller @cntlid (0xffff: a new one) of
  * the fixture's subsystem by host "h", its 1 KiB of data in the capsule;
  * the status of the answer. */
-static int put_connect(struct nvmf_queue *q, uint16_t qid, uint16_t cntlid)
+static int put_connect_r2t(struct nvmf_queue *q, uint16_t qid,
+			   uint16_t cntlid, bool r2t)
 {
 	uint8_t pdu[BS_NVME_TCP_CMD_HLEN + sizeof(struct bs_nvme_connect_data)];
+	uint8_t h2c[BS_NVME_TCP_DATA_HLEN] = { BS_NVME_TCP_H2C_DATA, 0,
+					       BS_NVME_TCP_DATA_HLEN,
+					       BS_NVME_TCP_DATA_HLEN };
 	struct bs_nvme_connect_cmd cmd;
 	struct bs_nvme_connect_data d;
+	size_t clen = r2t ? BS_NVME_TCP_CMD_HLEN : sizeof(pdu);
 
 	memset(pdu, 0, sizeof(pdu));
 	pdu[0] = BS_NVME_TCP_CMD;
 	pdu[2] = BS_NVME_TCP_CMD_HLEN;
-	pdu[3] = BS_NVME_TCP_CMD_HLEN;
-	bs_nvme_put32(pdu + 4, sizeof(pdu));
+	pdu[3] = r2t ? 0 : BS_NVME_TCP_CMD_HLEN;
+	bs_nvme_put32(pdu + 4, (uint32_t)clen);
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.opcode = BS_NVME_FABRICS_OPC;
 	cmd.flags = BS_NVME_SQE_PSDT_SGL;
 	cmd.cid = 0x77;
 	cmd.fctype = BS_NVME_FCTYPE_CONNECT;
-	cmd.dptr.type = BS_NVME_SGL_TCP_INCAPSULE;
+	cmd.dptr.type = r2t ? BS_NVME_SGL_TCP_TRANSPORT
+			    : BS_NVME_SGL_TCP_INCAPSULE;
 	cmd.dptr.length = bs_nvme_cpu_to_le32(sizeof(d));
 	cmd.qid = bs_nvme_cpu_to_le16(qid);
 	cmd.sqsize = bs_nvme_cpu_to_le16(31);
@@ -882,9 +888,72 @@ static int put_connect(struct nvmf_queue *q, uint16_t qid, uint16_t cntlid)
 	snprintf(d.subnqn, sizeof(d.subnqn), "%s", q->ss->nqn);
 	snprintf(d.hostnqn, sizeof(d.hostnqn), "h");
 	memcpy(pdu + BS_NVME_TCP_CMD_HLEN, &d, sizeof(d));
-	assert_int_equal(nvmf_net_proto.input(q, pdu, sizeof(pdu)),
-			 sizeof(pdu));
+	assert_int_equal(nvmf_net_proto.input(q, pdu, clen), clen);
+	if (r2t) {
+		/* the data after the R2T that asks for all of it */
+		struct nvmf_out *o = q->out_tail;
+
+		assert_non_null(o);
+		assert_int_equal(o->hdr[0], BS_NVME_TCP_R2T);
+		assert_int_equal(bs_nvme_get32(o->hdr + 16), sizeof(d));
+		bs_nvme_put32(h2c + 4, BS_NVME_TCP_DATA_HLEN + sizeof(d));
+		memcpy(h2c + 8, o->hdr + 8, 4);		/* CID, TTAG */
+		bs_nvme_put32(h2c + 16, sizeof(d));
+		assert_int_equal(nvmf_net_proto.input(q, h2c, sizeof(h2c)),
+				 sizeof(h2c));
+		assert_int_equal(nvmf_net_proto.input(q, (uint8_t *)&d,
+						      sizeof(d)),
+				 sizeof(d));
+	}
 	return last_status(q);
+}
+
+static int put_connect(struct nvmf_queue *q, uint16_t qid, uint16_t cntlid)
+{
+	return put_connect_r2t(q, qid, cntlid, false);
+}
+
+/*
+ * in_capsule = 0 (IOCCSZ 64 bytes): Connect still works. The admin queue
+ * (and a queue not connected yet) takes up to 8 KiB in its capsules; an
+ * I/O queue's Connect from a host that keeps to IOCCSZ (Linux, libnvmf)
+ * carries no data and gets an R2T for its 1 KiB. Before, every Connect
+ * was Data SGL Length Invalid. Connected I/O queues keep to IOCCSZ.
+ */
+static void connect_with_in_capsule_zero(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *a, *q1, *q2;
+	uint16_t cntlid;
+
+	f->ss.incapsule = 0;
+	f->ss.max_ioq = 2;
+	a = ops_queue(f, &port, false);
+	a->ctrl = NULL;
+	a->qid = 0;
+	assert_int_equal(put_connect(a, 0, 0xffff), 0);
+	assert_non_null(a->ctrl);
+	cntlid = a->ctrl->cntlid;
+	a->ctrl->csts = BS_NVME_CSTS_RDY;	/* CC.EN */
+
+	q1 = ops_queue(f, &port, false);
+	q1->ctrl = NULL;
+	q1->qid = 0;
+	assert_int_equal(put_connect_r2t(q1, 1, cntlid, true), 0);
+	assert_ptr_equal(q1->ctrl, a->ctrl);
+	assert_int_equal(q1->qid, 1);
+
+	q2 = ops_queue(f, &port, false);
+	q2->ctrl = NULL;
+	q2->qid = 0;
+	assert_int_equal(put_connect(q2, 2, cntlid), 0);
+	assert_ptr_equal(q2->ctrl, a->ctrl);
+
+	nvmf_net_proto.close(q1, "test over");
+	nvmf_net_proto.close(q2, "test over");
+	nvmf_net_proto.close(a, "test over");
+	assert_null(f->ss.ctrls);
 }
 
 /* An I/O queue may not join a controller whose admin queue is gone (it
@@ -1335,6 +1404,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			connect_io_needs_the_admin_queue, setup, teardown),
+		cmocka_unit_test_setup_teardown(connect_with_in_capsule_zero,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(capsule_burst_stops_at_out_max,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -227,6 +227,13 @@ static void do_connect(struct nvmf_cmd *c)
 			      NULL, 0);
 		return;
 	}
+	if (c->len == sizeof(d) && !c->got) {
+		/* its data not in the capsule (an I/O queue's Connect from
+		 * a host that keeps to an IOCCSZ under 1 KiB): asked for
+		 * with an R2T, then here again */
+		nvmf_cmd_want_data(c);
+		return;
+	}
 	if (c->len != sizeof(d) || c->got != sizeof(d)) {
 		nvmf_cmd_done(c, BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR,
 			      0, NULL, 0);

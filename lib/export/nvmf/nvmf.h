@@ -50,6 +50,9 @@
 /* in-capsule data bytes accepted (IOCCSZ): `in_capsule`, at most a
  * whole transfer, by default a whole transfer (no R2T round trip) */
 #define NVMF_INCAPSULE_MAX NVMF_MAX_XFER
+/* in-capsule data bytes accepted on the admin queue and before Connect
+ * whatever `in_capsule` is (the admin queue's capsules are 8 KiB) */
+#define NVMF_ADMIN_INCAPSULE 8192u
 /* ICResp MAXH2CDATA: the largest transfer, so that one R2T (and one
  * H2CData PDU) can carry all of a write's data (see queue.c) */
 #define NVMF_MAXH2CDATA NVMF_MAX_XFER

@@ -405,6 +405,21 @@ int nvmf_sgl(const struct bs_nvme_sqe *sqe, uint32_t *len, bool *incapsule)
 
 /* ---- input ----------------------------------------------------------------- */
 
+/*
+ * In-capsule data bytes @q accepts. IOCCSZ (`in_capsule`) is for I/O
+ * queues; the admin queue's capsules are 8 KiB (hosts send Connect's
+ * 1 KiB and other admin data in them whatever IOCCSZ says), and so are
+ * those of a queue not connected yet (an I/O queue's Connect).
+ */
+static uint32_t incapsule_max(const struct nvmf_queue *q)
+{
+	uint32_t n = q->ss->incapsule;
+
+	if ((!q->ctrl || !q->qid) && n < NVMF_ADMIN_INCAPSULE)
+		n = NVMF_ADMIN_INCAPSULE;
+	return n;
+}
+
 static void icreq(struct nvmf_queue *q)
 {
 	const struct bs_nvme_tcp_icreq *r = (const void *)q->hdr;
@@ -471,7 +486,7 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	/* more in-capsule data than IOCCSZ offers (PDUs may be as long as
 	 * MAXH2CDATA, capsules may not; such data was not kept) */
-	if (!sf && inc && (dlen > q->ss->incapsule || (dlen && !buf)))
+	if (!sf && inc && (dlen > incapsule_max(q) || (dlen && !buf)))
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && len > NVMF_MAX_XFER + 0u &&
 	    c->sqe.opcode != BS_NVME_FABRICS_OPC)
@@ -545,6 +560,8 @@ static void h2c_data(struct nvmf_queue *q)
 	c->wants_data = false;
 	if (c->got < c->len)
 		nvmf_cmd_want_data(c);
+	else if (c->sqe.opcode == BS_NVME_FABRICS_OPC)
+		nvmf_fabrics(c);	/* a Connect's data, after an R2T */
 	else
 		nvmf_io_exec(c);
 }
@@ -593,7 +610,7 @@ static int rest_begin(struct nvmf_queue *q)
 		q->h2c = c;
 		q->ddst = c->buf + c->got;
 	} else if (l->type == BS_NVME_TCP_CMD &&
-		   l->data_len <= q->ss->incapsule) {
+		   l->data_len <= incapsule_max(q)) {
 		err = buf_get(q, l->data_len, &q->icbuf, false);
 		if (err == -EAGAIN && r2t_pending(q))
 			err = buf_get(q, l->data_len, &q->icbuf, true);
