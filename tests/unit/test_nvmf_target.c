@@ -988,6 +988,99 @@ static void connect_io_needs_the_admin_queue(void **state)
 	free(f->ctrl.ioq);
 }
 
+/*
+ * Three writes with in-capsule data in front of the H2CData of a granted
+ * R2T, the budget full: one capsule's data at a time goes above the
+ * limit; the next waits at its header until that one's write is done,
+ * then goes. Before, all three were taken above the limit at once (up to
+ * the queue depth x in_capsule: 128 MiB per connection by default).
+ */
+static void incapsule_over_the_limit_one_at_a_time(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	/* above the file driver's inline_write_max: written by its workers,
+	 * so each write is still in flight when the next capsule comes */
+	const uint32_t ic = 128 * 1024, len = MiB;
+	const unsigned nic = 3;
+	size_t one = BS_NVME_TCP_CMD_HLEN + ic;
+	size_t total = nic * one + BS_NVME_TCP_DATA_HLEN + len;
+	uint8_t *wire = calloc(1, total), *p = wire, *got = malloc(ic);
+	struct bs_nvme_sqe sqe;
+	uint16_t cid = 4, ttag;
+	size_t off = 0;
+	unsigned i, k;
+	int n;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	f->ss.incapsule = MiB;
+	q = ops_queue(f, &port, false);
+	/* a 1 MiB write by R2T: its bytes held, R2T sent */
+	put_capsule(f, q, BS_NVME_CMD_WRITE, cid, len);
+	assert_int_equal(q->out_tail->hdr[0], BS_NVME_TCP_R2T);
+	memcpy(&ttag, q->out_tail->hdr + 10, 2);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, BS_BUDGET_MIN - len));
+
+	for (k = 0; k < nic; k++, p += one) {
+		p[0] = BS_NVME_TCP_CMD;
+		p[2] = BS_NVME_TCP_CMD_HLEN;
+		p[3] = BS_NVME_TCP_CMD_HLEN;
+		bs_nvme_put32(p + 4, (uint32_t)one);
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.opcode = BS_NVME_CMD_WRITE;
+		sqe.flags = BS_NVME_SQE_PSDT_SGL;
+		sqe.cid = (uint16_t)(10 + k);
+		sqe.nsid = bs_nvme_cpu_to_le32(1);
+		sqe.cdw10 = bs_nvme_cpu_to_le32(8192 + k * (ic / 512));
+		sqe.cdw12 = bs_nvme_cpu_to_le32(ic / 512 - 1);
+		sqe.dptr.type = BS_NVME_SGL_TCP_INCAPSULE;
+		sqe.dptr.length = bs_nvme_cpu_to_le32(ic);
+		memcpy(p + 8, &sqe, sizeof(sqe));
+		memset(p + BS_NVME_TCP_CMD_HLEN, 0xa0 + k, ic);
+	}
+	p[0] = BS_NVME_TCP_H2C_DATA;
+	p[2] = BS_NVME_TCP_DATA_HLEN;
+	p[3] = BS_NVME_TCP_DATA_HLEN;
+	bs_nvme_put32(p + 4, BS_NVME_TCP_DATA_HLEN + len);
+	memcpy(p + 8, &cid, 2);
+	memcpy(p + 10, &ttag, 2);
+	bs_nvme_put32(p + 16, len);
+
+	/* all of it in one call: the first capsule goes over, the second
+	 * waits at its header */
+	off = nvmf_net_proto.input(q, wire, total);
+	assert_int_equal(off, one + BS_NVME_TCP_CMD_HLEN);
+	assert_int_equal(bs_budget_used(b), BS_BUDGET_MIN + ic);
+	assert_false(nvmf_net_proto.wants_input(q));
+	/* as the network server does on each kick: feed what is left */
+	for (n = 0; n < 2000 && off < total; n++) {
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 1);
+		off += nvmf_net_proto.input(q, wire + off, total - off);
+		assert_true(bs_budget_used(b) <= BS_BUDGET_MIN + ic);
+	}
+	assert_int_equal(off, total);
+	settle(f, q);
+	assert_int_equal(last_status(q), 0);
+	for (k = 0; k < nic; k++) {
+		assert_int_equal(bs_read_sync(f->dev, got, ic,
+					      (8192ull + k * (ic / 512)) * 512),
+				 0);
+		for (i = 0; i < ic; i++)
+			assert_int_equal(got[i], 0xa0 + k);
+	}
+	assert_int_equal(bs_budget_over(b), nic * ic);
+	assert_int_equal(q->nover, 0);
+	ops_close(q);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
+	free(wire);
+	free(got);
+}
+
 /* @n CapsuleCmds of @sqe (CIDs 0..) back to back, as one read brings
  * them; *@total their bytes. */
 static uint8_t *capsules(const struct bs_nvme_sqe *sqe, unsigned n,
@@ -1400,6 +1493,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(incapsule_ahead_of_granted_data,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			incapsule_over_the_limit_one_at_a_time, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(stalled_write_is_evicted,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

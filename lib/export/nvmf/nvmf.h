@@ -191,6 +191,8 @@ struct nvmf_cmd {
 	struct nvmf_cmd *wnext;
 	void (*resume)(struct nvmf_cmd *c);
 	bool parked;
+	bool over;			/* its in-capsule data was taken above
+					   the budget's limit (q->nover) */
 };
 
 struct nvmf_queue {
@@ -223,6 +225,10 @@ struct nvmf_queue {
 	uint32_t dgst_have;
 	uint8_t *icbuf;			/* in-capsule data (nvmf_buf_get()) */
 	uint32_t icbuf_len;
+	bool icbuf_over;		/* taken above the budget's limit */
+	/* capsules whose data was taken above the limit, not yet freed:
+	 * at most one (rest_begin()) */
+	unsigned nover;
 	struct nvmf_cmd *h2c;		/* the H2CData PDU's command */
 	/* the server-wide payload budget (NULL: none, unit tests) */
 	struct bs_budget *budget;
@@ -287,8 +293,9 @@ void nvmf_queue_send_close(struct nvmf_queue *q, const char *why);
 void nvmf_queue_send_aen(struct nvmf_queue *q);
 /* A complete command capsule: the 64-byte @sqe and its @dlen bytes of
  * in-capsule data in @buf (from nvmf_buf_get(q, dlen), owned by the
- * command now; NULL when the data was not kept), checked and dispatched
- * (fabrics, admin or I/O). */
+ * command now; NULL when the data was not kept; taken above the budget's
+ * limit when q->icbuf_over, which the command takes over), checked and
+ * dispatched (fabrics, admin or I/O). */
 void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 		  uint32_t dlen);
 /* Length of the data the SGL of @sqe describes, and whether in capsule. */

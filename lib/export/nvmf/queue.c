@@ -103,6 +103,13 @@ static void cmd_free(struct nvmf_cmd *c)
 	if (q->h2c == c)
 		q->h2c = NULL;
 	nvmf_buf_put(q, c->buf, c->buf_len);
+	if (c->over) {
+		/* the next capsule held at its header may go above the
+		 * limit now (rest_begin()): input goes on */
+		q->nover--;
+		if (q->hdr_held && q->nc && !q->orphan)
+			bs_net_conn_kick(q->nc);
+	}
 	free(c->reqs);
 	free(c);
 }
@@ -459,16 +466,21 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 		  uint32_t dlen)
 {
 	struct nvmf_cmd *c = calloc(1, sizeof(*c));
+	bool over = buf && q->icbuf_over;
 	uint32_t len;
 	bool inc;
 	int sf;
 
+	q->icbuf_over = false;
 	if (!c) {
+		if (over)
+			q->nover--;
 		nvmf_buf_put(q, buf, dlen);
 		nvmf_queue_end(q, "out of memory for a command");
 		return;
 	}
 	c->q = q;
+	c->over = over;
 	memcpy(&c->sqe, sqe, sizeof(c->sqe));
 	c->next = q->cmds;
 	q->cmds = c;
@@ -586,9 +598,11 @@ static bool r2t_pending(const struct nvmf_queue *q)
  * wire behind this capsule, and the bytes that data would give back are
  * held already. Stopping here, queues that hold the budget that way
  * would wait for each other until the stall timeout ends one; so the
- * in-capsule data is taken above the limit. That is bounded: at most
- * `in_capsule` bytes for each command the queue may have open (its
- * depth), and only while an R2T is outstanding.
+ * in-capsule data is taken above the limit. That is bounded: one
+ * capsule's data (at most `in_capsule` bytes) per queue at a time, and
+ * only while an R2T is outstanding. The next such capsule waits at its
+ * header until the budget has room or that one's command is done (its
+ * bytes back: cmd_free() kicks the queue).
  */
 static int rest_begin(struct nvmf_queue *q)
 {
@@ -612,8 +626,13 @@ static int rest_begin(struct nvmf_queue *q)
 	} else if (l->type == BS_NVME_TCP_CMD &&
 		   l->data_len <= incapsule_max(q)) {
 		err = buf_get(q, l->data_len, &q->icbuf, false);
-		if (err == -EAGAIN && r2t_pending(q))
+		if (err == -EAGAIN && r2t_pending(q) && !q->nover) {
 			err = buf_get(q, l->data_len, &q->icbuf, true);
+			if (!err) {
+				q->icbuf_over = true;
+				q->nover++;
+			}
+		}
 		if (err == -EAGAIN)
 			return err;
 		if (err) {
