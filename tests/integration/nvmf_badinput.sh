@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Malformed NVMe/TCP input (issue 14, part 1): a raw client
 # (lib/nvmf_raw.py) sends a wrong HLEN, an unknown PDU type, a capsule
-# before ICReq and a bad header digest (each: C2HTermReq with the FES the
-# transport specification gives, then the connection closes); a command
+# before ICReq, an ICReq with HPDA 1 and a bad header digest (each:
+# C2HTermReq with the FES the transport specification gives, then the
+# connection closes); a command
 # before Connect and before CC.EN (Command Sequence Error), unknown admin
 # and I/O opcodes (Invalid Command Opcode), an unknown log page, a read and
 # a Write Zeroes past the end (LBA Out of Range), a read of a missing

@@ -1081,6 +1081,94 @@ static void incapsule_over_the_limit_one_at_a_time(void **state)
 	free(got);
 }
 
+/* The SQHD of the last response queued on @q. */
+static int last_sqhd(struct nvmf_queue *q)
+{
+	struct nvmf_out *o, *rsp = NULL;
+	struct bs_nvme_cqe cqe;
+
+	for (o = q->out_head; o; o = o->next)
+		if (o->hdr[0] == BS_NVME_TCP_RSP)
+			rsp = o;
+	assert_non_null(rsp);
+	memcpy(&cqe, rsp->hdr + 8, sizeof(cqe));
+	return bs_nvme_le16(cqe.sqhd);
+}
+
+/* SQ flow control on: each response's SQHD is the entries consumed so
+ * far, modulo the queue's size (SQSIZE + 1 = 32), Connect's own
+ * included; with it off, 0 (reserved). Before, always 0. */
+static void sqhd_follows_the_queue(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *a = ops_queue(f, &port, false);
+	unsigned i;
+
+	a->ctrl = NULL;
+	a->qid = 0;
+	assert_int_equal(put_connect(a, 0, 0xffff), 0);
+	assert_int_equal(last_sqhd(a), 1);
+	nvmf_net_proto.close(a, "test over");
+
+	a = ops_queue(f, &port, false);	/* I/O queue 1, SQSIZE 31 */
+	for (i = 1; i <= 40; i++) {
+		nvmf_out_drop_all(a);
+		put_capsule(f, a, BS_NVME_CMD_READ, (uint16_t)i, 4096);
+		settle(f, a);
+		assert_int_equal(last_status(a), 0);
+		assert_int_equal(last_sqhd(a), i % 32);
+	}
+	a->sqflow_off = true;
+	nvmf_out_drop_all(a);
+	put_capsule(f, a, BS_NVME_CMD_FLUSH, 41, 0);
+	settle(f, a);
+	assert_int_equal(last_sqhd(a), 0);
+	ops_close(a);
+}
+
+/* ICReq asking for C2HData aligned (HPDA 1..31): our data follows the
+ * header unaligned, so the connection is refused (C2HTermReq, Unsupported
+ * Parameter at byte 10) as Linux's nvmet does; HPDA 0 is answered. */
+static void icreq_hpda_refused(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	struct bs_nvme_tcp_icreq r;
+	uint8_t hpda;
+
+	for (hpda = 0; hpda < 3; hpda++) {
+		q = ops_queue(f, &port, false);
+		q->ctrl = NULL;
+		q->pp.ic_done = false;
+		memset(&r, 0, sizeof(r));
+		r.ch.type = BS_NVME_TCP_ICREQ;
+		r.ch.hlen = sizeof(r);
+		r.ch.plen = bs_nvme_cpu_to_le32(sizeof(r));
+		r.hpda = hpda;
+		assert_int_equal(nvmf_net_proto.input(q, (uint8_t *)&r,
+						      sizeof(r)),
+				 sizeof(r));
+		assert_non_null(q->out_tail);
+		if (!hpda) {
+			assert_false(q->ended);
+			assert_int_equal(q->out_tail->hdr[0],
+					 BS_NVME_TCP_ICRESP);
+		} else {
+			assert_true(q->ended);
+			assert_int_equal(q->out_tail->hdr[0],
+					 BS_NVME_TCP_C2H_TERM);
+			assert_int_equal(bs_nvme_get16(q->out_tail->hdr + 8),
+					 BS_NVME_TCP_FES_UNSUPPORTED_PARAM);
+			assert_int_equal(bs_nvme_get32(q->out_tail->hdr + 10),
+					 10);
+		}
+		nvmf_out_drop_all(q);
+		ops_close(q);
+	}
+}
+
 /* @n CapsuleCmds of @sqe (CIDs 0..) back to back, as one read brings
  * them; *@total their bytes. */
 static uint8_t *capsules(const struct bs_nvme_sqe *sqe, unsigned n,
@@ -1502,6 +1590,10 @@ int main(void)
 			connect_io_needs_the_admin_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(connect_with_in_capsule_zero,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(sqhd_follows_the_queue, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(icreq_hpda_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(capsule_burst_stops_at_out_max,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -159,6 +159,7 @@ static void connect_admin(struct nvmf_cmd *c,
 	q->ctrl = ctrl;
 	q->qid = 0;
 	q->sqsize = bs_nvme_le16(cmd->sqsize);
+	q->sqhd = 1;		/* the Connect (sqsize is at least 1) */
 	q->sqflow_off = cmd->cattr & BS_NVME_CONNECT_CATTR_DISABLE_SQFLOW;
 	if (q->nc)
 		bs_net_conn_log(q->nc, "controller %u of %s for host %s (KATO %u "
@@ -208,6 +209,7 @@ static void connect_io(struct nvmf_cmd *c, const struct bs_nvme_connect_cmd *cmd
 	q->ctrl = ctrl;
 	q->qid = qid;
 	q->sqsize = bs_nvme_le16(cmd->sqsize);
+	q->sqhd = 1;		/* the Connect (sqsize is at least 1) */
 	q->sqflow_off = cmd->cattr & BS_NVME_CONNECT_CATTR_DISABLE_SQFLOW;
 	nvmf_cmd_done(c, 0, ctrl->cntlid, NULL, 0);
 }

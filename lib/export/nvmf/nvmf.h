@@ -207,6 +207,8 @@ struct nvmf_queue {
 	struct nvmf_ctrl *ctrl;		/* after Connect */
 	uint16_t qid;
 	uint16_t sqsize;
+	uint16_t sqhd;			/* SQ head: entries consumed, mod
+					   sqsize + 1 */
 	bool sqflow_off;
 	struct nvmf_pdu_params pp;
 	/* input: the header, then the rest of the PDU in three parts:

@@ -236,6 +236,10 @@ static void put_rsp(struct nvmf_queue *q, uint16_t cid, uint16_t sf,
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.result = bs_nvme_cpu_to_le32((uint32_t)result);
 	cqe.dw1 = bs_nvme_cpu_to_le32((uint32_t)(result >> 32));
+	/* SQ flow control on: the head, which the host needs to reuse
+	 * entries (reserved when off) */
+	if (!q->sqflow_off)
+		cqe.sqhd = bs_nvme_cpu_to_le16(q->sqhd);
 	cqe.sqid = bs_nvme_cpu_to_le16(q->qid);
 	cqe.cid = cid;		/* as the host sent it */
 	cqe.status = bs_nvme_cpu_to_le16(bs_nvme_cqe_status(sf));
@@ -440,9 +444,12 @@ static void icreq(struct nvmf_queue *q)
 		term(q, &e);
 		return;
 	}
-	if (r->hpda > 31) {
+	/* our C2HData PDUs put their data right after the header: a host
+	 * asking for it aligned (HPDA 1..31) is refused, as Linux's nvmet
+	 * does, rather than sent data where it does not look */
+	if (r->hpda) {
 		e = (struct nvmf_pdu_err){ BS_NVME_TCP_FES_UNSUPPORTED_PARAM,
-					   10, "ICReq HPDA above 31" };
+					   10, "ICReq HPDA is not 0" };
 		term(q, &e);
 		return;
 	}
@@ -481,6 +488,9 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 	}
 	c->q = q;
 	c->over = over;
+	/* the entry is consumed: the head moves past it (Connect sets the
+	 * queue's size, and counts itself) */
+	q->sqhd = (uint16_t)((q->sqhd + 1u) % (q->sqsize + 1u));
 	memcpy(&c->sqe, sqe, sizeof(c->sqe));
 	c->next = q->cmds;
 	q->cmds = c;
