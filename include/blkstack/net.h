@@ -271,6 +271,16 @@ bool bs_net_conn_in_handshake(const struct bs_net_conn *c);
 void bs_net_conn_shutdown(struct bs_net_conn *c);
 /* Close now with a reason (the session's close op runs). */
 void bs_net_conn_close(struct bs_net_conn *c, const char *why);
+/*
+ * The session is about to free output that output() gave and sent() has
+ * not taken back (replies nobody reads, dropped on a budget eviction).
+ * Call this first: the kernel may be sending from that memory (a ring
+ * send in flight, event_loop = io_uring); it is cancelled and the kernel
+ * is done with it on return, and sent() hears nothing of that send. The
+ * session's output starts afresh; a stream cut in the middle of a reply
+ * is the session's to end.
+ */
+void bs_net_conn_drop_output(struct bs_net_conn *c);
 /* One log line "PROTO #ID PEER: msg". */
 void bs_net_conn_log(struct bs_net_conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

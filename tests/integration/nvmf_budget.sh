@@ -10,7 +10,8 @@
 #   with both, on a second subsystem of A (default in_capsule: writes
 #   inside their capsules): every byte comes back;
 # - A's budget peak never passed 64 MiB (plus the bounded in-capsule
-#   bytes taken above it) and requests did wait for it
+#   bytes taken above it: one capsule's per queue at a time) and
+#   requests did wait for it
 #   (A logs both when it stops), no command failed, nobody was evicted.
 source "$(dirname "$0")/lib/cli-common.bash"
 source "$(dirname "$0")/lib/daemon.bash"
@@ -137,10 +138,10 @@ echo "$line"
 read -r peak limit waits over < <(sed -E 's/.*peak ([0-9]+) bytes of ([0-9]+), ([0-9]+) requests waited, ([0-9]+) bytes taken above it.*/\1 \2 \3 \4/' <<<"$line")
 ((limit == LIMIT)) || fail "budget limit $limit, not $LIMIT"
 # in-capsule data ahead of a granted R2T's data goes above the limit:
-# at most in_capsule (16K on sa; sb's writes never wait for an R2T) per
-# open command (at most 6 queues of depth 32 here)
+# one capsule's (at most in_capsule: 16K on sa; sb's writes never wait
+# for an R2T) per queue at a time (at most 6 I/O queues here)
 echo "$over bytes taken above the limit in all"
-((peak <= LIMIT + 16384 * 32 * 6)) || fail "budget peak $peak above the limit $LIMIT"
+((peak <= LIMIT + 16384 * 6)) || fail "budget peak $peak above the limit $LIMIT"
 # 256 MiB asked for at once: without the target's accounting nothing waits
 ((peak > LIMIT / 2 && waits > 0)) || fail "the budget was not used (peak $peak, $waits waits)"
 grep 'close .* queue [1-9]' "$T/a.log" | grep -v ' 0 errors' &&

@@ -77,6 +77,7 @@ static int setup_spec(void **state, const char *spec_in)
 	f->ss.qdepth = 128;
 	f->ss.incapsule = 16384;
 	f->ss.max_ioq = 1;
+	bs_net_limits_default(&f->ss.lim);	/* out_max as a listener's */
 	f->ctrl.ss = &f->ss;
 	f->ctrl.cntlid = 7;
 	f->ctrl.wce = true;
@@ -852,6 +853,472 @@ static void log_pages_error_and_smart(void **state)
 	free(whole);
 }
 
+/* A Connect for queue @qid of controller @cntlid (0xffff: a new one) of
+ * the fixture's subsystem by host "h", its 1 KiB of data in the capsule;
+ * the status of the answer. */
+static int put_connect_r2t(struct nvmf_queue *q, uint16_t qid,
+			   uint16_t cntlid, bool r2t)
+{
+	uint8_t pdu[BS_NVME_TCP_CMD_HLEN + sizeof(struct bs_nvme_connect_data)];
+	uint8_t h2c[BS_NVME_TCP_DATA_HLEN] = { BS_NVME_TCP_H2C_DATA, 0,
+					       BS_NVME_TCP_DATA_HLEN,
+					       BS_NVME_TCP_DATA_HLEN };
+	struct bs_nvme_connect_cmd cmd;
+	struct bs_nvme_connect_data d;
+	size_t clen = r2t ? BS_NVME_TCP_CMD_HLEN : sizeof(pdu);
+
+	memset(pdu, 0, sizeof(pdu));
+	pdu[0] = BS_NVME_TCP_CMD;
+	pdu[2] = BS_NVME_TCP_CMD_HLEN;
+	pdu[3] = r2t ? 0 : BS_NVME_TCP_CMD_HLEN;
+	bs_nvme_put32(pdu + 4, (uint32_t)clen);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = BS_NVME_FABRICS_OPC;
+	cmd.flags = BS_NVME_SQE_PSDT_SGL;
+	cmd.cid = 0x77;
+	cmd.fctype = BS_NVME_FCTYPE_CONNECT;
+	cmd.dptr.type = r2t ? BS_NVME_SGL_TCP_TRANSPORT
+			    : BS_NVME_SGL_TCP_INCAPSULE;
+	cmd.dptr.length = bs_nvme_cpu_to_le32(sizeof(d));
+	cmd.qid = bs_nvme_cpu_to_le16(qid);
+	cmd.sqsize = bs_nvme_cpu_to_le16(31);
+	memcpy(pdu + 8, &cmd, sizeof(cmd));
+	memset(&d, 0, sizeof(d));
+	d.cntlid = bs_nvme_cpu_to_le16(cntlid);
+	snprintf(d.subnqn, sizeof(d.subnqn), "%s", q->ss->nqn);
+	snprintf(d.hostnqn, sizeof(d.hostnqn), "h");
+	memcpy(pdu + BS_NVME_TCP_CMD_HLEN, &d, sizeof(d));
+	assert_int_equal(nvmf_net_proto.input(q, pdu, clen), clen);
+	if (r2t) {
+		/* the data after the R2T that asks for all of it */
+		struct nvmf_out *o = q->out_tail;
+
+		assert_non_null(o);
+		assert_int_equal(o->hdr[0], BS_NVME_TCP_R2T);
+		assert_int_equal(bs_nvme_get32(o->hdr + 16), sizeof(d));
+		bs_nvme_put32(h2c + 4, BS_NVME_TCP_DATA_HLEN + sizeof(d));
+		memcpy(h2c + 8, o->hdr + 8, 4);		/* CID, TTAG */
+		bs_nvme_put32(h2c + 16, sizeof(d));
+		assert_int_equal(nvmf_net_proto.input(q, h2c, sizeof(h2c)),
+				 sizeof(h2c));
+		assert_int_equal(nvmf_net_proto.input(q, (uint8_t *)&d,
+						      sizeof(d)),
+				 sizeof(d));
+	}
+	return last_status(q);
+}
+
+static int put_connect(struct nvmf_queue *q, uint16_t qid, uint16_t cntlid)
+{
+	return put_connect_r2t(q, qid, cntlid, false);
+}
+
+/*
+ * in_capsule = 0 (IOCCSZ 64 bytes): Connect still works. The admin queue
+ * (and a queue not connected yet) takes up to 8 KiB in its capsules; an
+ * I/O queue's Connect from a host that keeps to IOCCSZ (Linux, libnvmf)
+ * carries no data and gets an R2T for its 1 KiB. Before, every Connect
+ * was Data SGL Length Invalid. Connected I/O queues keep to IOCCSZ.
+ */
+static void connect_with_in_capsule_zero(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *a, *q1, *q2;
+	uint16_t cntlid;
+
+	f->ss.incapsule = 0;
+	f->ss.max_ioq = 2;
+	a = ops_queue(f, &port, false);
+	a->ctrl = NULL;
+	a->qid = 0;
+	assert_int_equal(put_connect(a, 0, 0xffff), 0);
+	assert_non_null(a->ctrl);
+	cntlid = a->ctrl->cntlid;
+	a->ctrl->csts = BS_NVME_CSTS_RDY;	/* CC.EN */
+
+	q1 = ops_queue(f, &port, false);
+	q1->ctrl = NULL;
+	q1->qid = 0;
+	assert_int_equal(put_connect_r2t(q1, 1, cntlid, true), 0);
+	assert_ptr_equal(q1->ctrl, a->ctrl);
+	assert_int_equal(q1->qid, 1);
+
+	q2 = ops_queue(f, &port, false);
+	q2->ctrl = NULL;
+	q2->qid = 0;
+	assert_int_equal(put_connect(q2, 2, cntlid), 0);
+	assert_ptr_equal(q2->ctrl, a->ctrl);
+
+	nvmf_net_proto.close(q1, "test over");
+	nvmf_net_proto.close(q2, "test over");
+	nvmf_net_proto.close(a, "test over");
+	assert_null(f->ss.ctrls);
+}
+
+/* An I/O queue may not join a controller whose admin queue is gone (it
+ * is ending: nothing would ever close that queue); while the admin
+ * queue is there it may. */
+static void connect_io_needs_the_admin_queue(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q = ops_queue(f, &port, false), admin;
+
+	q->ctrl = NULL;
+	q->qid = 0;
+	f->ctrl.port = &port;
+	f->ctrl.nr_ioq = 1;
+	f->ctrl.ioq = calloc(2, sizeof(*f->ctrl.ioq));
+	f->ctrl.refs = 2;	/* never freed: it is the fixture's */
+	snprintf(f->ctrl.hostnqn, sizeof(f->ctrl.hostnqn), "h");
+	f->ss.ctrls = &f->ctrl;
+	assert_int_equal(put_connect(q, 1, 7),
+			 BS_NVME_SC_CONNECT_INVALID_PARAM | BS_NVME_SF_DNR);
+	assert_null(q->ctrl);
+	assert_null(f->ctrl.ioq[1]);
+
+	f->ctrl.admin = &admin;
+	assert_int_equal(put_connect(q, 1, 7), 0);
+	assert_ptr_equal(q->ctrl, &f->ctrl);
+	assert_ptr_equal(f->ctrl.ioq[1], q);
+	nvmf_net_proto.close(q, "test over");
+	assert_null(f->ctrl.ioq[1]);
+	f->ss.ctrls = NULL;
+	free(f->ctrl.ioq);
+}
+
+/*
+ * Three writes with in-capsule data in front of the H2CData of a granted
+ * R2T, the budget full: one capsule's data at a time goes above the
+ * limit; the next waits at its header until that one's write is done,
+ * then goes. Before, all three were taken above the limit at once (up to
+ * the queue depth x in_capsule: 128 MiB per connection by default).
+ */
+static void incapsule_over_the_limit_one_at_a_time(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	/* above the file driver's inline_write_max: written by its workers,
+	 * so each write is still in flight when the next capsule comes */
+	const uint32_t ic = 128 * 1024, len = MiB;
+	const unsigned nic = 3;
+	size_t one = BS_NVME_TCP_CMD_HLEN + ic;
+	size_t total = nic * one + BS_NVME_TCP_DATA_HLEN + len;
+	uint8_t *wire = calloc(1, total), *p = wire, *got = malloc(ic);
+	struct bs_nvme_sqe sqe;
+	uint16_t cid = 4, ttag;
+	size_t off = 0;
+	unsigned i, k;
+	int n;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	f->ss.incapsule = MiB;
+	q = ops_queue(f, &port, false);
+	/* a 1 MiB write by R2T: its bytes held, R2T sent */
+	put_capsule(f, q, BS_NVME_CMD_WRITE, cid, len);
+	assert_int_equal(q->out_tail->hdr[0], BS_NVME_TCP_R2T);
+	memcpy(&ttag, q->out_tail->hdr + 10, 2);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, BS_BUDGET_MIN - len));
+
+	for (k = 0; k < nic; k++, p += one) {
+		p[0] = BS_NVME_TCP_CMD;
+		p[2] = BS_NVME_TCP_CMD_HLEN;
+		p[3] = BS_NVME_TCP_CMD_HLEN;
+		bs_nvme_put32(p + 4, (uint32_t)one);
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.opcode = BS_NVME_CMD_WRITE;
+		sqe.flags = BS_NVME_SQE_PSDT_SGL;
+		sqe.cid = (uint16_t)(10 + k);
+		sqe.nsid = bs_nvme_cpu_to_le32(1);
+		sqe.cdw10 = bs_nvme_cpu_to_le32(8192 + k * (ic / 512));
+		sqe.cdw12 = bs_nvme_cpu_to_le32(ic / 512 - 1);
+		sqe.dptr.type = BS_NVME_SGL_TCP_INCAPSULE;
+		sqe.dptr.length = bs_nvme_cpu_to_le32(ic);
+		memcpy(p + 8, &sqe, sizeof(sqe));
+		memset(p + BS_NVME_TCP_CMD_HLEN, 0xa0 + k, ic);
+	}
+	p[0] = BS_NVME_TCP_H2C_DATA;
+	p[2] = BS_NVME_TCP_DATA_HLEN;
+	p[3] = BS_NVME_TCP_DATA_HLEN;
+	bs_nvme_put32(p + 4, BS_NVME_TCP_DATA_HLEN + len);
+	memcpy(p + 8, &cid, 2);
+	memcpy(p + 10, &ttag, 2);
+	bs_nvme_put32(p + 16, len);
+
+	/* all of it in one call: the first capsule goes over, the second
+	 * waits at its header */
+	off = nvmf_net_proto.input(q, wire, total);
+	assert_int_equal(off, one + BS_NVME_TCP_CMD_HLEN);
+	assert_int_equal(bs_budget_used(b), BS_BUDGET_MIN + ic);
+	assert_false(nvmf_net_proto.wants_input(q));
+	/* as the network server does on each kick: feed what is left */
+	for (n = 0; n < 2000 && off < total; n++) {
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 1);
+		off += nvmf_net_proto.input(q, wire + off, total - off);
+		assert_true(bs_budget_used(b) <= BS_BUDGET_MIN + ic);
+	}
+	assert_int_equal(off, total);
+	settle(f, q);
+	assert_int_equal(last_status(q), 0);
+	for (k = 0; k < nic; k++) {
+		assert_int_equal(bs_read_sync(f->dev, got, ic,
+					      (8192ull + k * (ic / 512)) * 512),
+				 0);
+		for (i = 0; i < ic; i++)
+			assert_int_equal(got[i], 0xa0 + k);
+	}
+	assert_int_equal(bs_budget_over(b), nic * ic);
+	assert_int_equal(q->nover, 0);
+	ops_close(q);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
+	free(wire);
+	free(got);
+}
+
+/* The SQHD of the last response queued on @q. */
+static int last_sqhd(struct nvmf_queue *q)
+{
+	struct nvmf_out *o, *rsp = NULL;
+	struct bs_nvme_cqe cqe;
+
+	for (o = q->out_head; o; o = o->next)
+		if (o->hdr[0] == BS_NVME_TCP_RSP)
+			rsp = o;
+	assert_non_null(rsp);
+	memcpy(&cqe, rsp->hdr + 8, sizeof(cqe));
+	return bs_nvme_le16(cqe.sqhd);
+}
+
+/* SQ flow control on: each response's SQHD is the entries consumed so
+ * far, modulo the queue's size (SQSIZE + 1 = 32), Connect's own
+ * included; with it off, 0 (reserved). Before, always 0. */
+static void sqhd_follows_the_queue(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *a = ops_queue(f, &port, false);
+	unsigned i;
+
+	a->ctrl = NULL;
+	a->qid = 0;
+	assert_int_equal(put_connect(a, 0, 0xffff), 0);
+	assert_int_equal(last_sqhd(a), 1);
+	nvmf_net_proto.close(a, "test over");
+
+	a = ops_queue(f, &port, false);	/* I/O queue 1, SQSIZE 31 */
+	for (i = 1; i <= 40; i++) {
+		nvmf_out_drop_all(a);
+		put_capsule(f, a, BS_NVME_CMD_READ, (uint16_t)i, 4096);
+		settle(f, a);
+		assert_int_equal(last_status(a), 0);
+		assert_int_equal(last_sqhd(a), i % 32);
+	}
+	a->sqflow_off = true;
+	nvmf_out_drop_all(a);
+	put_capsule(f, a, BS_NVME_CMD_FLUSH, 41, 0);
+	settle(f, a);
+	assert_int_equal(last_sqhd(a), 0);
+	ops_close(a);
+}
+
+/* ICReq asking for C2HData aligned (HPDA 1..31): our data follows the
+ * header unaligned, so the connection is refused (C2HTermReq, Unsupported
+ * Parameter at byte 10) as Linux's nvmet does; HPDA 0 is answered. */
+static void icreq_hpda_refused(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	struct bs_nvme_tcp_icreq r;
+	uint8_t hpda;
+
+	for (hpda = 0; hpda < 3; hpda++) {
+		q = ops_queue(f, &port, false);
+		q->ctrl = NULL;
+		q->pp.ic_done = false;
+		memset(&r, 0, sizeof(r));
+		r.ch.type = BS_NVME_TCP_ICREQ;
+		r.ch.hlen = sizeof(r);
+		r.ch.plen = bs_nvme_cpu_to_le32(sizeof(r));
+		r.hpda = hpda;
+		assert_int_equal(nvmf_net_proto.input(q, (uint8_t *)&r,
+						      sizeof(r)),
+				 sizeof(r));
+		assert_non_null(q->out_tail);
+		if (!hpda) {
+			assert_false(q->ended);
+			assert_int_equal(q->out_tail->hdr[0],
+					 BS_NVME_TCP_ICRESP);
+		} else {
+			assert_true(q->ended);
+			assert_int_equal(q->out_tail->hdr[0],
+					 BS_NVME_TCP_C2H_TERM);
+			assert_int_equal(bs_nvme_get16(q->out_tail->hdr + 8),
+					 BS_NVME_TCP_FES_UNSUPPORTED_PARAM);
+			assert_int_equal(bs_nvme_get32(q->out_tail->hdr + 10),
+					 10);
+		}
+		nvmf_out_drop_all(q);
+		ops_close(q);
+	}
+}
+
+/* @n CapsuleCmds of @sqe (CIDs 0..) back to back, as one read brings
+ * them; *@total their bytes. */
+static uint8_t *capsules(const struct bs_nvme_sqe *sqe, unsigned n,
+			 size_t *total)
+{
+	uint8_t *wire = calloc(n, BS_NVME_TCP_CMD_HLEN), *p = wire;
+	struct bs_nvme_sqe e = *sqe;
+	unsigned i;
+
+	assert_non_null(wire);
+	for (i = 0; i < n; i++, p += BS_NVME_TCP_CMD_HLEN) {
+		p[0] = BS_NVME_TCP_CMD;
+		p[2] = BS_NVME_TCP_CMD_HLEN;
+		bs_nvme_put32(p + 4, BS_NVME_TCP_CMD_HLEN);
+		e.cid = (uint16_t)i;
+		memcpy(p + 8, &e, sizeof(e));
+	}
+	*total = (size_t)n * BS_NVME_TCP_CMD_HLEN;
+	return wire;
+}
+
+/* Responses queued on @q. */
+static unsigned responses(const struct nvmf_queue *q)
+{
+	const struct nvmf_out *o;
+	unsigned n = 0;
+
+	for (o = q->out_head; o; o = o->next)
+		n += o->hdr[0] == BS_NVME_TCP_RSP;
+	return n;
+}
+
+/*
+ * A burst of small capsules in one input() call, each asking for 1 MiB
+ * of log page (before logging in to any real subsystem: the discovery
+ * controller serves them too): the queue stops taking PDUs once its
+ * unsent output passed out_max, and goes on as it is sent. Before, the
+ * whole 256 KiB input buffer was parsed at once: about 3600 capsules,
+ * 3.6 GiB of replies queued.
+ */
+static void capsule_burst_stops_at_out_max(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q = ops_queue(f, &port, false);
+	uint32_t numd = MiB / 4 - 1;
+	struct bs_nvme_sqe sqe = admin_sqe(BS_NVME_ADMIN_GET_LOG_PAGE, 0,
+					   BS_NVME_LOG_ERROR |
+						   (numd & 0xffff) << 16,
+					   numd >> 16);
+	const unsigned n = 64;
+	size_t total, off = 0, used;
+	uint8_t *wire;
+	unsigned answered = 0, rounds = 0;
+
+	f->ss.lim.out_max = 4 * MiB;
+	q->qid = 0;
+	sqe.flags = BS_NVME_SQE_PSDT_SGL;
+	sqe.dptr.type = BS_NVME_SGL_TCP_TRANSPORT;
+	sqe.dptr.length = bs_nvme_cpu_to_le32(MiB);
+	wire = capsules(&sqe, n, &total);
+	while (off < total) {
+		used = nvmf_net_proto.input(q, wire + off, total - off);
+		assert_true(used > 0);
+		off += used;
+		/* one PDU's output at most beyond out_max */
+		assert_true(q->out_bytes <= f->ss.lim.out_max + MiB + 64);
+		if (off < total) {
+			assert_true(q->out_bytes > f->ss.lim.out_max);
+			assert_false(nvmf_net_proto.wants_input(q));
+		}
+		/* the network server sends it all: input goes on */
+		answered += responses(q);
+		nvmf_net_proto.sent(q, q->out_bytes);
+		assert_null(q->out_head);
+		assert_true(nvmf_net_proto.wants_input(q));
+		rounds++;
+	}
+	assert_int_equal(answered, n);
+	assert_true(rounds >= n / 5);
+	ops_close(q);
+	free(wire);
+}
+
+/* Commands the device is still serving fill the queue's depth: the rest
+ * of the burst waits in the input buffer until they complete. */
+static void capsule_burst_stops_at_queue_depth(void **state)
+{
+	struct fx *f = *state;
+	struct nvmf_port port;
+	struct nvmf_queue *q = ops_queue(f, &port, false);
+	struct bs_nvme_sqe sqe;
+	const unsigned n = 40;
+	size_t total, off = 0;
+	uint8_t *wire;
+	int i;
+
+	f->ss.qdepth = 4;
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = BS_NVME_CMD_READ;
+	sqe.flags = BS_NVME_SQE_PSDT_SGL;
+	sqe.nsid = bs_nvme_cpu_to_le32(1);
+	sqe.cdw12 = bs_nvme_cpu_to_le32(7);
+	sqe.dptr.type = BS_NVME_SGL_TCP_TRANSPORT;
+	sqe.dptr.length = bs_nvme_cpu_to_le32(4096);
+	wire = capsules(&sqe, n, &total);
+	off = nvmf_net_proto.input(q, wire, total);
+	assert_int_equal(off, 5 * BS_NVME_TCP_CMD_HLEN);
+	assert_int_equal(q->ncmds, 5);
+	assert_false(nvmf_net_proto.wants_input(q));
+	for (i = 0; i < 100 && off < total; i++) {
+		settle(f, q);
+		off += nvmf_net_proto.input(q, wire + off, total - off);
+		assert_true(q->ncmds <= 5);
+	}
+	assert_int_equal(off, total);
+	settle(f, q);
+	assert_int_equal(responses(q), n);
+	ops_close(q);
+	free(wire);
+}
+
+/* The data an Identify or Get Log Page moves is what it names: Identify
+ * 4 KiB, Get Log Page NUMD dwords. Another SGL length is Data SGL Length
+ * Invalid (as Linux's nvmet answers), not a buffer of that size (up to
+ * 1 MiB, which a burst of such capsules made the target allocate). */
+static void transfer_length_must_match(void **state)
+{
+	struct fx *f = *state;
+	struct bs_nvme_sqe id = admin_sqe(BS_NVME_ADMIN_IDENTIFY, 0,
+					  BS_NVME_CNS_CTRL, 0);
+	struct bs_nvme_sqe log = admin_sqe(BS_NVME_ADMIN_GET_LOG_PAGE, 0,
+					   BS_NVME_LOG_ERROR | (15u << 16), 0);
+	const uint16_t bad = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
+
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 4096, NULL), 0);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, MiB, NULL), bad);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 8192, NULL), bad);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 512, NULL), bad);
+	assert_int_equal(exec(f, &id, true, NULL, NULL, 0, NULL), bad);
+	/* NUMD 16: 64 bytes */
+	assert_int_equal(exec(f, &log, true, NULL, NULL, 64, NULL), 0);
+	assert_int_equal(exec(f, &log, true, NULL, NULL, MiB, NULL), bad);
+	assert_int_equal(exec(f, &log, true, NULL, NULL, 4096, NULL), bad);
+	assert_int_equal(exec(f, &log, true, NULL, NULL, 32, NULL), bad);
+	/* the only output is the response */
+	assert_int_equal(f->q.out_head, f->q.out_tail);
+	assert_int_equal(f->q.out_head->hdr[0], BS_NVME_TCP_RSP);
+}
+
 static uint16_t features(struct fx *f, bool set, uint32_t cdw10,
 			 uint32_t cdw11, uint32_t *dw0)
 {
@@ -1114,7 +1581,24 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(incapsule_ahead_of_granted_data,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			incapsule_over_the_limit_one_at_a_time, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(stalled_write_is_evicted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			connect_io_needs_the_admin_queue, setup, teardown),
+		cmocka_unit_test_setup_teardown(connect_with_in_capsule_zero,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(sqhd_follows_the_queue, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(icreq_hpda_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(capsule_burst_stops_at_out_max,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			capsule_burst_stops_at_queue_depth, setup, teardown),
+		cmocka_unit_test_setup_teardown(transfer_length_must_match,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			identify_ns_list_and_descriptors, setup, teardown),

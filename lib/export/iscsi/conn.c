@@ -38,6 +38,13 @@ static void ops_kick(void *arg)
 	bs_net_conn_kick(c->nc);
 }
 
+static void ops_drop_output(void *arg)
+{
+	struct iscsi_conn *c = arg;
+
+	bs_net_conn_drop_output(c->nc);
+}
+
 static void ops_log(void *arg, const char *msg)
 {
 	struct iscsi_conn *c = arg;
@@ -226,6 +233,7 @@ static uint32_t ops_block_size(void *arg, const struct iscsi_login_target *t,
 
 static const struct iscsi_session_ops session_ops = {
 	.kick = ops_kick,
+	.drop_output = ops_drop_output,
 	.log = ops_log,
 	.find = ops_find,
 	.discovery_params = ops_dparams,

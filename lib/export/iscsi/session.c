@@ -303,6 +303,8 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 	iscsi_log(s, "closing: %s", why);
 	iscsi_end(s, "%s", why);
 	s->evicted = true;
+	if (s->ops && s->ops->drop_output)
+		s->ops->drop_output(s->arg);
 	while (s->out_head)
 		out_pop(s);
 	iscsi_kick(s);

@@ -44,6 +44,9 @@ struct iscsi_session_ops {
 	/* Output queued, input possible again, or the session ended. */
 	void (*kick)(void *arg);
 	void (*log)(void *arg, const char *msg);
+	/* Queued output is about to be freed unsent: nothing may still
+	 * be sending from it (bs_net_conn_drop_output()). Optional. */
+	void (*drop_output)(void *arg);
 	/*
 	 * Login: the target of @name here (login.h). A target found is held
 	 * for the session until release() (called once, when the session is

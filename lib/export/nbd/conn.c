@@ -30,6 +30,13 @@ static void ops_kick(void *arg)
 	bs_net_conn_kick(c->nc);
 }
 
+static void ops_drop_output(void *arg)
+{
+	struct nbd_conn *c = arg;
+
+	bs_net_conn_drop_output(c->nc);
+}
+
 /* Every unit of every export on the listener is an NBD export name. */
 static struct bs_export_unit *ops_find(void *arg, const char *name)
 {
@@ -80,6 +87,7 @@ static void ops_log(void *arg, const char *msg)
 
 static const struct nbd_session_ops session_ops = {
 	.kick = ops_kick,
+	.drop_output = ops_drop_output,
 	.find = ops_find,
 	.next = ops_next,
 	.log = ops_log,

@@ -124,6 +124,8 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 	nbd_log(s, "closing: %s", why);
 	nbd_end(s, "%s", why);
 	s->evicted = true;
+	if (s->ops && s->ops->drop_output)
+		s->ops->drop_output(s->arg);
 	while (s->out_head)
 		out_pop(s);
 	nbd_kick(s);

@@ -45,6 +45,9 @@ struct nbd_session_ops {
 				       struct bs_export_unit *prev);
 	/* One log line (a protocol error, the export chosen). */
 	void (*log)(void *arg, const char *msg);
+	/* Queued output is about to be freed unsent: nothing may still
+	 * be sending from it (bs_net_conn_drop_output()). Optional. */
+	void (*drop_output)(void *arg);
 };
 
 struct nbd_session_stats {

@@ -668,6 +668,13 @@ static void tx_done(struct bs_ring_op *op, int res, uint32_t flags)
 		maybe_free(c);
 		return;
 	}
+	if (c->tx_dropped) {
+		/* cancelled (or done) under output the session dropped: what
+		 * went out of it is none of the session's business now */
+		c->tx_dropped = false;
+		pump(c);
+		return;
+	}
 	p = c->l->proto;
 	if (res >= 0) {
 		activity(c);
@@ -682,6 +689,16 @@ static void tx_done(struct bs_ring_op *op, int res, uint32_t flags)
 		return;
 	}
 	write_failed(c, -res);
+}
+
+void bs_net_conn_drop_output(struct bs_net_conn *c)
+{
+	if (c->dead || !c->ring || !c->tx_busy || c->tx_dropped)
+		return;
+	/* synchronous: the kernel no longer reads c->tx_iov's buffers;
+	 * tx_done() still comes */
+	bs_loop_ring_cancel(c->loop, &c->tx_op);
+	c->tx_dropped = true;
 }
 
 /*

@@ -86,6 +86,9 @@ struct bs_net_conn {
 	 */
 	bool ring;
 	bool rx_busy, tx_busy, rx_poll;
+	/* the session dropped the output of the send in flight (cancelled):
+	 * its completion is not the session's to hear */
+	bool tx_dropped;
 	size_t rx_want;
 	struct bs_ring_op rx_op, tx_op;
 	struct msghdr tx_mh;

@@ -63,23 +63,6 @@ static uint8_t mdts_of(struct nvmf_subsys *ss)
 	return (uint8_t)ilog2_32(max / 4096);
 }
 
-/* Send exactly the bytes the host's SGL asked for (@len of them made). */
-static void send_data(struct nvmf_cmd *c, uint8_t *buf, uint32_t len)
-{
-	if (c->len > len) {
-		uint8_t *b = realloc(buf, c->len);
-
-		if (!b) {
-			free(buf);
-			FAIL(c, BS_NVME_SC_INTERNAL);
-			return;
-		}
-		memset(b + len, 0, c->len - len);
-		buf = b;
-	}
-	nvmf_cmd_done(c, 0, 0, buf, c->len);
-}
-
 static bool any_write_cache(const struct nvmf_subsys *ss)
 {
 	unsigned i;
@@ -241,8 +224,12 @@ static void identify(struct nvmf_cmd *c)
 	uint8_t *b;
 	unsigned i, n;
 
-	if (c->len < BS_NVME_IDENTIFY_SIZE && c->len != 0) {
-		/* shorter buffers get the first bytes */
+	/* the data structures are 4 KiB; a host asking for another length
+	 * (up to 1 MiB, which was allocated and sent) is refused, as Linux's
+	 * nvmet does */
+	if (c->len != BS_NVME_IDENTIFY_SIZE) {
+		FAIL(c, BS_NVME_SC_SGL_INVALID_DATA);
+		return;
 	}
 	b = calloc(1, BS_NVME_IDENTIFY_SIZE);
 	if (!b) {
@@ -322,11 +309,7 @@ static void identify(struct nvmf_cmd *c)
 		FAIL(c, BS_NVME_SC_INVALID_FIELD);
 		return;
 	}
-	if (c->len > BS_NVME_IDENTIFY_SIZE) {
-		send_data(c, b, BS_NVME_IDENTIFY_SIZE);
-		return;
-	}
-	nvmf_cmd_done(c, 0, 0, b, c->len);
+	nvmf_cmd_done(c, 0, 0, b, BS_NVME_IDENTIFY_SIZE);
 }
 
 /* ---- log pages --------------------------------------------------------- */
@@ -346,7 +329,8 @@ static void get_log(struct nvmf_cmd *c)
 	uint8_t *page = NULL, *out;
 	unsigned i;
 
-	if (len > c->len) {
+	/* the SGL carries exactly NUMD dwords (as Linux's nvmet checks) */
+	if (len != c->len) {
 		FAIL(c, BS_NVME_SC_SGL_INVALID_DATA);
 		return;
 	}
@@ -354,7 +338,7 @@ static void get_log(struct nvmf_cmd *c)
 		FAIL(c, BS_NVME_SC_INVALID_FIELD);
 		return;
 	}
-	out = calloc(1, c->len ? c->len : 1);
+	out = calloc(1, c->len);
 	if (!out) {
 		FAIL(c, BS_NVME_SC_INTERNAL);
 		return;

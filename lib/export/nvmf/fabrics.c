@@ -159,6 +159,7 @@ static void connect_admin(struct nvmf_cmd *c,
 	q->ctrl = ctrl;
 	q->qid = 0;
 	q->sqsize = bs_nvme_le16(cmd->sqsize);
+	q->sqhd = 1;		/* the Connect (sqsize is at least 1) */
 	q->sqflow_off = cmd->cattr & BS_NVME_CONNECT_CATTR_DISABLE_SQFLOW;
 	if (q->nc)
 		bs_net_conn_log(q->nc, "controller %u of %s for host %s (KATO %u "
@@ -176,11 +177,15 @@ static void connect_io(struct nvmf_cmd *c, const struct bs_nvme_connect_cmd *cmd
 	uint16_t qid = bs_nvme_le16(cmd->qid);
 	struct nvmf_ctrl *ctrl = ctrl_find(ss, bs_nvme_le16(d->cntlid));
 
-	if (!ctrl || ctrl->discovery || disc || ctrl->port != q->port ||
+	if (!ctrl || !ctrl->admin || ctrl->discovery || disc ||
+	    ctrl->port != q->port ||
 	    strncmp(ctrl->hostnqn, d->hostnqn, sizeof(d->hostnqn))) {
 		/* the host NQN must match; the host ID is not checked (as
 		 * Linux's nvmet; some hosts send a fresh one per queue);
-		 * an association lives on one port (its ANA state) */
+		 * an association lives on one port (its ANA state); a
+		 * controller whose admin queue is gone is ending (nothing
+		 * would close a queue that joined it: no KATO, no admin
+		 * queue closing its I/O queues) */
 		nvmf_cmd_done(c, BS_NVME_SC_CONNECT_INVALID_PARAM |
 				 BS_NVME_SF_DNR,
 			      IPO_DATA(offsetof(struct bs_nvme_connect_data,
@@ -204,6 +209,7 @@ static void connect_io(struct nvmf_cmd *c, const struct bs_nvme_connect_cmd *cmd
 	q->ctrl = ctrl;
 	q->qid = qid;
 	q->sqsize = bs_nvme_le16(cmd->sqsize);
+	q->sqhd = 1;		/* the Connect (sqsize is at least 1) */
 	q->sqflow_off = cmd->cattr & BS_NVME_CONNECT_CATTR_DISABLE_SQFLOW;
 	nvmf_cmd_done(c, 0, ctrl->cntlid, NULL, 0);
 }
@@ -221,6 +227,13 @@ static void do_connect(struct nvmf_cmd *c)
 	if (q->ctrl) {
 		nvmf_cmd_done(c, BS_NVME_SC_CMD_SEQ_ERROR | BS_NVME_SF_DNR, 0,
 			      NULL, 0);
+		return;
+	}
+	if (c->len == sizeof(d) && !c->got) {
+		/* its data not in the capsule (an I/O queue's Connect from
+		 * a host that keeps to an IOCCSZ under 1 KiB): asked for
+		 * with an R2T, then here again */
+		nvmf_cmd_want_data(c);
 		return;
 	}
 	if (c->len != sizeof(d) || c->got != sizeof(d)) {

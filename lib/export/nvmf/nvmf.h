@@ -50,6 +50,9 @@
 /* in-capsule data bytes accepted (IOCCSZ): `in_capsule`, at most a
  * whole transfer, by default a whole transfer (no R2T round trip) */
 #define NVMF_INCAPSULE_MAX NVMF_MAX_XFER
+/* in-capsule data bytes accepted on the admin queue and before Connect
+ * whatever `in_capsule` is (the admin queue's capsules are 8 KiB) */
+#define NVMF_ADMIN_INCAPSULE 8192u
 /* ICResp MAXH2CDATA: the largest transfer, so that one R2T (and one
  * H2CData PDU) can carry all of a write's data (see queue.c) */
 #define NVMF_MAXH2CDATA NVMF_MAX_XFER
@@ -188,6 +191,8 @@ struct nvmf_cmd {
 	struct nvmf_cmd *wnext;
 	void (*resume)(struct nvmf_cmd *c);
 	bool parked;
+	bool over;			/* its in-capsule data was taken above
+					   the budget's limit (q->nover) */
 };
 
 struct nvmf_queue {
@@ -202,6 +207,8 @@ struct nvmf_queue {
 	struct nvmf_ctrl *ctrl;		/* after Connect */
 	uint16_t qid;
 	uint16_t sqsize;
+	uint16_t sqhd;			/* SQ head: entries consumed, mod
+					   sqsize + 1 */
 	bool sqflow_off;
 	struct nvmf_pdu_params pp;
 	/* input: the header, then the rest of the PDU in three parts:
@@ -220,6 +227,10 @@ struct nvmf_queue {
 	uint32_t dgst_have;
 	uint8_t *icbuf;			/* in-capsule data (nvmf_buf_get()) */
 	uint32_t icbuf_len;
+	bool icbuf_over;		/* taken above the budget's limit */
+	/* capsules whose data was taken above the limit, not yet freed:
+	 * at most one (rest_begin()) */
+	unsigned nover;
 	struct nvmf_cmd *h2c;		/* the H2CData PDU's command */
 	/* the server-wide payload budget (NULL: none, unit tests) */
 	struct bs_budget *budget;
@@ -284,8 +295,9 @@ void nvmf_queue_send_close(struct nvmf_queue *q, const char *why);
 void nvmf_queue_send_aen(struct nvmf_queue *q);
 /* A complete command capsule: the 64-byte @sqe and its @dlen bytes of
  * in-capsule data in @buf (from nvmf_buf_get(q, dlen), owned by the
- * command now; NULL when the data was not kept), checked and dispatched
- * (fabrics, admin or I/O). */
+ * command now; NULL when the data was not kept; taken above the budget's
+ * limit when q->icbuf_over, which the command takes over), checked and
+ * dispatched (fabrics, admin or I/O). */
 void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 		  uint32_t dlen);
 /* Length of the data the SGL of @sqe describes, and whether in capsule. */

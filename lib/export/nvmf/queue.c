@@ -103,6 +103,13 @@ static void cmd_free(struct nvmf_cmd *c)
 	if (q->h2c == c)
 		q->h2c = NULL;
 	nvmf_buf_put(q, c->buf, c->buf_len);
+	if (c->over) {
+		/* the next capsule held at its header may go above the
+		 * limit now (rest_begin()): input goes on */
+		q->nover--;
+		if (q->hdr_held && q->nc && !q->orphan)
+			bs_net_conn_kick(q->nc);
+	}
 	free(c->reqs);
 	free(c);
 }
@@ -229,6 +236,10 @@ static void put_rsp(struct nvmf_queue *q, uint16_t cid, uint16_t sf,
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.result = bs_nvme_cpu_to_le32((uint32_t)result);
 	cqe.dw1 = bs_nvme_cpu_to_le32((uint32_t)(result >> 32));
+	/* SQ flow control on: the head, which the host needs to reuse
+	 * entries (reserved when off) */
+	if (!q->sqflow_off)
+		cqe.sqhd = bs_nvme_cpu_to_le16(q->sqhd);
 	cqe.sqid = bs_nvme_cpu_to_le16(q->qid);
 	cqe.cid = cid;		/* as the host sent it */
 	cqe.status = bs_nvme_cpu_to_le16(bs_nvme_cqe_status(sf));
@@ -405,6 +416,21 @@ int nvmf_sgl(const struct bs_nvme_sqe *sqe, uint32_t *len, bool *incapsule)
 
 /* ---- input ----------------------------------------------------------------- */
 
+/*
+ * In-capsule data bytes @q accepts. IOCCSZ (`in_capsule`) is for I/O
+ * queues; the admin queue's capsules are 8 KiB (hosts send Connect's
+ * 1 KiB and other admin data in them whatever IOCCSZ says), and so are
+ * those of a queue not connected yet (an I/O queue's Connect).
+ */
+static uint32_t incapsule_max(const struct nvmf_queue *q)
+{
+	uint32_t n = q->ss->incapsule;
+
+	if ((!q->ctrl || !q->qid) && n < NVMF_ADMIN_INCAPSULE)
+		n = NVMF_ADMIN_INCAPSULE;
+	return n;
+}
+
 static void icreq(struct nvmf_queue *q)
 {
 	const struct bs_nvme_tcp_icreq *r = (const void *)q->hdr;
@@ -418,9 +444,12 @@ static void icreq(struct nvmf_queue *q)
 		term(q, &e);
 		return;
 	}
-	if (r->hpda > 31) {
+	/* our C2HData PDUs put their data right after the header: a host
+	 * asking for it aligned (HPDA 1..31) is refused, as Linux's nvmet
+	 * does, rather than sent data where it does not look */
+	if (r->hpda) {
 		e = (struct nvmf_pdu_err){ BS_NVME_TCP_FES_UNSUPPORTED_PARAM,
-					   10, "ICReq HPDA above 31" };
+					   10, "ICReq HPDA is not 0" };
 		term(q, &e);
 		return;
 	}
@@ -444,16 +473,24 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 		  uint32_t dlen)
 {
 	struct nvmf_cmd *c = calloc(1, sizeof(*c));
+	bool over = buf && q->icbuf_over;
 	uint32_t len;
 	bool inc;
 	int sf;
 
+	q->icbuf_over = false;
 	if (!c) {
+		if (over)
+			q->nover--;
 		nvmf_buf_put(q, buf, dlen);
 		nvmf_queue_end(q, "out of memory for a command");
 		return;
 	}
 	c->q = q;
+	c->over = over;
+	/* the entry is consumed: the head moves past it (Connect sets the
+	 * queue's size, and counts itself) */
+	q->sqhd = (uint16_t)((q->sqhd + 1u) % (q->sqsize + 1u));
 	memcpy(&c->sqe, sqe, sizeof(c->sqe));
 	c->next = q->cmds;
 	q->cmds = c;
@@ -471,7 +508,7 @@ void nvmf_capsule(struct nvmf_queue *q, const uint8_t *sqe, uint8_t *buf,
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	/* more in-capsule data than IOCCSZ offers (PDUs may be as long as
 	 * MAXH2CDATA, capsules may not; such data was not kept) */
-	if (!sf && inc && (dlen > q->ss->incapsule || (dlen && !buf)))
+	if (!sf && inc && (dlen > incapsule_max(q) || (dlen && !buf)))
 		sf = BS_NVME_SC_SGL_INVALID_DATA | BS_NVME_SF_DNR;
 	if (!sf && len > NVMF_MAX_XFER + 0u &&
 	    c->sqe.opcode != BS_NVME_FABRICS_OPC)
@@ -545,6 +582,8 @@ static void h2c_data(struct nvmf_queue *q)
 	c->wants_data = false;
 	if (c->got < c->len)
 		nvmf_cmd_want_data(c);
+	else if (c->sqe.opcode == BS_NVME_FABRICS_OPC)
+		nvmf_fabrics(c);	/* a Connect's data, after an R2T */
 	else
 		nvmf_io_exec(c);
 }
@@ -569,9 +608,11 @@ static bool r2t_pending(const struct nvmf_queue *q)
  * wire behind this capsule, and the bytes that data would give back are
  * held already. Stopping here, queues that hold the budget that way
  * would wait for each other until the stall timeout ends one; so the
- * in-capsule data is taken above the limit. That is bounded: at most
- * `in_capsule` bytes for each command the queue may have open (its
- * depth), and only while an R2T is outstanding.
+ * in-capsule data is taken above the limit. That is bounded: one
+ * capsule's data (at most `in_capsule` bytes) per queue at a time, and
+ * only while an R2T is outstanding. The next such capsule waits at its
+ * header until the budget has room or that one's command is done (its
+ * bytes back: cmd_free() kicks the queue).
  */
 static int rest_begin(struct nvmf_queue *q)
 {
@@ -593,10 +634,15 @@ static int rest_begin(struct nvmf_queue *q)
 		q->h2c = c;
 		q->ddst = c->buf + c->got;
 	} else if (l->type == BS_NVME_TCP_CMD &&
-		   l->data_len <= q->ss->incapsule) {
+		   l->data_len <= incapsule_max(q)) {
 		err = buf_get(q, l->data_len, &q->icbuf, false);
-		if (err == -EAGAIN && r2t_pending(q))
+		if (err == -EAGAIN && r2t_pending(q) && !q->nover) {
 			err = buf_get(q, l->data_len, &q->icbuf, true);
+			if (!err) {
+				q->icbuf_over = true;
+				q->nover++;
+			}
+		}
 		if (err == -EAGAIN)
 			return err;
 		if (err) {
@@ -676,6 +722,21 @@ static bool budget_blocked(const struct nvmf_queue *q)
 	return q->wait_head && !r2t_pending(q);
 }
 
+/*
+ * No new PDU while the queue's commands fill its depth or its unsent
+ * output is above the listener's out_max (every port's listener has
+ * ss->lim). The network server checks both only between input() calls,
+ * and one call may hold thousands of small capsules, each of which may
+ * queue up to a MiB of output (Get Log Page): so feed() checks before
+ * each PDU. Input goes on from the kick of the output sent or of the
+ * command answered.
+ */
+static bool input_full(const struct nvmf_queue *q)
+{
+	return q->ncmds >= q->ss->qdepth + 1 ||
+	       q->out_bytes > q->ss->lim.out_max;
+}
+
 static void progress(struct nvmf_queue *q)
 {
 	if (q->budget)
@@ -744,6 +805,8 @@ static size_t feed(struct nvmf_queue *q, const uint8_t *buf, size_t len)
 			break;
 		if (used == len)
 			break;
+		if (!q->have && input_full(q))
+			break;
 		if (q->have < 8) {
 			n = 8 - q->have;
 			if (n > len - used)
@@ -807,7 +870,10 @@ static void msg_here(void *arg)
 		nvmf_aen_kick(q->ctrl);
 	q->msg_aen = false;
 	pthread_mutex_unlock(&ss->lock);
-	if (why && !q->ended && q->nc)
+	/* an ended queue too: it closes only once its output is sent, and
+	 * a peer that stops reading would keep it (and its controller)
+	 * for ever, KATO or not */
+	if (why && q->nc)
 		bs_net_conn_close(q->nc, why);	/* may free q */
 }
 
@@ -865,6 +931,9 @@ static void budget_evict(struct bs_budget_holder *h, const char *why)
 		bs_net_conn_log(q->nc, "closing: %s", why);
 	nvmf_queue_end(q, "%s", why);
 	q->evicted = true;
+	/* the kernel may be sending from it (ring mode): it lets go first */
+	if (q->nc && !q->orphan)
+		bs_net_conn_drop_output(q->nc);
 	nvmf_out_drop_all(q);
 	if (q->nc && !q->orphan)
 		bs_net_conn_kick(q->nc);
@@ -906,8 +975,8 @@ static bool p_wants_input(void *sess)
 {
 	struct nvmf_queue *q = sess;
 
-	return !q->ended && !q->eof && !q->shutdown &&
-	       q->ncmds < q->ss->qdepth + 1 && !budget_blocked(q);
+	return !q->ended && !q->eof && !q->shutdown && !input_full(q) &&
+	       !budget_blocked(q);
 }
 
 /* Zero-copy input: a PDU's data (H2CData, in-capsule) straight into its
@@ -988,7 +1057,7 @@ static void p_sent(void *sess, size_t n)
 	struct nvmf_queue *q = sess;
 
 	progress(q);
-	q->out_bytes -= n;
+	q->out_bytes -= n < q->out_bytes ? n : q->out_bytes;
 	while (n && q->out_head) {
 		struct nvmf_out *o = q->out_head;
 		size_t total = o->hdr_len + o->data_len + o->dd_len;

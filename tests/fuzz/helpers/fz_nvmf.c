@@ -30,6 +30,7 @@ int fz_nvmf_setup(struct fz_nvmf *t, struct bs_loop *loop,
 	ss->max_ioq = 2;
 	ss->qdepth = 32;
 	ss->incapsule = 16384;	/* small: data above it is refused */
+	bs_net_limits_default(&ss->lim);	/* out_max as a listener's */
 	ss->next_cntlid = 2;
 	/* one port, with ANA reported so that its log page and statuses
 	 * are in reach of the inputs */

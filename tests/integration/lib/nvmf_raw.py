@@ -151,6 +151,12 @@ s = socket.create_connection(("127.0.0.1", port), timeout=10)
 s.sendall(capsule(sqe(0x06, 1)))
 expect_term(s, 2, "capsule before ICReq")
 
+# ICReq asking for data aligned (HPDA 1): refused, as Linux's nvmet does
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+s.sendall(struct.pack("<BBBBIHBBI", 0, 0, 128, 0, 128, 0, 1, 0, 0) +
+          bytes(112))
+expect_term(s, 6, "ICReq with HPDA 1")
+
 # bad header digest
 s = conn(hdgst=True)
 bad = bytearray(capsule(sqe(0x06, 1), hdgst=True))
