@@ -653,8 +653,10 @@ static void isd_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	kv(arg, "unit_attentions", "%llu (rescans %llu)",
 	   (unsigned long long)s->unit_attentions,
 	   (unsigned long long)s->rescans);
-	kv(arg, "retries", "%llu (failed at the deadline %llu)",
-	   (unsigned long long)s->retries, (unsigned long long)s->expired);
+	kv(arg, "retries", "%llu (failed at the deadline %llu; sessions "
+	   "reset for a write past it %llu)",
+	   (unsigned long long)s->retries, (unsigned long long)s->expired,
+	   (unsigned long long)s->session_resets_deadline);
 }
 
 static const struct bs_dev_type iscsi_type = {

@@ -100,6 +100,7 @@ struct isd {
 
 	/* counters for describe() */
 	uint64_t unit_attentions, rescans, retries, expired, reconnects;
+	uint64_t session_resets_deadline; /* a write past its deadline */
 };
 
 /* "GOOD", "CHECK CONDITION", "timeout", ... */

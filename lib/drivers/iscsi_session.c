@@ -63,6 +63,8 @@ static int pump_service(void *lib, uint32_t revents)
 }
 
 
+static void reset_at_once(struct isd *s, const char *why);
+
 static void watchdog(struct isd *s)
 {
 	uint64_t now = bs_now_ns();
@@ -78,6 +80,24 @@ static void watchdog(struct isd *s)
 				continue;
 			r->expired = true;
 			s->expired++;
+			if (r->task && s->iscsi &&
+			    r->task->xfer_dir == SCSI_XFER_WRITE) {
+				/*
+				 * Data-Out PDUs of it may wait in libiscsi
+				 * behind the command (an R2T's, unsolicited
+				 * ones): a local cancel takes the first PDU
+				 * off only, and the rest would go out later
+				 * from the freed task's buffers, or the
+				 * target would still write what we failed.
+				 * The session goes instead, every PDU with it
+				 * (the target aborts a lost connection's
+				 * tasks), and a new one starts at once.
+				 */
+				reset_at_once(s, "a command sending data "
+					      "passed its deadline");
+				again = true;
+				break;
+			}
 			if (r->task && s->iscsi) {
 				/* calls back at once, cancelled */
 				if (iscsi_lib.iscsi_scsi_cancel_task(s->iscsi,
@@ -206,6 +226,19 @@ static void reset_now(void *arg)
 	if (old)
 		iscsi_lib.iscsi_destroy_context(old);	/* callbacks: cancelled */
 	start_session(s);
+}
+
+/* isd_reset_session() without the wait (outside libiscsi's callbacks) */
+static void reset_at_once(struct isd *s, const char *why)
+{
+	snprintf(s->last_error, sizeof(s->last_error), "%s", why);
+	if (s->closing)
+		return;
+	if (s->reset_timer)
+		bs_loop_cancel_timer(s->loop, s->reset_timer);
+	s->reset_timer = 0;
+	s->session_resets_deadline++;
+	reset_now(s);
 }
 
 void isd_reset_session(struct isd *s, const char *why)

@@ -5,7 +5,9 @@
 # other way round; zeroing over data reads zeroes and frees the thin file's
 # blocks; fio verifies with many commands in flight; a unit attention
 # (thin provisioning turned off on the target) reaches NBD's fast zero; a
-# killed target gives EIO within the timeout and the session comes back;
+# stalled target (SIGSTOP) fails writes in flight with EIO by resetting the
+# session; a killed target gives EIO within the timeout and the session
+# comes back;
 # CHAP and mutual CHAP against a target that requires them.
 #
 # tgtd runs in the foreground on 127.0.0.1, in a mount namespace of its
@@ -247,6 +249,47 @@ run_bs 0 -s "$CTL" explain thin
 	fail "explain after a refused WRITE SAME: $OUT"
 [[ $(nbd_flag "$U" can_fast_zero) == false ]] || fail "fast zero after WRITE SAME refused"
 tadm --op update --mode logicalunit --tid 1 --lun 1 --params thin_provisioning=1
+
+note "target stalled (SIGSTOP) under writes: EIO within the timeout, the session reset"
+# 32 MiB writes in a row; tgtd stops mid-way, with R2Ts answered and
+# Data-Out PDUs waiting in libiscsi behind a full socket. A local cancel
+# of such a command left those PDUs to go out, after SIGCONT, from the
+# freed command's buffers (ASan: heap-use-after-free); the driver resets
+# the session instead. Stale writes of the old connection may still land
+# when tgtd resumes: the data checked after it is elsewhere (48 MiB).
+(
+	for ((i = 0; i < 24; i++)); do
+		timeout 60 qemu-io -f raw "$U" -c "write -P 0x5a 0 32M" \
+			>>"$T/stall.log" 2>&1 || break
+		grep -qi error "$T/stall.log" && break
+	done
+) &
+QP=$!
+sleep 0.3
+kill -STOP "$TPID"
+t0=$(date +%s)
+wait "$QP" || true
+t1=$(date +%s)
+kill -CONT "$TPID"
+grep -qi "input/output error" "$T/stall.log" ||
+	fail "stalled target: no EIO: $(cat "$T/stall.log")"
+((t1 - t0 <= 30)) || fail "stalled target: EIO took $((t1 - t0)) s"
+run_bs 0 -s "$CTL" info thin
+[[ $OUT =~ "sessions reset for a write past it "[1-9] ]] ||
+	fail "stalled target: no session reset for the write: $OUT"
+ok=0
+for ((i = 0; i < 40; i++)); do
+	if timeout 30 qemu-io -f raw "$U" -c "write -P 0x6e 48M 1M" \
+		-c "read -P 0x6e 48M 1M" >"$T/qio.log" 2>&1 &&
+		! grep -qi -e fail -e error "$T/qio.log"; then
+		ok=1
+		break
+	fi
+	sleep 0.5
+done
+((ok)) || fail "stalled target: no I/O after SIGCONT: $(cat "$T/qio.log")"
+note "stalled: EIO after $((t1 - t0)) s; $(grep -o 'sessions reset for a write past it [0-9]*' <<<"$OUT")"
+sleep 1
 
 note "target killed: EIO within the timeout (6 s); back when it returns"
 qio "$U" -c "write -P 7 0 64k"
