@@ -19,6 +19,7 @@ has_type file || skip "no file driver"
 IMG=$T/fs.img
 truncate -s 64M "$IMG"
 run_bs 0 fs mkfs "file:$IMG"
+# devices = 1: the CREATE NF4CHR case below (the default refuses it)
 cat >>"$T/d.ini" <<EOC
 [device fsdev]
 type = file
@@ -29,6 +30,7 @@ device = fsdev
 listen = 127.0.0.1:$PORT
 lease = 5
 grace = 0
+devices = 1
 EOC
 start_daemon "$T/d.ini"
 pynfs_py "links, SETATTR, device nodes" nfs42_links.py "$PORT"

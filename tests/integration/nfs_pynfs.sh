@@ -33,6 +33,8 @@ PORT10=$(free_port)
 # share/e4: the main runs, lease 5 s (the courtesy tests sleep lease +
 # 10 s, five times); share9/e49: EID9 alone, which sleeps
 # min(lease - 10, 1) and so needs a lease of 10 s or more
+# devices = 1: pynfs makes block and character devices (RNM1b/c, its tree);
+# the default (0) refuses them, tested in test_nfs_ext4 nosuid_nodev
 cat >>"$T/d.ini" <<EOC
 [device fsdev]
 type = file
@@ -46,24 +48,28 @@ path = $T/share
 listen = 127.0.0.1:$PORT
 lease = 5
 grace = 1
+devices = 1
 [export e4]
 type = nfs
 device = fsdev
 listen = 127.0.0.1:$PORT2
 lease = 5
 grace = 1
+devices = 1
 [export share9]
 type = nfs
 path = $T/share9
 listen = 127.0.0.1:$PORT9
 lease = 11
 grace = 1
+devices = 1
 [export e49]
 type = nfs
 device = fsdev9
 listen = 127.0.0.1:$PORT10
 lease = 11
 grace = 1
+devices = 1
 EOC
 start_daemon "$T/d.ini"
 sleep 1.5	# the grace period: only reclaims are served in it

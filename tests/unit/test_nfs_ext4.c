@@ -747,6 +747,34 @@ static void seek_data_hole(void **state)
 }
 
 /*
+ * An export's defaults (setuid = 0, devices = 0): a mode a client sets
+ * loses its setuid and setgid bits, a block or character device is
+ * NFS4ERR_PERM (AUTH_SYS proves nothing, and the server writes as root:
+ * a client left setuid-root programs and device nodes for the host's
+ * users); with them on, both as asked.
+ */
+static void nosuid_nodev(void **state)
+{
+	struct fix *f = *state;
+	struct at at;
+
+	f->srv->setuid_ok = f->srv->devices_ok = false;
+	assert_int_equal(setattr(f, "f", 06755, "0", true, 1, 0), NFS4_OK);
+	assert_int_equal(getattr(f, "f", &at), NFS4_OK);
+	assert_int_equal(at.mode, 0755);
+	assert_int_equal(create(f, NF4BLK, "b", NULL, 8, 0), NFS4ERR_PERM);
+	assert_int_equal(create(f, NF4CHR, "c", NULL, 1, 3), NFS4ERR_PERM);
+	assert_int_equal(getattr(f, "b", &at), NFS4ERR_NOENT);
+	assert_int_equal(create(f, NF4FIFO, "p", NULL, 0, 0), NFS4_OK);
+	f->srv->setuid_ok = f->srv->devices_ok = true;
+	assert_int_equal(setattr(f, "f", 06755, "0", true, 1, 0), NFS4_OK);
+	assert_int_equal(getattr(f, "f", &at), NFS4_OK);
+	assert_int_equal(at.mode, 06755);
+	assert_int_equal(create(f, NF4BLK, "b", NULL, 8, 0), NFS4_OK);
+	stop_fsck(f);
+}
+
+/*
  * The reserved inodes (the journal is 8) are no files: a handle forged
  * with their number is stale, whatever generation it names (mkfs gives
  * the journal generation 0: before, READ gave its contents and WRITE or
@@ -787,6 +815,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(reserved_inodes_stale, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(nosuid_nodev, setup, teardown),
 	};
 
 	if (sh("command -v e2fsck >/dev/null"))

@@ -354,6 +354,9 @@ uint32_t nfs_decode_sattr(struct nfs_compound *c, struct xdr_dec *a,
 			break;
 		case FATTR4_MODE:
 			sa->mode = xdr_get_u32(&v) & 07777;
+			/* `setuid = 0`: nosuid (server.c) */
+			if (!c->srv->setuid_ok)
+				sa->mode &= ~(uint32_t)06000;
 			sa->mask |= NFS_SA_MODE;
 			break;
 		case FATTR4_OWNER:

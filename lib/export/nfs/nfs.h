@@ -411,6 +411,8 @@ struct nfs_server {
 	char listen[128];
 	bool shutdown;
 	bool delegations;		/* the export's `delegations` */
+	bool setuid_ok;			/* the export's `setuid` */
+	bool devices_ok;		/* the export's `devices` */
 	/* the export's `inline` and a backend with read_nowait (conn.c) */
 	bool inline_io;
 	/* calls answered on a connection's loop / handed to a worker */

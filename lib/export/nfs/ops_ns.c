@@ -448,6 +448,9 @@ uint32_t nfs_op_create(struct nfs_compound *c, struct xdr_dec *a,
 		if (s2)
 			st = s2;
 	}
+	/* `devices = 0`: nodev (server.c) */
+	if (!st && (type == NF4BLK || type == NF4CHR) && !c->srv->devices_ok)
+		st = NFS4ERR_PERM;
 	if (st) {
 		free(link);
 		return st;

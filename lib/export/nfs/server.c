@@ -14,6 +14,10 @@
  *   delegations = 1            hand out read/write delegations (0: never)
  *   inline = 1                 try COMPOUNDs on the connection's I/O
  *                              thread first (0: always on a worker)
+ *   setuid = 0                 modes set by clients lose their setuid
+ *                              and setgid bits (1: kept)
+ *   devices = 0                clients cannot create block or character
+ *                              devices (1: they can)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +34,7 @@ extern const struct bs_export_type nfs_export_type;
 
 struct nfs_opts {
 	const char *path, *listen;
-	uint32_t lease, grace, delegations, inline_io;
+	uint32_t lease, grace, delegations, inline_io, setuid, devices;
 	bool grace_set;
 	struct bs_net_limits lim;
 };
@@ -80,6 +84,16 @@ static int read_opts(const char *name, struct bs_opts *opts,
 	o->inline_io = 1;
 	if ((err = get_u32_in(name, opts, "inline", 0, 1, "0 or 1",
 			      &o->inline_io)))
+		return err;
+	/*
+	 * AUTH_SYS proves nothing and the server writes as root: a client
+	 * must not leave a setuid-root program or a device node in the
+	 * exported tree for the host's users (nosuid, nodev by default)
+	 */
+	if ((err = get_u32_in(name, opts, "setuid", 0, 1, "0 or 1",
+			      &o->setuid)) ||
+	    (err = get_u32_in(name, opts, "devices", 0, 1, "0 or 1",
+			      &o->devices)))
 		return err;
 	/* no handshake in NFS: the first bytes may be a COMPOUND */
 	bs_net_limits_default(&o->lim);
@@ -217,6 +231,8 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 	srv->lease = o.lease;
 	srv->grace = o.grace;
 	srv->delegations = o.delegations;
+	srv->setuid_ok = o.setuid;
+	srv->devices_ok = o.devices;
 	srv->boot = nfs_now();
 	srv->export_id = name_hash(exp->name);
 	if (getrandom(srv->boot_verf, sizeof(srv->boot_verf), 0) !=
@@ -307,6 +323,8 @@ static void nfs_describe(struct bs_export *exp, bs_kv_fn kv, void *arg)
 	kv(arg, "lease", "%u", srv->lease);
 	kv(arg, "grace", "%u", srv->grace);
 	kv(arg, "delegations", "%u", srv->delegations ? 1 : 0);
+	kv(arg, "setuid", "%u", srv->setuid_ok ? 1 : 0);
+	kv(arg, "devices", "%u", srv->devices_ok ? 1 : 0);
 	kv(arg, "clients", "%u", nfs_clients(exp));
 	kv(arg, "inline", "%u", srv->inline_io ? 1 : 0);
 	kv(arg, "calls_inline", "%llu", (unsigned long long)
@@ -328,6 +346,10 @@ const struct bs_export_type nfs_export_type = {
 		"delegations=0|1      hand out file delegations (default 1)\n"
 		"inline=0|1           run COMPOUNDs that cannot block on the "
 		"I/O thread (default 1)\n"
+		"setuid=0|1           keep the setuid/setgid bits of modes "
+		"clients set (default 0: cleared)\n"
+		"devices=0|1          let clients create block and character "
+		"devices (default 0: NFS4ERR_PERM)\n"
 		"max_connections=N    per listener (default 512)\n"
 		"max_connections_per_peer=N  per client address (default 64)\n"
 		"send_buffer=SIZE     TCP send buffer of each connection "
