@@ -13,74 +13,24 @@ was dropped because the queue had ended, and an ended queue closes only
 once its output is sent: the connection, its 12 MiB and its controller
 stayed for as long as the client liked. Exit 1 if no close came.
 """
+import os
 import socket
 import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nvmf_tcp import admin_queue, capsule, sqe  # noqa: E402
+
 port, nqn, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 HOSTNQN = "nqn.2014-08.org.example:stuck-host"
 MIB = 1 << 20
-
-
-def recv_pdu(s):
-    ch = b""
-    while len(ch) < 8:
-        ch += s.recv(8 - len(ch))
-    plen = struct.unpack_from("<I", ch, 4)[0]
-    rest = b""
-    while len(rest) < plen - 8:
-        rest += s.recv(plen - 8 - len(rest))
-    return ch[0], ch + rest
-
-
-def capsule(sqe, data=b""):
-    pdo = 72 if data else 0
-    return struct.pack("<BBBBI", 4, 0, 72, pdo, 72 + len(data)) + sqe + data
-
-
-def sqe(opc, cid, cdw10=0, cdw11=0, sgl_len=0, sgl_type=0x5A, fctype=None,
-        rest=b""):
-    b = bytearray(64)
-    b[0] = opc
-    b[1] = 0x40
-    struct.pack_into("<H", b, 2, cid)
-    if fctype is not None:
-        b[4] = fctype
-    struct.pack_into("<I", b, 32, sgl_len)
-    b[39] = sgl_type
-    struct.pack_into("<II", b, 40, cdw10, cdw11)
-    if rest:
-        b[40:40 + len(rest)] = rest
-    return bytes(b)
-
-
-def status(p):
-    return struct.unpack_from("<H", p, 8 + 14)[0] >> 1
-
 
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 10)
 s.settimeout(10)
 s.connect(("127.0.0.1", port))
-s.sendall(struct.pack("<BBBBIHBBI", 0, 0, 128, 0, 128, 0, 0, 0, 0) +
-          bytes(112))
-t, _ = recv_pdu(s)
-assert t == 1, f"no ICResp: type {t}"
-data = bytearray(1024)
-struct.pack_into("<H", data, 16, 0xFFFF)
-data[256:256 + len(nqn)] = nqn.encode()
-data[512:512 + len(HOSTNQN)] = HOSTNQN.encode()
-# KATO 1000 ms
-s.sendall(capsule(sqe(0x7F, 1, fctype=1, sgl_len=1024, sgl_type=0x01,
-                      rest=struct.pack("<HHHBBI", 0, 0, 31, 0, 0, 1000)),
-                  bytes(data)))
-t, p = recv_pdu(s)
-assert t == 5 and status(p) == 0, f"connect failed: {status(p):#x}"
-s.sendall(capsule(sqe(0x7F, 2, fctype=0,
-                      rest=struct.pack("<BxxxIQ", 0, 0x14, 0x460001))))
-t, p = recv_pdu(s)
-assert t == 5 and status(p) == 0, "CC.EN failed"
+admin_queue(s, nqn, HOSTNQN, kato_ms=1000)
 
 numd = MIB // 4 - 1
 s.sendall(b"".join(capsule(sqe(0x02, 10 + i,
