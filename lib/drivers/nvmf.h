@@ -27,6 +27,8 @@
 #define NVMF_MAX_QUEUES 16
 #define NVMF_ADMIN_DEPTH 32
 #define NVMF_ANA_LOG_MAX (1u << 20)	/* the largest ANA log read */
+/* H2CData is queued for the socket while less than this waits to be sent */
+#define NVQ_OUT_HIGH (1u << 20)
 
 /* ---- one queue ----------------------------------------------------------- */
 
@@ -43,6 +45,9 @@ struct nvq_slot {
 	int incnt;
 	uint32_t len;			/* data bytes */
 	uint32_t got;			/* C2H bytes received */
+	uint32_t sent;			/* H2C bytes queued (in-capsule: all) */
+	uint32_t r2t_left;		/* of the R2T being answered, from sent */
+	uint16_t ttag;			/* its transfer tag */
 	uint64_t sent_ns;
 	nvq_done_fn done;
 	void *arg;
@@ -68,6 +73,8 @@ struct nvq {
 	uint32_t cpda, maxh2cdata;
 	uint32_t icd_max;		/* in-capsule data bytes, 0 = none */
 	struct nvq_buf out, in;
+	unsigned r2t_pending;		/* slots with r2t_left > 0 */
+	unsigned r2t_cur;		/* the slot being answered first */
 	char err[160];
 	/* the owner's: connected (0) or lost (-errno) */
 	void (*event)(void *owner, struct nvq *q, int err);

@@ -3,10 +3,13 @@
  * One NVMe/TCP queue of the nvmf driver (see nvmf.h): a non-blocking
  * socket on the loop (bs_fdpump), the ICReq/ICResp exchange, command
  * capsules (with in-capsule data up to what the controller accepts),
- * H2CData answering R2T, C2HData into the request's buffers (a C2HData
- * with the SUCCESS flag ends its command), capsule responses, header and
- * data digests (CRC32C). A malformed PDU, a bad digest or a C2HTermReq
- * loses the queue (the owner hears it through event()).
+ * H2CData answering R2T (one R2T per command at a time, each for the next
+ * bytes not yet sent; the H2CData is copied out only while less than
+ * NVQ_OUT_HIGH waits for the socket), C2HData into the request's buffers
+ * (a C2HData with the SUCCESS flag ends its command), capsule responses,
+ * header and data digests (CRC32C). A malformed PDU, an R2T out of turn,
+ * a bad digest or a C2HTermReq loses the queue (the owner hears it
+ * through event()).
  *
  * Wire facts follow the NVMe/TCP transport binding: an 8-byte common
  * header (type, flags, hlen, pdo, plen), a header digest after hlen bytes
@@ -218,7 +221,8 @@ static uint32_t q_events(void *lib)
 
 	if (q->state == NVQ_CONNECTING)
 		return EPOLLOUT;
-	return EPOLLIN | (q->out.len > q->out.off ? EPOLLOUT : 0);
+	return EPOLLIN | (q->out.len > q->out.off || q->r2t_pending ?
+			  EPOLLOUT : 0);
 }
 
 static int flush_out(struct nvq *q)
@@ -245,37 +249,100 @@ static void slot_finish(struct nvq *q, struct nvq_slot *s, const uint8_t *cqe,
 	nvq_done_fn done = s->done;
 	void *arg = s->arg;
 
+	if (s->r2t_left) {
+		/* ended before its R2T was answered (an error status) */
+		s->r2t_left = 0;
+		q->r2t_pending--;
+	}
 	s->busy = false;
 	q->inflight--;
 	done(arg, cqe, err);
 }
 
-static int send_h2c(struct nvq *q, struct nvq_slot *s, uint16_t cid,
+/*
+ * An R2T: the command's next @len bytes from @off. We ask for one R2T
+ * outstanding per command (ICReq MAXR2T 0) and answer each in full, in
+ * order: so one is taken only when the last is answered and it starts at
+ * the first byte not yet sent. Anything else (a repeated R2T, a second
+ * one, an overlap, a gap) is a protocol error that loses the queue: it
+ * cannot make us send a byte twice.
+ */
+static int take_r2t(struct nvq *q, struct nvq_slot *s, uint16_t cid,
 		    uint16_t ttag, uint32_t off, uint32_t len)
 {
-	uint8_t h[24];
-	int err;
-
-	if (!s->out || (uint64_t)off + len > s->len || !len)
+	if (!s->out || !len || (uint64_t)off + len > s->len)
 		return q_err(q, -EPROTO, "R2T for cid %u outside its data "
 			     "(%u+%u of %u)", cid, off, len, s->len);
-	while (len) {
-		uint32_t n = len > q->maxh2cdata ? q->maxh2cdata : len;
+	if (s->r2t_left)
+		return q_err(q, -EPROTO, "R2T for cid %u while one is being "
+			     "answered (MAXR2T is 1)", cid);
+	if (off != s->sent)
+		return q_err(q, -EPROTO, "R2T for cid %u at offset %u, %u "
+			     "bytes sent", cid, off, s->sent);
+	s->ttag = ttag;
+	s->r2t_left = len;
+	q->r2t_pending++;
+	return 0;
+}
 
+/*
+ * Answer R2Ts with H2CData while less than NVQ_OUT_HIGH waits for the
+ * socket: what R2Ts ask for is never copied out faster than the target
+ * takes it. One command's R2T is answered whole before the next.
+ */
+static int fill_out(struct nvq *q)
+{
+	uint8_t h[24];
+	unsigned idle = 0;
+	int err;
+
+	while (q->r2t_pending && q->out.len - q->out.off < NVQ_OUT_HIGH) {
+		struct nvq_slot *s = &q->slots[q->r2t_cur];
+		uint32_t n;
+
+		if (!s->busy || !s->r2t_left) {
+			/* a whole turn with none: cannot be, never spin */
+			if (++idle > q->depth)
+				break;
+			q->r2t_cur = (q->r2t_cur + 1) % q->depth;
+			continue;
+		}
+		idle = 0;
+		n = s->r2t_left > q->maxh2cdata ? q->maxh2cdata : s->r2t_left;
 		memset(h, 0, sizeof(h));
 		h[0] = BS_NVME_TCP_H2C_DATA;
-		if (n == len)
+		if (n == s->r2t_left)
 			h[1] = BS_NVME_TCP_F_DATA_LAST;
-		put16(h + 8, cid);
-		put16(h + 10, ttag);
-		put32(h + 12, off);
+		memcpy(h + 8, s->sqe + 2, 2);		/* the cid */
+		put16(h + 10, s->ttag);
+		put32(h + 12, s->sent);
 		put32(h + 16, n);
-		if ((err = put_pdu(q, h, 24, s->out, s->outcnt, off, n)))
+		if ((err = put_pdu(q, h, 24, s->out, s->outcnt, s->sent, n)))
 			return err;
-		off += n;
-		len -= n;
+		s->sent += n;
+		s->r2t_left -= n;
+		if (!s->r2t_left)
+			q->r2t_pending--;
 	}
 	return 0;
+}
+
+/* Queue H2CData and send what the socket takes. */
+static int pump_out(struct nvq *q)
+{
+	int err;
+
+	for (;;) {
+		if ((err = fill_out(q)))
+			return err;
+		if (q->out.len == q->out.off)
+			return 0;
+		if ((err = flush_out(q)))
+			return err;
+		/* flush_out empties the buffer only when all went */
+		if (q->out.len || !q->r2t_pending)
+			return 0;
+	}
 }
 
 static struct nvq_slot *slot_of(struct nvq *q, uint16_t cid)
@@ -333,7 +400,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		cid = get16(p + 8);
 		if (!(s = slot_of(q, cid)))
 			return q_err(q, -EPROTO, "R2T for unknown cid %u", cid);
-		return send_h2c(q, s, cid, get16(p + 10), get32(p + 12),
+		return take_r2t(q, s, cid, get16(p + 10), get32(p + 12),
 				get32(p + 16));
 	case BS_NVME_TCP_C2H_DATA: {
 		uint32_t off, len;
@@ -446,7 +513,7 @@ static int q_service(void *lib, uint32_t revents)
 		return err;
 	if (q->state == NVQ_CLOSED)
 		return 0;
-	return flush_out(q);
+	return pump_out(q);
 }
 
 static void q_on_error(void *lib, int err)
@@ -584,6 +651,7 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 	s->in = in;
 	s->incnt = incnt;
 	s->len = len;
+	s->sent = icd ? len : 0;
 	s->done = done;
 	s->arg = arg;
 	s->sent_ns = bs_now_ns();
@@ -601,7 +669,7 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 		return err;
 	s->busy = true;
 	q->inflight++;
-	if ((err = flush_out(q)))
+	if ((err = pump_out(q)))
 		return 0;	/* the pump sees the error next */
 	bs_fdpump_update(q->pump);
 	return 0;

@@ -5,7 +5,9 @@
  * a read completed by a C2HData with SUCCESS, and malformed or hostile
  * PDUs (data outside the command, an unknown PDU type, a short MAXH2CDATA,
  * a C2HTermReq) that must lose the queue with a reason and fail its
- * commands back, never crash.
+ * commands back, never crash. R2T: answered in parts; a repeated,
+ * overlapping or early second R2T loses the queue; the H2CData waiting
+ * for a target that reads nothing stays bounded.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -48,6 +50,9 @@ struct rig {
 	int lfd, cfd;
 };
 
+/* Socket buffers of a few KiB on both ends (set before connecting). */
+static bool small_bufs;
+
 static void spin(struct rig *r, int *flag, int want)
 {
 	int i;
@@ -70,6 +75,11 @@ static void rig_up(struct rig *r, uint32_t maxh2c)
 	memset(r, 0, sizeof(*r));
 	assert_int_equal(bs_loop_new(&r->loop), 0);
 	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (small_bufs) {
+		int sz = 4096;
+
+		setsockopt(r->lfd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	}
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(bind(r->lfd, (void *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(r->lfd, 1), 0);
@@ -77,6 +87,11 @@ static void rig_up(struct rig *r, uint32_t maxh2c)
 	snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
 	assert_int_equal(nvq_open(&r->q, r->loop, "127.0.0.1", port, 1, 4,
 				  false, false, ev, &r->st), 0);
+	if (small_bufs) {
+		int sz = 4096;
+
+		setsockopt(r->q.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
 	r->cfd = accept(r->lfd, NULL, NULL);
 	assert_true(r->cfd >= 0);
 	for (i = 0; i < 200 && n < 128; i++) {
@@ -115,6 +130,61 @@ static void submit_read(struct rig *r, struct iovec *iov)
 	assert_int_equal(nvq_submit(&r->q, sqe, NULL, 0, iov, 1,
 				    (uint32_t)iov->iov_len, cmd_done, &r->st),
 			 0);
+}
+
+/* A write of @len bytes from @buf (data by R2T: no in-capsule data). */
+static void submit_write(struct rig *r, struct iovec *iov)
+{
+	uint8_t sqe[64] = { 0 };
+
+	sqe[0] = 0x01;
+	assert_int_equal(nvq_submit(&r->q, sqe, iov, 1, NULL, 0,
+				    (uint32_t)iov->iov_len, cmd_done, &r->st),
+			 0);
+}
+
+/* The "controller" reads @n bytes the queue sent, running the loop. */
+static void recv_n(struct rig *r, uint8_t *p, size_t n)
+{
+	size_t got = 0;
+	int i;
+
+	for (i = 0; i < 2000 && got < n; i++) {
+		ssize_t k;
+
+		bs_loop_run_once(r->loop, 1);
+		k = recv(r->cfd, p + got, n - got, MSG_DONTWAIT);
+		if (k > 0)
+			got += (size_t)k;
+	}
+	assert_int_equal(got, n);
+}
+
+static void send_r2t(struct rig *r, uint16_t cid, uint16_t ttag,
+		     uint32_t off, uint32_t len)
+{
+	uint8_t p[24] = { 0 };
+
+	p[0] = 0x09;
+	p[2] = 24;
+	put32(p + 4, 24);
+	put16(p + 8, cid);
+	put16(p + 10, ttag);
+	put32(p + 12, off);
+	put32(p + 16, len);
+	assert_int_equal(send(r->cfd, p, sizeof(p), 0), 24);
+}
+
+static void send_rsp(struct rig *r, uint16_t cid, uint16_t status)
+{
+	uint8_t p[24] = { 0 };
+
+	p[0] = 0x05;
+	p[2] = 24;
+	put32(p + 4, 24);
+	put16(p + 8 + 12, cid);
+	put16(p + 8 + 14, (uint16_t)(status << 1));
+	assert_int_equal(send(r->cfd, p, sizeof(p), 0), 24);
 }
 
 /* A C2HData for cid 0: @off/@len claimed, @dlen bytes carried. */
@@ -210,6 +280,156 @@ static void hostile_pdus(void **state)
 	}
 }
 
+/* Two R2Ts, each for the next part of a write, answered in order. */
+static void r2t_in_parts(void **state)
+{
+	struct rig r;
+	static uint8_t buf[8192], cmd[72], h2c[24 + 4096];
+	struct iovec iov = { buf, sizeof(buf) };
+	int part;
+
+	(void)state;
+	rig_up(&r, 65536);
+	memset(buf, 0x11, 4096);
+	memset(buf + 4096, 0x22, 4096);
+	submit_write(&r, &iov);
+	recv_n(&r, cmd, sizeof(cmd));
+	assert_int_equal(cmd[0], 0x04);
+	for (part = 0; part < 2; part++) {
+		send_r2t(&r, 0, 7, (uint32_t)part * 4096, 4096);
+		recv_n(&r, h2c, sizeof(h2c));
+		assert_int_equal(h2c[0], 0x06);
+		assert_int_equal(h2c[1], 0x04);		/* LAST_PDU */
+		assert_int_equal(get16(h2c + 10), 7);
+		assert_int_equal(get32(h2c + 12), (uint32_t)part * 4096);
+		assert_int_equal(get32(h2c + 16), 4096);
+		assert_int_equal(h2c[24], part ? 0x22 : 0x11);
+		assert_int_equal(h2c[24 + 4095], part ? 0x22 : 0x11);
+	}
+	send_rsp(&r, 0, 0);
+	spin(&r, &r.st.done, 1);
+	assert_int_equal(r.st.done_err, 0);
+	assert_int_equal(r.q.state, NVQ_READY);
+	rig_down(&r);
+}
+
+/*
+ * A target repeating one R2T (here a thousand times) once made us copy
+ * the data out again for each, without bound: the second one loses the
+ * queue now, whether the first was answered or not.
+ */
+static void r2t_repeated(void **state)
+{
+	static const struct {
+		uint32_t off, len;
+		const char *why;
+	} rows[] = {
+		{ 0, 4096, "R2T for cid 0" },		/* the same again */
+		{ 0, 2048, "R2T for cid 0" },		/* overlapping */
+		{ 4096, 4096, "R2T for cid 0" },	/* past the data */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct rig r;
+		static uint8_t buf[4096], cmd[72], h2c[24 + 4096];
+		struct iovec iov = { buf, sizeof(buf) };
+		int k;
+
+		rig_up(&r, 65536);
+		submit_write(&r, &iov);
+		recv_n(&r, cmd, sizeof(cmd));
+		send_r2t(&r, 0, 1, 0, 4096);
+		recv_n(&r, h2c, sizeof(h2c));		/* answered once */
+		for (k = 0; k < 1000; k++)
+			send_r2t(&r, 0, 1, rows[i].off, rows[i].len);
+		spin(&r, &r.st.events, 2);
+		assert_int_equal(r.st.last_err, -EPROTO);
+		assert_non_null(strstr(r.q.err, rows[i].why));
+		assert_int_equal(r.st.done, 1);		/* failed back */
+		assert_true(r.st.done_err < 0);
+		rig_down(&r);
+	}
+	/* and repeated before the first was answered */
+	{
+		struct rig r;
+		static uint8_t buf[4096], cmd[72];
+		struct iovec iov = { buf, sizeof(buf) };
+		uint8_t two[48] = { 0 };
+
+		rig_up(&r, 65536);
+		submit_write(&r, &iov);
+		recv_n(&r, cmd, sizeof(cmd));
+		for (i = 0; i < 2; i++) {
+			two[24 * i] = 0x09;
+			two[24 * i + 2] = 24;
+			put32(two + 24 * i + 4, 24);
+			put32(two + 24 * i + 16, 4096);
+		}
+		assert_int_equal(send(r.cfd, two, sizeof(two), 0), 48);
+		spin(&r, &r.st.events, 2);
+		assert_int_equal(r.st.last_err, -EPROTO);
+		assert_non_null(strstr(r.q.err, "R2T for cid 0"));
+		rig_down(&r);
+	}
+}
+
+/*
+ * R2Ts for 4 MiB of writes while the target reads nothing: what waits
+ * for the socket stays near NVQ_OUT_HIGH (it once held all of it), and
+ * all of it goes once the target reads.
+ */
+static void r2t_output_bounded(void **state)
+{
+	enum { N = 4, LEN = 1 << 20, PDU = 24 + 65536 };
+	struct rig r;
+	static uint8_t buf[N][LEN], cmd[N * 72], pdu[PDU];
+	struct iovec iov[N];
+	size_t total = 0, want = (size_t)N * (LEN / 65536) * PDU;
+	int i;
+
+	(void)state;
+	small_bufs = true;
+	rig_up(&r, 65536);
+	small_bufs = false;
+	for (i = 0; i < N; i++) {
+		memset(buf[i], 0x30 + i, LEN);
+		iov[i].iov_base = buf[i];
+		iov[i].iov_len = LEN;
+		submit_write(&r, &iov[i]);
+	}
+	recv_n(&r, cmd, sizeof(cmd));
+	for (i = 0; i < N; i++)
+		send_r2t(&r, (uint16_t)i, (uint16_t)i, 0, LEN);
+	for (i = 0; i < 100; i++)
+		bs_loop_run_once(r.loop, 1);
+	assert_int_equal(r.q.state, NVQ_READY);
+	assert_true(r.q.out.len - r.q.out.off <= NVQ_OUT_HIGH + PDU);
+	/* now the target reads: every H2CData PDU comes, in order per
+	 * command */
+	while (total < want) {
+		uint32_t off;
+		uint16_t cid;
+
+		recv_n(&r, pdu, PDU);
+		assert_int_equal(pdu[0], 0x06);
+		cid = get16(pdu + 8);
+		off = get32(pdu + 12);
+		assert_true(cid < N);
+		assert_int_equal(get32(pdu + 16), 65536);
+		assert_int_equal(pdu[24], 0x30 + cid);
+		assert_int_equal(pdu[1], off + 65536 == LEN ? 0x04 : 0);
+		total += PDU;
+		assert_true(r.q.out.len - r.q.out.off <= NVQ_OUT_HIGH + PDU);
+	}
+	for (i = 0; i < N; i++)
+		send_rsp(&r, (uint16_t)i, 0);
+	spin(&r, &r.st.done, N);
+	assert_int_equal(r.st.done_err, 0);
+	rig_down(&r);
+}
+
 static void short_maxh2cdata(void **state)
 {
 	struct rig r;
@@ -228,6 +448,9 @@ int main(void)
 		cmocka_unit_test(c2h_out_of_range),
 		cmocka_unit_test(hostile_pdus),
 		cmocka_unit_test(short_maxh2cdata),
+		cmocka_unit_test(r2t_in_parts),
+		cmocka_unit_test(r2t_repeated),
+		cmocka_unit_test(r2t_output_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
