@@ -36,8 +36,21 @@ struct nvq;
 /* A command finished: @cqe (16 bytes) or @err < 0 (the queue was lost). */
 typedef void (*nvq_done_fn)(void *arg, const uint8_t *cqe, int err);
 
+/*
+ * A command ID is its slot (bits 11:0) and the slot's generation (bits
+ * 15:12, bumped each time a command in the slot ends), so a late or
+ * repeated completion never lands on the slot's next command.
+ */
+#define NVQ_CID_SLOT_MASK 0x0fffu
+#define NVQ_CID_GEN_SHIFT 12
+static inline unsigned nvq_cid_slot(uint16_t cid)
+{
+	return cid & NVQ_CID_SLOT_MASK;
+}
+
 struct nvq_slot {
 	bool busy;
+	uint8_t gen;			/* of the cid, 0..15 */
 	uint8_t sqe[64];
 	const struct iovec *out;	/* data to the controller */
 	int outcnt;

@@ -6,8 +6,12 @@
  * H2CData answering R2T (one R2T per command at a time, each for the next
  * bytes not yet sent; the H2CData is copied out only while less than
  * NVQ_OUT_HIGH waits for the socket), C2HData into the request's buffers
- * (a C2HData with the SUCCESS flag ends its command), capsule responses,
- * header and data digests (CRC32C). A malformed PDU, an R2T out of turn,
+ * in order (a C2HData with SUCCESS and LAST_PDU ends its command),
+ * capsule responses, header and data digests (CRC32C). A command ends in
+ * success only with all its data moved; its cid carries a generation
+ * (nvmf.h), so a completion for a command that ended is refused even
+ * when the slot is busy again. A malformed PDU, an R2T out of turn, a
+ * success without all the data, a completion for no command in flight,
  * a bad digest or a C2HTermReq loses the queue (the owner hears it
  * through event()).
  *
@@ -255,6 +259,7 @@ static void slot_finish(struct nvq *q, struct nvq_slot *s, const uint8_t *cqe,
 		q->r2t_pending--;
 	}
 	s->busy = false;
+	s->gen = (s->gen + 1) & 0xf;
 	q->inflight--;
 	done(arg, cqe, err);
 }
@@ -345,11 +350,17 @@ static int pump_out(struct nvq *q)
 	}
 }
 
+/* The command in flight with @cid (slot and generation), or NULL. */
 static struct nvq_slot *slot_of(struct nvq *q, uint16_t cid)
 {
-	if (cid >= q->depth || !q->slots[cid].busy)
+	struct nvq_slot *s;
+
+	if (nvq_cid_slot(cid) >= q->depth)
 		return NULL;
-	return &q->slots[cid];
+	s = &q->slots[nvq_cid_slot(cid)];
+	if (!s->busy || get16(s->sqe + 2) != cid)
+		return NULL;
+	return s;
 }
 
 /* One whole PDU at @p (plen bytes). */
@@ -392,6 +403,14 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		if (!(s = slot_of(q, cid)))
 			return q_err(q, -EPROTO, "response for unknown cid %u",
 				     cid);
+		/* success only with all the data moved, either way */
+		if (!(get16(p + 8 + 14) >> 1 & 0x7ff) &&
+		    ((s->in && s->got != s->len) ||
+		     (s->out && s->sent != s->len)))
+			return q_err(q, -EPROTO, "response for cid %u: success "
+				     "with %u of %u bytes %s", cid,
+				     s->in ? s->got : s->sent, s->len,
+				     s->in ? "received" : "sent");
 		slot_finish(q, s, p + 8, 0);
 		return 0;
 	case BS_NVME_TCP_R2T:
@@ -419,6 +438,10 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 			return q_err(q, -EPROTO, "C2HData cid %u: offset %u "
 				     "length %u pdo %u plen %u of %u", cid, off,
 				     len, pdo, plen, s->len);
+		/* in order, as Linux's host reads it: no gap, no overlap */
+		if (off != s->got)
+			return q_err(q, -EPROTO, "C2HData cid %u at offset %u, "
+				     "%u bytes received", cid, off, s->got);
 		dlen = len;
 		if (dd && q->ddgst && get32(p + pdo + len) !=
 		    bs_crc32c(p + pdo, len))
@@ -428,6 +451,14 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		s->got += dlen;
 		if (flags & BS_NVME_TCP_F_DATA_SUCCESS) {
 			uint8_t cqe[16] = { 0 };
+
+			if (!(flags & BS_NVME_TCP_F_DATA_LAST))
+				return q_err(q, -EPROTO, "C2HData cid %u: SUCCESS "
+					     "without LAST_PDU", cid);
+			if (s->got != s->len)
+				return q_err(q, -EPROTO, "C2HData cid %u: SUCCESS "
+					     "with %u of %u bytes", cid, s->got,
+					     s->len);
 
 			put16(cqe + 12, cid);
 			slot_finish(q, s, cqe, 0);
@@ -541,6 +572,9 @@ int nvq_open(struct nvq *q, struct bs_loop *loop, const char *host,
 
 	memset(q, 0, sizeof(*q));
 	q->fd = -1;
+	if (!depth || depth > NVQ_CID_SLOT_MASK + 1)
+		return q_err(q, -EINVAL, "queue depth %u: 1..%u", depth,
+			     NVQ_CID_SLOT_MASK + 1);
 	q->loop = loop;
 	q->qid = qid;
 	q->depth = depth;
@@ -632,7 +666,9 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 	uint8_t h[72];
 	struct nvq_slot *s = NULL;
 	bool icd = out && len && len <= q->icd_max;
+	uint16_t cid;
 	unsigned i;
+	uint8_t gen;
 	int err;
 
 	if (q->state != NVQ_READY)
@@ -644,7 +680,10 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 		}
 	if (!s)
 		return -EAGAIN;
+	gen = s->gen;
 	memset(s, 0, sizeof(*s));
+	s->gen = gen;
+	cid = (uint16_t)(i | (unsigned)gen << NVQ_CID_GEN_SHIFT);
 	memcpy(s->sqe, sqe, 64);
 	s->out = out;
 	s->outcnt = outcnt;
@@ -656,7 +695,7 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 	s->arg = arg;
 	s->sent_ns = bs_now_ns();
 	/* cid, and SGL: in-capsule data, or data by R2T / C2HData */
-	put16(s->sqe + 2, (uint16_t)i);
+	put16(s->sqe + 2, cid);
 	s->sqe[1] = (s->sqe[1] & 0x3f) | 0x40;	/* PSDT: SGL */
 	memset(s->sqe + 24, 0, 16);
 	put32(s->sqe + 24 + 8, len);

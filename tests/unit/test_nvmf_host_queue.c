@@ -7,7 +7,9 @@
  * a C2HTermReq) that must lose the queue with a reason and fail its
  * commands back, never crash. R2T: answered in parts; a repeated,
  * overlapping or early second R2T loses the queue; the H2CData waiting
- * for a target that reads nothing stays bounded.
+ * for a target that reads nothing stays bounded. Success only with all
+ * the data (in order, SUCCESS with LAST_PDU), and command IDs with a
+ * generation, so a repeated completion never ends the slot's next one.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -187,7 +189,7 @@ static void send_rsp(struct rig *r, uint16_t cid, uint16_t status)
 	assert_int_equal(send(r->cfd, p, sizeof(p), 0), 24);
 }
 
-/* A C2HData for cid 0: @off/@len claimed, @dlen bytes carried. */
+/* A C2HData for cid 0 carrying @len (at most 512) bytes at @off. */
 static void send_c2h(struct rig *r, uint32_t off, uint32_t len, uint8_t flags,
 		     uint8_t fill)
 {
@@ -198,12 +200,12 @@ static void send_c2h(struct rig *r, uint32_t off, uint32_t len, uint8_t flags,
 	p[1] = flags;
 	p[2] = 24;
 	p[3] = 24;
-	put32(p + 4, 24 + 512);
+	put32(p + 4, 24 + len);
 	put16(p + 8, 0);
 	put32(p + 12, off);
 	put32(p + 16, len);
-	memset(p + 24, fill, 512);
-	assert_int_equal(send(r->cfd, p, sizeof(p), 0), (ssize_t)sizeof(p));
+	memset(p + 24, fill, len);
+	assert_int_equal(send(r->cfd, p, 24 + len, 0), (ssize_t)(24 + len));
 }
 
 static void read_ok(void **state)
@@ -430,6 +432,152 @@ static void r2t_output_bounded(void **state)
 	rig_down(&r);
 }
 
+/*
+ * A read ends in success only with all its data, in order: these once
+ * completed it as successful with part (or none) of its buffer filled.
+ */
+static void read_incomplete(void **state)
+{
+	static const struct {
+		const char *what;
+		uint32_t off[2], len[2];
+		uint8_t flags[2];
+		int npdu;
+		bool rsp;
+		const char *why;
+	} rows[] = {
+		{ "half, SUCCESS", { 0 }, { 256 }, { 0x0c }, 1, false,
+		  "SUCCESS with 256 of 512" },
+		{ "all, SUCCESS without LAST_PDU", { 0 }, { 512 }, { 0x08 }, 1,
+		  false, "without LAST_PDU" },
+		{ "none, response 0", { 0 }, { 0 }, { 0 }, 0, true,
+		  "success with 0 of 512 bytes received" },
+		{ "half, response 0", { 0 }, { 256 }, { 0x04 }, 1, true,
+		  "success with 256 of 512 bytes received" },
+		{ "the same half twice, response 0", { 0, 0 }, { 256, 256 },
+		  { 0, 0x04 }, 2, true, "at offset 0, 256 bytes received" },
+		{ "second half first", { 256, 0 }, { 256, 256 }, { 0, 0x0c },
+		  2, false, "at offset 256, 0 bytes received" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct rig r;
+		uint8_t buf[512];
+		struct iovec iov = { buf, sizeof(buf) };
+		int k;
+
+		print_message("%s\n", rows[i].what);
+		rig_up(&r, 65536);
+		submit_read(&r, &iov);
+		for (k = 0; k < rows[i].npdu; k++)
+			send_c2h(&r, rows[i].off[k], rows[i].len[k],
+				 rows[i].flags[k], 0xab);
+		if (rows[i].rsp)
+			send_rsp(&r, 0, 0);
+		spin(&r, &r.st.events, 2);
+		assert_int_equal(r.st.last_err, -EPROTO);
+		assert_non_null(strstr(r.q.err, rows[i].why));
+		assert_int_equal(r.st.done, 1);
+		assert_true(r.st.done_err < 0);		/* failed back */
+		rig_down(&r);
+	}
+}
+
+/* A write ends in success only once all its data went. */
+static void write_success_unsent(void **state)
+{
+	struct rig r;
+	static uint8_t buf[4096], cmd[72];
+	struct iovec iov = { buf, sizeof(buf) };
+
+	(void)state;
+	rig_up(&r, 65536);
+	submit_write(&r, &iov);
+	recv_n(&r, cmd, sizeof(cmd));
+	send_rsp(&r, 0, 0);		/* no R2T asked, no data came */
+	spin(&r, &r.st.events, 2);
+	assert_int_equal(r.st.last_err, -EPROTO);
+	assert_non_null(strstr(r.q.err, "success with 0 of 4096 bytes sent"));
+	assert_true(r.st.done_err < 0);
+	rig_down(&r);
+}
+
+/*
+ * A completion repeated after its command ended: the slot's next command
+ * has another cid (a new generation), so the repeat is refused instead
+ * of completing, say, a write whose data never went.
+ */
+static void completion_repeated(void **state)
+{
+	struct rig r;
+	uint8_t rbuf[512];
+	static uint8_t wbuf[4096], cmd[72 * 2];
+	struct iovec riov = { rbuf, sizeof(rbuf) }, wiov = { wbuf, 4096 };
+	uint16_t cid;
+
+	(void)state;
+	rig_up(&r, 65536);
+	submit_read(&r, &riov);
+	send_c2h(&r, 0, 512, 0x0c, 0xab);
+	spin(&r, &r.st.done, 1);
+	assert_int_equal(r.st.done_err, 0);
+	submit_write(&r, &wiov);		/* the same slot, again */
+	recv_n(&r, cmd, sizeof(cmd));
+	send_rsp(&r, 0, 0);			/* the read's, again */
+	spin(&r, &r.st.events, 2);
+	assert_true(r.st.done_err < 0);		/* the write: failed back */
+	assert_int_equal(r.st.done, 2);
+	assert_int_equal(r.st.last_err, -EPROTO);
+	assert_non_null(strstr(r.q.err, "response for unknown cid 0"));
+	cid = get16(cmd + 72 + 8 + 2);
+	assert_int_equal(get16(cmd + 8 + 2), 0);
+	assert_int_equal(nvq_cid_slot(cid), 0);
+	assert_int_not_equal(cid, 0);
+	rig_down(&r);
+}
+
+/* Sixteen commands through one slot: sixteen cids, then the first again. */
+static void cid_generations(void **state)
+{
+	struct rig r;
+	uint8_t buf[512], cmd[72];
+	struct iovec iov = { buf, sizeof(buf) };
+	uint16_t seen[17];
+	int i, j;
+
+	(void)state;
+	rig_up(&r, 65536);
+	for (i = 0; i < 17; i++) {
+		submit_read(&r, &iov);
+		recv_n(&r, cmd, sizeof(cmd));
+		seen[i] = get16(cmd + 8 + 2);
+		assert_int_equal(nvq_cid_slot(seen[i]), 0);
+		for (j = 0; j < i && i < 16; j++)
+			assert_int_not_equal(seen[i], seen[j]);
+		/* the C2HData names cid 0: answer with the cid as sent */
+		{
+			uint8_t p[24 + 512] = { 0 };
+
+			p[0] = 0x07;
+			p[1] = 0x0c;
+			p[2] = 24;
+			p[3] = 24;
+			put32(p + 4, sizeof(p));
+			put16(p + 8, seen[i]);
+			put32(p + 16, 512);
+			assert_int_equal(send(r.cfd, p, sizeof(p), 0),
+					 (ssize_t)sizeof(p));
+		}
+		spin(&r, &r.st.done, i + 1);
+		assert_int_equal(r.st.done_err, 0);
+	}
+	assert_int_equal(seen[16], seen[0]);
+	assert_int_equal(r.q.state, NVQ_READY);
+	rig_down(&r);
+}
+
 static void short_maxh2cdata(void **state)
 {
 	struct rig r;
@@ -451,6 +599,10 @@ int main(void)
 		cmocka_unit_test(r2t_in_parts),
 		cmocka_unit_test(r2t_repeated),
 		cmocka_unit_test(r2t_output_bounded),
+		cmocka_unit_test(read_incomplete),
+		cmocka_unit_test(write_success_unsent),
+		cmocka_unit_test(completion_repeated),
+		cmocka_unit_test(cid_generations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
