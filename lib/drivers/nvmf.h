@@ -85,6 +85,7 @@ struct nvq {
 	bool hdgst, ddgst;		/* asked for, then as agreed */
 	uint32_t cpda, maxh2cdata;
 	uint32_t icd_max;		/* in-capsule data bytes, 0 = none */
+	uint32_t max_in;		/* the largest read sent: bounds a PDU */
 	struct nvq_buf out, in;
 	unsigned r2t_pending;		/* slots with r2t_left > 0 */
 	unsigned r2t_cur;		/* the slot being answered first */

@@ -36,7 +36,20 @@
 
 
 #define IN_CHUNK 65536
-#define PDU_MAX (16u << 20)
+/* what a PDU may hold beside its data: header, digests, padding to PDO */
+#define PDU_OVERHEAD (24 + 4 + 255 + 4)
+#define PDU_MIN_MAX 4096
+
+/*
+ * The largest PDU the target may send: a C2HData with all of the
+ * largest read sent on the queue (at least a few KiB for the others),
+ * so the receive buffer never grows past what a request holds.
+ */
+static uint32_t pdu_max(const struct nvq *q)
+{
+	return (q->max_in > PDU_MIN_MAX ? q->max_in : PDU_MIN_MAX) +
+	       PDU_OVERHEAD;
+}
 
 static int q_err(struct nvq *q, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -374,6 +387,14 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 	if (hlen < 8 || hlen + hd > plen)
 		return q_err(q, -EPROTO, "PDU type %u: hlen %u, plen %u", type,
 			     hlen, plen);
+	/* digests as agreed in ICResp, on every PDU after it but the
+	 * C2HTermReq (which never has them); a flag missing is an error,
+	 * as for Linux's host, not a PDU left unchecked */
+	if (q->state == NVQ_READY && type != BS_NVME_TCP_C2H_TERM &&
+	    !hd != !q->hdgst)
+		return q_err(q, -EPROTO, "PDU type %u: header digest flag %s, "
+			     "digests %s", type, hd ? "set" : "clear",
+			     q->hdgst ? "agreed" : "not agreed");
 	if (hd && q->hdgst && get32(p + hlen) != bs_crc32c(p, hlen))
 		return q_err(q, -EPROTO, "PDU type %u: header digest mismatch",
 			     type);
@@ -383,6 +404,9 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 			return q_err(q, -EPROTO, "unexpected ICResp");
 		if (get16(p + 8) != 0)
 			return q_err(q, -EPROTO, "ICResp PFV %u", get16(p + 8));
+		/* CPDA is 0's based dwords, 0..31 (PDO fits in a byte) */
+		if (p[10] > 31)
+			return q_err(q, -EPROTO, "ICResp CPDA %u", p[10]);
 		q->cpda = p[10];
 		q->hdgst = q->hdgst && (p[11] & 1);
 		q->ddgst = q->ddgst && (p[11] & 2);
@@ -442,6 +466,11 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		if (off != s->got)
 			return q_err(q, -EPROTO, "C2HData cid %u at offset %u, "
 				     "%u bytes received", cid, off, s->got);
+		if (len && !dd != !q->ddgst)
+			return q_err(q, -EPROTO, "C2HData cid %u: data digest "
+				     "flag %s, digests %s", cid,
+				     dd ? "set" : "clear",
+				     q->ddgst ? "agreed" : "not agreed");
 		dlen = len;
 		if (dd && q->ddgst && get32(p + pdo + len) !=
 		    bs_crc32c(p + pdo, len))
@@ -482,8 +511,9 @@ static int read_in(struct nvq *q)
 			uint8_t *p = q->in.p + q->in.off;
 			uint32_t plen = get32(p + 4);
 
-			if (plen < 8 || plen > PDU_MAX)
-				return q_err(q, -EPROTO, "PDU length %u", plen);
+			if (plen < 8 || plen > pdu_max(q))
+				return q_err(q, -EPROTO, "PDU length %u (at most "
+					     "%u)", plen, pdu_max(q));
 			if (have < plen)
 				break;
 			q->in.off += plen;
@@ -708,6 +738,8 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 		return err;
 	s->busy = true;
 	q->inflight++;
+	if (in && len > q->max_in)
+		q->max_in = len;
 	if ((err = pump_out(q)))
 		return 0;	/* the pump sees the error next */
 	bs_fdpump_update(q->pump);

@@ -10,6 +10,8 @@
  * for a target that reads nothing stays bounded. Success only with all
  * the data (in order, SUCCESS with LAST_PDU), and command IDs with a
  * generation, so a repeated completion never ends the slot's next one.
+ * ICResp CPDA bounds, digest flags as agreed, a PDU length bound from the
+ * largest read.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -18,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/crc32c.h"
 #include "drivers/nvmf.h"
 #include "helpers/th.h"
 
@@ -64,8 +67,12 @@ static void spin(struct rig *r, int *flag, int want)
 	assert_true(*flag >= want);
 }
 
-/* Up to ICReq read by the "controller"; then answer @maxh2c. */
-static void rig_up(struct rig *r, uint32_t maxh2c)
+/*
+ * Up to ICReq read by the "controller" (asking for digests @ask: bit 0
+ * header, bit 1 data); then answer @maxh2c, @cpda and digests @dgst.
+ */
+static void rig_up_ic(struct rig *r, uint32_t maxh2c, uint8_t cpda,
+		      uint8_t ask, uint8_t dgst)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t al = sizeof(a);
@@ -88,7 +95,7 @@ static void rig_up(struct rig *r, uint32_t maxh2c)
 	getsockname(r->lfd, (void *)&a, &al);
 	snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
 	assert_int_equal(nvq_open(&r->q, r->loop, "127.0.0.1", port, 1, 4,
-				  false, false, ev, &r->st), 0);
+				  ask & 1, ask & 2, ev, &r->st), 0);
 	if (small_bufs) {
 		int sz = 4096;
 
@@ -111,9 +118,16 @@ static void rig_up(struct rig *r, uint32_t maxh2c)
 	resp[0] = 0x01;
 	resp[2] = 128;
 	put32(resp + 4, 128);
+	resp[10] = cpda;
+	resp[11] = dgst;
 	put32(resp + 12, maxh2c);
 	assert_int_equal(send(r->cfd, resp, sizeof(resp), 0), 128);
 	spin(r, &r->st.events, 1);
+}
+
+static void rig_up(struct rig *r, uint32_t maxh2c)
+{
+	rig_up_ic(r, maxh2c, 0, 0, 0);
 }
 
 static void rig_down(struct rig *r)
@@ -578,6 +592,145 @@ static void cid_generations(void **state)
 	rig_down(&r);
 }
 
+/* CPDA is at most 31: more once wrapped the PDO we put in a byte. */
+static void cpda_too_large(void **state)
+{
+	struct rig r;
+
+	(void)state;
+	rig_up_ic(&r, 65536, 32, 0, 0);
+	assert_int_equal(r.st.last_err, -EPROTO);
+	assert_non_null(strstr(r.q.err, "CPDA 32"));
+	assert_int_equal(r.q.state, NVQ_CLOSED);
+	rig_down(&r);
+	rig_up_ic(&r, 65536, 31, 0, 0);		/* 128-byte alignment: fine */
+	assert_int_equal(r.st.last_err, 0);
+	assert_int_equal(r.q.state, NVQ_READY);
+	rig_down(&r);
+}
+
+/* A response capsule for cid 0, with a header digest when @hd. */
+static void send_rsp_hd(struct rig *r, bool hd, bool good)
+{
+	uint8_t p[28] = { 0 };
+
+	p[0] = 0x05;
+	p[1] = hd ? 0x01 : 0;
+	p[2] = 24;
+	put32(p + 4, hd ? 28 : 24);
+	put32(p + 24, bs_crc32c(p, 24) ^ (good ? 0 : 1));
+	assert_int_equal(send(r->cfd, p, hd ? 28 : 24, 0), hd ? 28 : 24);
+}
+
+/*
+ * With digests agreed, a PDU without its digest flag was taken unchecked:
+ * it loses the queue now; one with the flag where none were agreed too.
+ */
+static void digest_flags(void **state)
+{
+	static const struct {
+		const char *what;
+		uint8_t ask, dgst;	/* ICReq, ICResp */
+		bool hd;		/* the response has a header digest */
+		const char *why;	/* NULL: completes */
+	} rows[] = {
+		{ "header digest, response with it", 1, 1, true, NULL },
+		{ "header digest, response without", 1, 1, false,
+		  "header digest flag clear, digests agreed" },
+		{ "no header digest, response with one", 0, 0, true,
+		  "header digest flag set, digests not agreed" },
+		{ "asked, refused, response without", 1, 0, false, NULL },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct rig r;
+		uint8_t sqe[64] = { 0 };
+
+		print_message("%s\n", rows[i].what);
+		rig_up_ic(&r, 65536, 0, rows[i].ask, rows[i].dgst);
+		assert_int_equal(r.q.state, NVQ_READY);
+		sqe[0] = 0x00;				/* Flush */
+		assert_int_equal(nvq_submit(&r.q, sqe, NULL, 0, NULL, 0, 0,
+					    cmd_done, &r.st), 0);
+		send_rsp_hd(&r, rows[i].hd, true);
+		spin(&r, &r.st.done, 1);
+		if (!rows[i].why) {
+			assert_int_equal(r.st.done_err, 0);
+			assert_int_equal(r.st.done_status, 0);
+			assert_int_equal(r.q.state, NVQ_READY);
+		} else {
+			assert_true(r.st.done_err < 0);
+			assert_int_equal(r.st.last_err, -EPROTO);
+			assert_non_null(strstr(r.q.err, rows[i].why));
+		}
+		rig_down(&r);
+	}
+}
+
+/* Data digest agreed: a C2HData without one is refused, not taken. */
+static void data_digest_flag(void **state)
+{
+	int with;
+
+	(void)state;
+	for (with = 1; with >= 0; with--) {
+		struct rig r;
+		uint8_t buf[512], p[24 + 512 + 4] = { 0 };
+		struct iovec iov = { buf, sizeof(buf) };
+		size_t n = with ? sizeof(p) : sizeof(p) - 4;
+
+		rig_up_ic(&r, 65536, 0, 2, 2);
+		assert_true(r.q.ddgst);
+		submit_read(&r, &iov);
+		p[0] = 0x07;
+		p[1] = 0x0c | (with ? 0x02 : 0);
+		p[2] = 24;
+		p[3] = 24;
+		put32(p + 4, (uint32_t)n);
+		put32(p + 16, 512);
+		memset(p + 24, 0xcd, 512);
+		put32(p + 24 + 512, bs_crc32c(p + 24, 512));
+		assert_int_equal(send(r.cfd, p, n, 0), (ssize_t)n);
+		spin(&r, &r.st.done, 1);
+		if (with) {
+			assert_int_equal(r.st.done_err, 0);
+			assert_int_equal(buf[511], 0xcd);
+		} else {
+			assert_true(r.st.done_err < 0);
+			assert_non_null(strstr(r.q.err, "data digest flag clear"));
+		}
+		rig_down(&r);
+	}
+}
+
+/*
+ * A PDU longer than the largest read sent (and its header) is refused
+ * from its first 8 bytes: the limit was 16 MiB whatever the queue did,
+ * so a target could make each queue buffer that much.
+ */
+static void pdu_length_bound(void **state)
+{
+	struct rig r;
+	uint8_t buf[4096], p[8] = { 0 };
+	struct iovec iov = { buf, sizeof(buf) };
+
+	(void)state;
+	rig_up(&r, 65536);
+	submit_read(&r, &iov);
+	p[0] = 0x07;
+	p[2] = 24;
+	put32(p + 4, 8u << 20);			/* 8 MiB for a 4 KiB read */
+	assert_int_equal(send(r.cfd, p, sizeof(p), 0), 8);
+	spin(&r, &r.st.events, 2);
+	assert_int_equal(r.st.last_err, -EPROTO);
+	assert_non_null(strstr(r.q.err, "PDU length 8388608"));
+	assert_true(r.q.in.cap <= (1u << 20));
+	assert_true(r.st.done_err < 0);
+	rig_down(&r);
+}
+
 static void short_maxh2cdata(void **state)
 {
 	struct rig r;
@@ -603,6 +756,10 @@ int main(void)
 		cmocka_unit_test(write_success_unsent),
 		cmocka_unit_test(completion_repeated),
 		cmocka_unit_test(cid_generations),
+		cmocka_unit_test(cpda_too_large),
+		cmocka_unit_test(digest_flags),
+		cmocka_unit_test(data_digest_flag),
+		cmocka_unit_test(pdu_length_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
