@@ -162,13 +162,32 @@ static int refuse(struct nvc *c, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/*
+ * The namespace of @c is too large to be a device (its bytes wrap 64
+ * bits): say so naming the device, in the path's last error too.
+ */
+static int size_overflow(struct nvmf *m, struct nvc *c, const char *when)
+{
+	bs_error(-EOVERFLOW, "%s: nvmf %s: %snamespace size %llu blocks of "
+		 "%u bytes does not fit in 64 bits", m->dev->name, c->url, when,
+		 (unsigned long long)c->facts.nsze, 1u << c->facts.lbads);
+	snprintf(c->last_error, sizeof(c->last_error), "%s: %srefused: "
+		 "namespace size %llu blocks of %u bytes is past 2^64 bytes",
+		 m->dev->name, when, (unsigned long long)c->facts.nsze,
+		 1u << c->facts.lbads);
+	return -EOVERFLOW;
+}
+
 int nvmf_path_up(struct nvmf *m, struct nvc *c)
 {
 	const char *field = NULL;
+	uint64_t bytes;
 
 	if (nvmf_config_decide(&c->facts, m->max_io, &c->cfg))
 		return refuse(c, "refused: logical block size 2^%u is not "
 			      "one blkstack can use", c->facts.lbads);
+	if (nvmf_size_bytes(c->facts.nsze, c->facts.lbads, &bytes))
+		return size_overflow(m, c, "");
 	if (m->have_shape) {
 		if (nvmf_ids_match(&m->ids, &c->ids, &field))
 			return refuse(c, "refused: %s differs from the "
@@ -187,7 +206,7 @@ int nvmf_path_up(struct nvmf *m, struct nvc *c)
 		m->nsze = c->facts.nsze;
 		m->lbads = c->facts.lbads;
 		m->have_shape = true;
-		m->dev->size = m->nsze << m->lbads;
+		m->dev->size = bytes;
 	}
 	c->last_error[0] = 0;
 	return 0;
@@ -209,14 +228,23 @@ void nvmf_path_live(struct nvmf *m, struct nvc *c)
 
 void nvmf_path_changed(struct nvmf *m, struct nvc *c)
 {
+	uint64_t bytes;
+
 	if (nvmf_config_decide(&c->facts, m->max_io, &c->cfg)) {
 		nvc_lost(c, "re-identify: unusable block size");
+		return;
+	}
+	if (nvmf_size_bytes(c->facts.nsze, c->facts.lbads, &bytes)) {
+		/* the device keeps its size; the path goes (and is refused
+		 * when it comes back this large) */
+		size_overflow(m, c, "re-identify: ");
+		nvc_lost(c, c->last_error);
 		return;
 	}
 	if (c->facts.nsze != m->nsze && c->facts.lbads == m->lbads) {
 		/* a resize: the device follows */
 		m->nsze = c->facts.nsze;
-		m->dev->size = m->nsze << m->lbads;
+		m->dev->size = bytes;
 	}
 	apply_limits(m);
 	bs_dev_limits_changed(m->dev);

@@ -27,6 +27,8 @@
 #define NVMF_MAX_QUEUES 16
 #define NVMF_ADMIN_DEPTH 32
 #define NVMF_ANA_LOG_MAX (1u << 20)	/* the largest ANA log read */
+/* H2CData is queued for the socket while less than this waits to be sent */
+#define NVQ_OUT_HIGH (1u << 20)
 
 /* ---- one queue ----------------------------------------------------------- */
 
@@ -34,8 +36,21 @@ struct nvq;
 /* A command finished: @cqe (16 bytes) or @err < 0 (the queue was lost). */
 typedef void (*nvq_done_fn)(void *arg, const uint8_t *cqe, int err);
 
+/*
+ * A command ID is its slot (bits 11:0) and the slot's generation (bits
+ * 15:12, bumped each time a command in the slot ends), so a late or
+ * repeated completion never lands on the slot's next command.
+ */
+#define NVQ_CID_SLOT_MASK 0x0fffu
+#define NVQ_CID_GEN_SHIFT 12
+static inline unsigned nvq_cid_slot(uint16_t cid)
+{
+	return cid & NVQ_CID_SLOT_MASK;
+}
+
 struct nvq_slot {
 	bool busy;
+	uint8_t gen;			/* of the cid, 0..15 */
 	uint8_t sqe[64];
 	const struct iovec *out;	/* data to the controller */
 	int outcnt;
@@ -43,6 +58,9 @@ struct nvq_slot {
 	int incnt;
 	uint32_t len;			/* data bytes */
 	uint32_t got;			/* C2H bytes received */
+	uint32_t sent;			/* H2C bytes queued (in-capsule: all) */
+	uint32_t r2t_left;		/* of the R2T being answered, from sent */
+	uint16_t ttag;			/* its transfer tag */
 	uint64_t sent_ns;
 	nvq_done_fn done;
 	void *arg;
@@ -67,7 +85,10 @@ struct nvq {
 	bool hdgst, ddgst;		/* asked for, then as agreed */
 	uint32_t cpda, maxh2cdata;
 	uint32_t icd_max;		/* in-capsule data bytes, 0 = none */
+	uint32_t max_in;		/* the largest read sent: bounds a PDU */
 	struct nvq_buf out, in;
+	unsigned r2t_pending;		/* slots with r2t_left > 0 */
+	unsigned r2t_cur;		/* the slot being answered first */
 	char err[160];
 	/* the owner's: connected (0) or lost (-errno) */
 	void (*event)(void *owner, struct nvq *q, int err);

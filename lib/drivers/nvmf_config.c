@@ -104,6 +104,14 @@ int nvmf_config_decide(const struct nvmf_facts *f, uint32_t max_io_bytes,
 	return 0;
 }
 
+int nvmf_size_bytes(uint64_t nsze, uint8_t lbads, uint64_t *bytes)
+{
+	if (lbads >= 64 || nsze > UINT64_MAX >> lbads)
+		return -EOVERFLOW;
+	*bytes = nsze << lbads;
+	return 0;
+}
+
 int nvmf_ids_match(const struct nvmf_ids *a, const struct nvmf_ids *b,
 		   const char **field)
 {

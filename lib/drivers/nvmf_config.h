@@ -57,6 +57,13 @@ struct nvmf_config {
 int nvmf_config_decide(const struct nvmf_facts *f, uint32_t max_io_bytes,
 		       struct nvmf_config *out);
 
+/*
+ * The namespace's size in bytes: @nsze blocks of 2^@lbads bytes into
+ * *@bytes. 0, or -EOVERFLOW when it does not fit in 64 bits (NSZE is a
+ * 64-bit block count: a shift would wrap to a small size).
+ */
+int nvmf_size_bytes(uint64_t nsze, uint8_t lbads, uint64_t *bytes);
+
 /* The namespace identifiers a multipath device joins paths by. */
 struct nvmf_ids {
 	char subnqn[257];

@@ -477,8 +477,8 @@ static void admin_done(void *arg, const uint8_t *cqe, int err)
 	/* which command: the slot's SQE is gone, the CID names it; AER and
 	 * Keep Alive complete at any time, told apart by what was asked */
 	st = cqe_status(cqe);
-	opc = c->admin.slots ? c->admin.slots[get16(cqe + 12) %
-			      c->admin.depth].sqe[0] : 0;
+	opc = c->admin.slots ? c->admin.slots[nvq_cid_slot(get16(cqe + 12))
+					      ].sqe[0] : 0;
 	if (opc == BS_NVME_ADMIN_ASYNC_EVENT) {
 		if (st) {
 			c->aer_posted = false;	/* refused: not again */

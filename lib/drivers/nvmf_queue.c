@@ -3,10 +3,17 @@
  * One NVMe/TCP queue of the nvmf driver (see nvmf.h): a non-blocking
  * socket on the loop (bs_fdpump), the ICReq/ICResp exchange, command
  * capsules (with in-capsule data up to what the controller accepts),
- * H2CData answering R2T, C2HData into the request's buffers (a C2HData
- * with the SUCCESS flag ends its command), capsule responses, header and
- * data digests (CRC32C). A malformed PDU, a bad digest or a C2HTermReq
- * loses the queue (the owner hears it through event()).
+ * H2CData answering R2T (one R2T per command at a time, each for the next
+ * bytes not yet sent; the H2CData is copied out only while less than
+ * NVQ_OUT_HIGH waits for the socket), C2HData into the request's buffers
+ * in order (a C2HData with SUCCESS and LAST_PDU ends its command),
+ * capsule responses, header and data digests (CRC32C). A command ends in
+ * success only with all its data moved; its cid carries a generation
+ * (nvmf.h), so a completion for a command that ended is refused even
+ * when the slot is busy again. A malformed PDU, an R2T out of turn, a
+ * success without all the data, a completion for no command in flight,
+ * a bad digest or a C2HTermReq loses the queue (the owner hears it
+ * through event()).
  *
  * Wire facts follow the NVMe/TCP transport binding: an 8-byte common
  * header (type, flags, hlen, pdo, plen), a header digest after hlen bytes
@@ -29,7 +36,20 @@
 
 
 #define IN_CHUNK 65536
-#define PDU_MAX (16u << 20)
+/* what a PDU may hold beside its data: header, digests, padding to PDO */
+#define PDU_OVERHEAD (24 + 4 + 255 + 4)
+#define PDU_MIN_MAX 4096
+
+/*
+ * The largest PDU the target may send: a C2HData with all of the
+ * largest read sent on the queue (at least a few KiB for the others),
+ * so the receive buffer never grows past what a request holds.
+ */
+static uint32_t pdu_max(const struct nvq *q)
+{
+	return (q->max_in > PDU_MIN_MAX ? q->max_in : PDU_MIN_MAX) +
+	       PDU_OVERHEAD;
+}
 
 static int q_err(struct nvq *q, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -218,7 +238,8 @@ static uint32_t q_events(void *lib)
 
 	if (q->state == NVQ_CONNECTING)
 		return EPOLLOUT;
-	return EPOLLIN | (q->out.len > q->out.off ? EPOLLOUT : 0);
+	return EPOLLIN | (q->out.len > q->out.off || q->r2t_pending ?
+			  EPOLLOUT : 0);
 }
 
 static int flush_out(struct nvq *q)
@@ -245,44 +266,114 @@ static void slot_finish(struct nvq *q, struct nvq_slot *s, const uint8_t *cqe,
 	nvq_done_fn done = s->done;
 	void *arg = s->arg;
 
+	if (s->r2t_left) {
+		/* ended before its R2T was answered (an error status) */
+		s->r2t_left = 0;
+		q->r2t_pending--;
+	}
 	s->busy = false;
+	s->gen = (s->gen + 1) & 0xf;
 	q->inflight--;
 	done(arg, cqe, err);
 }
 
-static int send_h2c(struct nvq *q, struct nvq_slot *s, uint16_t cid,
+/*
+ * An R2T: the command's next @len bytes from @off. We ask for one R2T
+ * outstanding per command (ICReq MAXR2T 0) and answer each in full, in
+ * order: so one is taken only when the last is answered and it starts at
+ * the first byte not yet sent. Anything else (a repeated R2T, a second
+ * one, an overlap, a gap) is a protocol error that loses the queue: it
+ * cannot make us send a byte twice.
+ */
+static int take_r2t(struct nvq *q, struct nvq_slot *s, uint16_t cid,
 		    uint16_t ttag, uint32_t off, uint32_t len)
 {
-	uint8_t h[24];
-	int err;
-
-	if (!s->out || (uint64_t)off + len > s->len || !len)
+	if (!s->out || !len || (uint64_t)off + len > s->len)
 		return q_err(q, -EPROTO, "R2T for cid %u outside its data "
 			     "(%u+%u of %u)", cid, off, len, s->len);
-	while (len) {
-		uint32_t n = len > q->maxh2cdata ? q->maxh2cdata : len;
+	if (s->r2t_left)
+		return q_err(q, -EPROTO, "R2T for cid %u while one is being "
+			     "answered (MAXR2T is 1)", cid);
+	if (off != s->sent)
+		return q_err(q, -EPROTO, "R2T for cid %u at offset %u, %u "
+			     "bytes sent", cid, off, s->sent);
+	s->ttag = ttag;
+	s->r2t_left = len;
+	q->r2t_pending++;
+	return 0;
+}
 
+/*
+ * Answer R2Ts with H2CData while less than NVQ_OUT_HIGH waits for the
+ * socket: what R2Ts ask for is never copied out faster than the target
+ * takes it. One command's R2T is answered whole before the next.
+ */
+static int fill_out(struct nvq *q)
+{
+	uint8_t h[24];
+	unsigned idle = 0;
+	int err;
+
+	while (q->r2t_pending && q->out.len - q->out.off < NVQ_OUT_HIGH) {
+		struct nvq_slot *s = &q->slots[q->r2t_cur];
+		uint32_t n;
+
+		if (!s->busy || !s->r2t_left) {
+			/* a whole turn with none: cannot be, never spin */
+			if (++idle > q->depth)
+				break;
+			q->r2t_cur = (q->r2t_cur + 1) % q->depth;
+			continue;
+		}
+		idle = 0;
+		n = s->r2t_left > q->maxh2cdata ? q->maxh2cdata : s->r2t_left;
 		memset(h, 0, sizeof(h));
 		h[0] = BS_NVME_TCP_H2C_DATA;
-		if (n == len)
+		if (n == s->r2t_left)
 			h[1] = BS_NVME_TCP_F_DATA_LAST;
-		put16(h + 8, cid);
-		put16(h + 10, ttag);
-		put32(h + 12, off);
+		memcpy(h + 8, s->sqe + 2, 2);		/* the cid */
+		put16(h + 10, s->ttag);
+		put32(h + 12, s->sent);
 		put32(h + 16, n);
-		if ((err = put_pdu(q, h, 24, s->out, s->outcnt, off, n)))
+		if ((err = put_pdu(q, h, 24, s->out, s->outcnt, s->sent, n)))
 			return err;
-		off += n;
-		len -= n;
+		s->sent += n;
+		s->r2t_left -= n;
+		if (!s->r2t_left)
+			q->r2t_pending--;
 	}
 	return 0;
 }
 
+/* Queue H2CData and send what the socket takes. */
+static int pump_out(struct nvq *q)
+{
+	int err;
+
+	for (;;) {
+		if ((err = fill_out(q)))
+			return err;
+		if (q->out.len == q->out.off)
+			return 0;
+		if ((err = flush_out(q)))
+			return err;
+		/* flush_out empties the buffer only when all went */
+		if (q->out.len || !q->r2t_pending)
+			return 0;
+	}
+}
+
+/* The command in flight with @cid (slot and generation), or NULL. */
 static struct nvq_slot *slot_of(struct nvq *q, uint16_t cid)
 {
-	if (cid >= q->depth || !q->slots[cid].busy)
+	struct nvq_slot *s;
+
+	if (nvq_cid_slot(cid) >= q->depth)
 		return NULL;
-	return &q->slots[cid];
+	s = &q->slots[nvq_cid_slot(cid)];
+	if (!s->busy || get16(s->sqe + 2) != cid)
+		return NULL;
+	return s;
 }
 
 /* One whole PDU at @p (plen bytes). */
@@ -296,6 +387,14 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 	if (hlen < 8 || hlen + hd > plen)
 		return q_err(q, -EPROTO, "PDU type %u: hlen %u, plen %u", type,
 			     hlen, plen);
+	/* digests as agreed in ICResp, on every PDU after it but the
+	 * C2HTermReq (which never has them); a flag missing is an error,
+	 * as for Linux's host, not a PDU left unchecked */
+	if (q->state == NVQ_READY && type != BS_NVME_TCP_C2H_TERM &&
+	    !hd != !q->hdgst)
+		return q_err(q, -EPROTO, "PDU type %u: header digest flag %s, "
+			     "digests %s", type, hd ? "set" : "clear",
+			     q->hdgst ? "agreed" : "not agreed");
 	if (hd && q->hdgst && get32(p + hlen) != bs_crc32c(p, hlen))
 		return q_err(q, -EPROTO, "PDU type %u: header digest mismatch",
 			     type);
@@ -305,6 +404,9 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 			return q_err(q, -EPROTO, "unexpected ICResp");
 		if (get16(p + 8) != 0)
 			return q_err(q, -EPROTO, "ICResp PFV %u", get16(p + 8));
+		/* CPDA is 0's based dwords, 0..31 (PDO fits in a byte) */
+		if (p[10] > 31)
+			return q_err(q, -EPROTO, "ICResp CPDA %u", p[10]);
 		q->cpda = p[10];
 		q->hdgst = q->hdgst && (p[11] & 1);
 		q->ddgst = q->ddgst && (p[11] & 2);
@@ -325,6 +427,14 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		if (!(s = slot_of(q, cid)))
 			return q_err(q, -EPROTO, "response for unknown cid %u",
 				     cid);
+		/* success only with all the data moved, either way */
+		if (!(get16(p + 8 + 14) >> 1 & 0x7ff) &&
+		    ((s->in && s->got != s->len) ||
+		     (s->out && s->sent != s->len)))
+			return q_err(q, -EPROTO, "response for cid %u: success "
+				     "with %u of %u bytes %s", cid,
+				     s->in ? s->got : s->sent, s->len,
+				     s->in ? "received" : "sent");
 		slot_finish(q, s, p + 8, 0);
 		return 0;
 	case BS_NVME_TCP_R2T:
@@ -333,7 +443,7 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		cid = get16(p + 8);
 		if (!(s = slot_of(q, cid)))
 			return q_err(q, -EPROTO, "R2T for unknown cid %u", cid);
-		return send_h2c(q, s, cid, get16(p + 10), get32(p + 12),
+		return take_r2t(q, s, cid, get16(p + 10), get32(p + 12),
 				get32(p + 16));
 	case BS_NVME_TCP_C2H_DATA: {
 		uint32_t off, len;
@@ -352,6 +462,15 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 			return q_err(q, -EPROTO, "C2HData cid %u: offset %u "
 				     "length %u pdo %u plen %u of %u", cid, off,
 				     len, pdo, plen, s->len);
+		/* in order, as Linux's host reads it: no gap, no overlap */
+		if (off != s->got)
+			return q_err(q, -EPROTO, "C2HData cid %u at offset %u, "
+				     "%u bytes received", cid, off, s->got);
+		if (len && !dd != !q->ddgst)
+			return q_err(q, -EPROTO, "C2HData cid %u: data digest "
+				     "flag %s, digests %s", cid,
+				     dd ? "set" : "clear",
+				     q->ddgst ? "agreed" : "not agreed");
 		dlen = len;
 		if (dd && q->ddgst && get32(p + pdo + len) !=
 		    bs_crc32c(p + pdo, len))
@@ -361,6 +480,14 @@ static int handle_pdu(struct nvq *q, uint8_t *p, uint32_t plen)
 		s->got += dlen;
 		if (flags & BS_NVME_TCP_F_DATA_SUCCESS) {
 			uint8_t cqe[16] = { 0 };
+
+			if (!(flags & BS_NVME_TCP_F_DATA_LAST))
+				return q_err(q, -EPROTO, "C2HData cid %u: SUCCESS "
+					     "without LAST_PDU", cid);
+			if (s->got != s->len)
+				return q_err(q, -EPROTO, "C2HData cid %u: SUCCESS "
+					     "with %u of %u bytes", cid, s->got,
+					     s->len);
 
 			put16(cqe + 12, cid);
 			slot_finish(q, s, cqe, 0);
@@ -384,8 +511,9 @@ static int read_in(struct nvq *q)
 			uint8_t *p = q->in.p + q->in.off;
 			uint32_t plen = get32(p + 4);
 
-			if (plen < 8 || plen > PDU_MAX)
-				return q_err(q, -EPROTO, "PDU length %u", plen);
+			if (plen < 8 || plen > pdu_max(q))
+				return q_err(q, -EPROTO, "PDU length %u (at most "
+					     "%u)", plen, pdu_max(q));
 			if (have < plen)
 				break;
 			q->in.off += plen;
@@ -446,7 +574,7 @@ static int q_service(void *lib, uint32_t revents)
 		return err;
 	if (q->state == NVQ_CLOSED)
 		return 0;
-	return flush_out(q);
+	return pump_out(q);
 }
 
 static void q_on_error(void *lib, int err)
@@ -474,6 +602,9 @@ int nvq_open(struct nvq *q, struct bs_loop *loop, const char *host,
 
 	memset(q, 0, sizeof(*q));
 	q->fd = -1;
+	if (!depth || depth > NVQ_CID_SLOT_MASK + 1)
+		return q_err(q, -EINVAL, "queue depth %u: 1..%u", depth,
+			     NVQ_CID_SLOT_MASK + 1);
 	q->loop = loop;
 	q->qid = qid;
 	q->depth = depth;
@@ -565,7 +696,9 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 	uint8_t h[72];
 	struct nvq_slot *s = NULL;
 	bool icd = out && len && len <= q->icd_max;
+	uint16_t cid;
 	unsigned i;
+	uint8_t gen;
 	int err;
 
 	if (q->state != NVQ_READY)
@@ -577,18 +710,22 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 		}
 	if (!s)
 		return -EAGAIN;
+	gen = s->gen;
 	memset(s, 0, sizeof(*s));
+	s->gen = gen;
+	cid = (uint16_t)(i | (unsigned)gen << NVQ_CID_GEN_SHIFT);
 	memcpy(s->sqe, sqe, 64);
 	s->out = out;
 	s->outcnt = outcnt;
 	s->in = in;
 	s->incnt = incnt;
 	s->len = len;
+	s->sent = icd ? len : 0;
 	s->done = done;
 	s->arg = arg;
 	s->sent_ns = bs_now_ns();
 	/* cid, and SGL: in-capsule data, or data by R2T / C2HData */
-	put16(s->sqe + 2, (uint16_t)i);
+	put16(s->sqe + 2, cid);
 	s->sqe[1] = (s->sqe[1] & 0x3f) | 0x40;	/* PSDT: SGL */
 	memset(s->sqe + 24, 0, 16);
 	put32(s->sqe + 24 + 8, len);
@@ -601,7 +738,9 @@ int nvq_submit(struct nvq *q, const uint8_t *sqe, const struct iovec *out,
 		return err;
 	s->busy = true;
 	q->inflight++;
-	if ((err = flush_out(q)))
+	if (in && len > q->max_in)
+		q->max_in = len;
+	if ((err = pump_out(q)))
 		return 0;	/* the pump sees the error next */
 	bs_fdpump_update(q->pump);
 	return 0;

@@ -3,11 +3,14 @@
  * The nvmf host decision (lib/drivers/nvmf_config.c) against a table: what
  * a controller and namespace report -> DEAC, WRITE_ZEROES_UNMAP and the
  * limits, as Linux's nvme host (with the seed's patches) sets them; which
- * paths may join a multipath device; and the multipath limits.
+ * paths may join a multipath device; and the multipath limits. Sizes
+ * whose bytes wrap 64 bits, and a path of such a namespace refused.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "drivers/nvmf.h"
 #include "drivers/nvmf_config.h"
 #include "helpers/th.h"
 
@@ -214,6 +217,80 @@ static void mpath_limits(void **state)
 	assert_memory_equal(&out, &last, sizeof(out));
 }
 
+/* NSZE blocks of 2^LBADS bytes: refused where the bytes wrap 64 bits. */
+static void size_bounds(void **state)
+{
+	static const struct {
+		uint64_t nsze;
+		uint8_t lbads;
+		int err;
+		uint64_t bytes;
+	} sizes[] = {
+		{ 1u << 21, 9, 0, 1ull << 30 },
+		{ (1ull << 55) - 1, 9, 0, ((1ull << 55) - 1) << 9 },
+		{ 1ull << 55, 9, -EOVERFLOW, 0 },		/* 2^64 */
+		{ (1ull << 56) + 1, 9, -EOVERFLOW, 0 },	/* wrapped to 512 */
+		{ (1ull << 48) - 1, 16, 0, ((1ull << 48) - 1) << 16 },
+		{ 1ull << 48, 16, -EOVERFLOW, 0 },
+		{ UINT64_MAX, 9, -EOVERFLOW, 0 },
+		{ UINT64_MAX, 0, 0, UINT64_MAX },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint64_t b = 7;
+
+		assert_int_equal(nvmf_size_bytes(sizes[i].nsze, sizes[i].lbads,
+						 &b), sizes[i].err);
+		assert_true(b == (sizes[i].err ? 7 : sizes[i].bytes));
+	}
+}
+
+/*
+ * A path whose namespace is 2^56 + 1 blocks of 512 bytes: joining it
+ * once made the device 512 bytes (the size wrapped); it is refused now,
+ * naming the device, and the device keeps no shape from it.
+ */
+static void path_size_overflow(void **state)
+{
+	static struct nvmf m;
+	static struct nvc c;
+	static struct bs_dev dev;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	memset(&c, 0, sizeof(c));
+	memset(&dev, 0, sizeof(dev));
+	snprintf(dev.name, sizeof(dev.name), "vol7");
+	m.dev = &dev;
+	m.npaths = 1;
+	m.max_io = 1u << 20;
+	c.m = &m;
+	c.url = "nvme+tcp://127.0.0.1:4420/nqn.x/1";
+	c.facts = capable();
+	c.facts.nsze = (1ull << 56) + 1;
+	c.ids.has_nguid = true;
+	assert_int_equal(nvmf_path_up(&m, &c), -EOVERFLOW);
+	assert_true(dev.size == 0);
+	assert_false(m.have_shape);
+	assert_non_null(strstr(c.last_error, "vol7"));
+	assert_non_null(strstr(c.last_error, "past 2^64 bytes"));
+	assert_non_null(strstr(bs_last_error(), "vol7"));
+	/* the largest that fits joins, with its whole size */
+	c.facts.nsze = (1ull << 55) - 1;
+	assert_int_equal(nvmf_path_up(&m, &c), 0);
+	assert_true(dev.size == ((1ull << 55) - 1) << 9);
+	/* and growing past 2^64 bytes later keeps the size, loses the path
+	 * (a path not live: nvc_lost() has nothing to close) */
+	c.state = NVC_DOWN;
+	c.facts.nsze = 1ull << 60;
+	nvmf_path_changed(&m, &c);
+	assert_true(dev.size == ((1ull << 55) - 1) << 9);
+	assert_true(m.nsze == (1ull << 55) - 1);
+	assert_non_null(strstr(bs_last_error(), "re-identify"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +298,8 @@ int main(void)
 		cmocka_unit_test(cache_and_bad_sizes),
 		cmocka_unit_test(join_rules),
 		cmocka_unit_test(mpath_limits),
+		cmocka_unit_test(size_bounds),
+		cmocka_unit_test(path_size_overflow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
