@@ -53,6 +53,7 @@ struct bs_budget_holder {
 	uint64_t want;		/* bytes asked for while queued */
 	uint64_t progress_ns;	/* last bs_budget_progress() */
 	uint64_t queued_ns;	/* when it began to wait */
+	uint64_t woken_ns;	/* a wake it has not come back from (0: none) */
 	bool queued, listed;
 	struct bs_budget_holder *next, *prev;	/* holders with bytes */
 	struct bs_budget_holder *wnext;		/* wait queue */

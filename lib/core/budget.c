@@ -13,6 +13,13 @@
  * The age limit is long on purpose: stalled big writes queued together
  * all come of age together, and would then keep a bystander out for as
  * many eviction rounds as there are of them.
+ *
+ * A waiter that was woken and has not come back for its bytes within
+ * WAKE_GRACE_NS (its session cannot go on: a client that reads none of
+ * its replies) keeps its place but no longer holds the others back; and
+ * a waiter that also holds bytes and makes no progress is evicted like
+ * any other holder. Without both, one such client at the head of the
+ * queue stopped every larger request of every session for good.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -155,12 +162,22 @@ static void run_evict(void *arg)
 /* Under the lock: have h->wake() called on its loop (once until it ran). */
 static void send_wake(struct bs_budget_holder *h)
 {
+	if (h->wake && !h->woken_ns)
+		h->woken_ns = bs_now_ns();
 	if (!h->wake || __atomic_exchange_n(&h->wake_sent, true,
 					    __ATOMIC_ACQ_REL))
 		return;
 	h->wake_work.fn = run_wake;
 	h->wake_work.arg = h;
 	bs_loop_send(h->loop, &h->wake_work);
+}
+
+#define WAKE_GRACE_NS (1000ull * 1000000)
+
+/* @h was woken that long ago and did not come back: others go on */
+static bool quiet(const struct bs_budget_holder *h, uint64_t now)
+{
+	return h->woken_ns && now - h->woken_ns >= WAKE_GRACE_NS;
 }
 
 static void list_add(struct bs_budget *b, struct bs_budget_holder *h)
@@ -204,6 +221,7 @@ static void dequeue(struct bs_budget *b, struct bs_budget_holder *h)
 		break;
 	}
 	h->queued = false;
+	h->woken_ns = 0;
 	h->wnext = NULL;
 }
 
@@ -227,17 +245,21 @@ static uint64_t age_ns(const struct bs_budget *b)
 /* The oldest waiter, if it has waited too long: its room is reserved. */
 static struct bs_budget_holder *overdue(const struct bs_budget *b)
 {
+	uint64_t now = bs_now_ns();
 	struct bs_budget_holder *h = b->whead;
 
-	return h && bs_now_ns() - h->queued_ns >= age_ns(b) ? h : NULL;
+	while (h && quiet(h, now))
+		h = h->wnext;
+	return h && now - h->queued_ns >= age_ns(b) ? h : NULL;
 }
 
 static struct bs_budget_holder *smallest(const struct bs_budget *b)
 {
+	uint64_t now = bs_now_ns();
 	struct bs_budget_holder *h, *best = NULL;
 
 	for (h = b->whead; h; h = h->wnext)
-		if (!best || h->want < best->want)
+		if (!quiet(h, now) && (!best || h->want < best->want))
 			best = h;
 	return best;
 }
@@ -259,6 +281,8 @@ static bool may_take(const struct bs_budget *b,
 	if (o && b->used + n + o->want > b->limit)
 		return false;
 	sm = smallest(b);
+	if (!sm)		/* every waiter gone quiet */
+		return true;
 	return h->queued ? n <= sm->want : n < sm->want;
 }
 
@@ -288,11 +312,14 @@ static void watchdog(void *arg)
 		pthread_mutex_unlock(&b->lock);
 		return;
 	}
+	/* waiters behind one that went quiet since the last wake */
+	wake_head(b);
+	/* (every holder here holds bytes: one that also waits for more is
+	 * stalling others all the same when it makes no progress) */
 	for (h = b->holders; h; h = next) {
 		next = h->next;
-		if (h->queued ||
-		    now - __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED) <
-			    limit)
+		if (now - __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED) <
+		    limit)
 			continue;
 		snprintf(h->why, sizeof(h->why),
 			 "no progress for %u s while holding %llu KiB of the "
@@ -371,6 +398,7 @@ bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 
 	pthread_mutex_lock(&b->lock);
 	bind_loop(b, h);
+	h->woken_ns = 0;	/* it came back */
 	if (may_take(b, h, n)) {
 		dequeue(b, h);
 		charge_locked(b, h, n);

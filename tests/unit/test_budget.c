@@ -289,6 +289,63 @@ static void leave_while_queued(void **state)
 	leave_settled(b, &d.h);
 }
 
+/*
+ * A waiter woken that does not come back for its bytes (its session
+ * cannot go on: a client that reads none of its replies) keeps the
+ * others back for a second at most; when it does come back, it takes
+ * as usual. Before, the smallest waiter held every larger request back
+ * for as long as it did not come.
+ */
+static void woken_waiter_gone_quiet(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, x, c;
+
+	init(&a);
+	init(&x);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));
+	give_settled(b, &a.h, 60 * MiB);
+	assert_int_equal(x.woken, 1);
+	/* x's turn (the smallest, woken): c waits */
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	run_ms(*state, 1100);
+	/* x never came back: c goes */
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	assert_true(take_settled(b, &x.h, 8 * MiB));
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	leave_settled(b, &x.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
+ * A holder that waits for more while holding bytes, and makes no
+ * progress, is evicted like one that does not wait (it was skipped: a
+ * client holding replies it never reads, with one more request queued,
+ * kept its bytes for good).
+ */
+static void waiting_holder_stalled_evicted(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, c;
+
+	init(&a);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &a.h, 8 * MiB));	/* a waits too */
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	for (int i = 0; i < 30 && !a.evicted; i++)
+		run_ms(*state, 20);
+	assert_int_equal(a.evicted, 1);
+	assert_int_equal(c.evicted, 0);	/* holds nothing: not stalling */
+	leave_settled(b, &a.h);
+	assert_int_equal(c.woken, 1);
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	leave_settled(b, &c.h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +362,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			stalled_holder_evicted_only_with_waiters, th_ctx_setup,
 			th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(woken_waiter_gone_quiet,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(waiting_holder_stalled_evicted,
+						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(leave_while_queued,
 						th_ctx_setup, th_ctx_teardown),
 	};
