@@ -2155,6 +2155,49 @@ static void request_cap(void **state)
 	free(buf);
 }
 
+/*
+ * Replies without payload are bounded too: READs of length 0 (EINVAL
+ * each, answered at once) from a client that reads nothing stop being
+ * taken once their queued replies cost NBD_REPLY_META_MAX; reading them
+ * lets the rest in. Before, ~72 bytes were held per 28 received, up to
+ * NBD_INFLIGHT_BYTES (64 MiB) per connection, outside the budget.
+ */
+static void error_replies_bounded(void **state)
+{
+	enum { N = 40000 };	/* 40000 replies cost about 2.9 MiB */
+	uint8_t *buf = malloc((size_t)N * 28);
+	size_t fed, total = (size_t)N * 28;
+	struct h h;
+	unsigned i;
+
+	(void)state;
+	h_init(&h, "mem:8M", false);
+	h_go(&h, "vol0", 0);
+	for (i = 0; i < N; i++) {
+		uint8_t *p = buf + 28 * (size_t)i;
+		nbd_put32(p, NBD_REQUEST_MAGIC);
+		nbd_put16(p + 4, 0);
+		nbd_put16(p + 6, NBD_CMD_READ);
+		nbd_put64(p + 8, i);
+		nbd_put64(p + 16, 0);
+		nbd_put32(p + 24, 0);
+	}
+	fed = nbd_session_feed(h.s, buf, total);
+	assert_true(fed < total);
+	assert_false(nbd_session_wants_input(h.s));
+	assert_true(h.s->meta_bytes <= NBD_REPLY_META_MAX + 1024);
+	assert_true(h.s->inflight_bytes <= NBD_REPLY_META_MAX + 1024);
+	while (fed < total) {
+		h_drain(&h);
+		fed += nbd_session_feed(h.s, buf + fed, total - fed);
+		assert_true(h.s->meta_bytes <= NBD_REPLY_META_MAX + 1024);
+	}
+	h_settle(&h);
+	assert_int_equal(h_avail(&h), (size_t)N * 16);	/* every EINVAL */
+	h_fini(&h);
+	free(buf);
+}
+
 /* Client EOF in the middle of a write: nothing of it reaches the device. */
 static void eof_mid_write(void **state)
 {
@@ -2451,6 +2494,7 @@ int main(void)
 		cmocka_unit_test(block_status),
 		cmocka_unit_test(block_status_other_export),
 		cmocka_unit_test(bad_requests),
+		cmocka_unit_test(error_replies_bounded),
 		cmocka_unit_test(enotsup_only_fast_zero),
 		cmocka_unit_test(device_errors_not_the_servers),
 		cmocka_unit_test(unaligned_served),

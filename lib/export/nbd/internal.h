@@ -92,6 +92,7 @@ struct nbd_session {
 
 	/* accounting */
 	size_t inflight_bytes;		/* buffers held: payloads, replies */
+	size_t meta_bytes;		/* queued replies but their payloads */
 	unsigned inflight_reqs;		/* requests not yet answered */
 	struct nbd_out *out_head, *out_tail;
 	struct bs_budget *budget;	/* server-wide payload budget */

@@ -90,6 +90,7 @@ int nbd_out_push(struct nbd_session *s, const void *hdr, size_t hdr_len,
 	o->acct = sizeof(*o) + hdr_len + data_acct;
 	o->budget = data_acct;
 	s->inflight_bytes += o->acct;
+	s->meta_bytes += o->acct - data_acct;
 	s->out_bytes += hdr_len + o->data_len;
 	if (s->out_tail)
 		s->out_tail->next = o;
@@ -158,7 +159,8 @@ static bool accepting(const struct nbd_session *s)
 	if (s->ended || s->disc || s->eof || s->orphan || s->in == IN_NONE)
 		return false;
 	/* a client that does not read its replies gets no more served */
-	if (s->inflight_bytes > NBD_INFLIGHT_BYTES)
+	if (s->inflight_bytes > NBD_INFLIGHT_BYTES ||
+	    s->meta_bytes > NBD_REPLY_META_MAX)
 		return false;
 	/* option replies are small: a client that does not read them stops */
 	if (!s->transmission && s->inflight_bytes > NBD_HS_OUT_MAX)
@@ -316,6 +318,7 @@ static void out_pop(struct nbd_session *s)
 	if (!s->out_head)
 		s->out_tail = NULL;
 	s->inflight_bytes -= o->acct;
+	s->meta_bytes -= o->acct - o->budget;
 	nbd_budget_give(s, o->budget);
 	s->out_bytes -= o->hdr_len + o->data_len - o->sent;
 	bs_buf_put(o->data, o->budget);

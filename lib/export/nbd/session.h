@@ -30,6 +30,14 @@ struct nbd_session;
 #define NBD_MAX_OPTION (64u << 10)
 /* Per-session caps on work in flight (payloads, read data, replies). */
 #define NBD_INFLIGHT_BYTES (64u << 20)
+/*
+ * Replies queued unsent, counted by what they cost besides a payload
+ * (the budget counts payloads): past this a session takes no more
+ * requests until its client reads. Without it a client sending READs of
+ * length 0 and reading nothing held ~72 bytes per 28 sent, up to
+ * NBD_INFLIGHT_BYTES per connection, outside the server-wide budget.
+ */
+#define NBD_REPLY_META_MAX (1u << 20)
 #define NBD_INFLIGHT_REQS 256
 
 struct nbd_session_ops {
