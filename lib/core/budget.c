@@ -16,10 +16,13 @@
  *
  * A waiter that was woken and has not come back for its bytes within
  * WAKE_GRACE_NS (its session cannot go on: a client that reads none of
- * its replies) keeps its place but no longer holds the others back; and
- * a waiter that also holds bytes and makes no progress is evicted like
- * any other holder. Without both, one such client at the head of the
- * queue stopped every larger request of every session for good.
+ * its replies) keeps its place but no longer holds the others back; if
+ * it also holds bytes and makes no progress, it is evicted like a holder
+ * that does not wait. Without both, one such client at the head of the
+ * queue stopped every larger request of every session for good. A
+ * waiter not woken yet is never evicted (its held bytes may wait for
+ * input it reads only when its turn comes), nor is anyone while every
+ * waiter has gone quiet (nobody could use the room).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -314,12 +317,19 @@ static void watchdog(void *arg)
 	}
 	/* waiters behind one that went quiet since the last wake */
 	wake_head(b);
-	/* (every holder here holds bytes: one that also waits for more is
-	 * stalling others all the same when it makes no progress) */
+	/*
+	 * Only while someone who can use the room waits (every waiter gone
+	 * quiet: nobody); and not a holder that waits for more and was not
+	 * woken yet: its own held bytes may wait for input it reads only
+	 * once its turn comes (an iSCSI write's Data-Out behind the next
+	 * command). One woken that did not come back had its turn.
+	 */
+	if (!smallest(b))
+		goto out;
 	for (h = b->holders; h; h = next) {
 		next = h->next;
 		if (now - __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED) <
-		    limit)
+		    limit || (h->queued && !quiet(h, now)))
 			continue;
 		snprintf(h->why, sizeof(h->why),
 			 "no progress for %u s while holding %llu KiB of the "
@@ -331,6 +341,7 @@ static void watchdog(void *arg)
 		h->evict_work.arg = h;
 		bs_loop_send(h->loop, &h->evict_work);
 	}
+out:
 	arm(b);
 	pthread_mutex_unlock(&b->lock);
 }

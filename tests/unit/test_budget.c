@@ -321,29 +321,66 @@ static void woken_waiter_gone_quiet(void **state)
 }
 
 /*
- * A holder that waits for more while holding bytes, and makes no
- * progress, is evicted like one that does not wait (it was skipped: a
- * client holding replies it never reads, with one more request queued,
- * kept its bytes for good).
+ * A holder that also waits for more: not evicted while it was not woken
+ * (an iSCSI session's write waits for Data-Out the session reads only
+ * once its next command got its turn); once woken, if it does not come
+ * back and makes no progress while others wait, it is evicted like any
+ * other (before it never was: a client holding replies it never reads,
+ * with one more request queued, kept its bytes for good).
  */
 static void waiting_holder_stalled_evicted(void **state)
 {
 	struct bs_budget *b = budget(state, 64 * MiB, 100);
-	struct th a, c;
+	struct th a, c, d;
 
 	init(&a);
 	init(&c);
-	assert_true(take_settled(b, &a.h, 60 * MiB));
-	assert_false(take_settled(b, &a.h, 8 * MiB));	/* a waits too */
-	assert_false(take_settled(b, &c.h, 16 * MiB));
-	for (int i = 0; i < 30 && !a.evicted; i++)
+	init(&d);
+	assert_true(take_settled(b, &a.h, 30 * MiB));
+	assert_true(take_settled(b, &d.h, 30 * MiB));
+	assert_false(take_settled(b, &a.h, 10 * MiB));	/* a waits too */
+	assert_false(take_settled(b, &c.h, 20 * MiB));
+	for (int i = 0; i < 15; i++) {		/* 300 ms: 3 stall limits */
+		bs_budget_progress(&d.h);
+		run_ms(*state, 20);
+	}
+	assert_int_equal(a.evicted, 0);	/* its turn never came */
+	give_settled(b, &d.h, 30 * MiB);	/* a's turn: woken */
+	assert_int_equal(a.woken, 1);
+	/* a does not come back: a second later c goes and a is evicted */
+	for (int i = 0; i < 100 && !a.evicted; i++)
 		run_ms(*state, 20);
 	assert_int_equal(a.evicted, 1);
-	assert_int_equal(c.evicted, 0);	/* holds nothing: not stalling */
+	assert_true(c.woken >= 1);
+	assert_true(take_settled(b, &c.h, 20 * MiB));
+	assert_int_equal(c.evicted, 0);
+	assert_int_equal(d.evicted, 0);
 	leave_settled(b, &a.h);
-	assert_int_equal(c.woken, 1);
-	assert_true(take_settled(b, &c.h, 16 * MiB));
 	leave_settled(b, &c.h);
+	leave_settled(b, &d.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/* Every waiter gone quiet: nobody can use the room, nobody is evicted */
+static void quiet_waiters_evict_nobody(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, x;
+
+	init(&a);
+	init(&x);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));
+	give_settled(b, &a.h, 30 * MiB);
+	assert_int_equal(x.woken, 1);	/* and never comes back */
+	for (int i = 0; i < 60; i++) {	/* 1.2 s: a busy while x may come */
+		bs_budget_progress(&a.h);
+		run_ms(*state, 20);
+	}
+	run_ms(*state, 500);		/* then a idle, x quiet */
+	assert_int_equal(a.evicted, 0);	/* nobody waits for a's bytes */
+	leave_settled(b, &a.h);
+	leave_settled(b, &x.h);
 }
 
 int main(void)
@@ -365,6 +402,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(woken_waiter_gone_quiet,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(waiting_holder_stalled_evicted,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(quiet_waiters_evict_nobody,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(leave_while_queued,
 						th_ctx_setup, th_ctx_teardown),
