@@ -534,11 +534,20 @@ static void states_bounded(void **state)
 					OPEN4_SHARE_ACCESS_READ, 0, false),
 				 NFS4_OK);
 	}
-	assert_int_not_equal(open_f(f, sid, 2 + i, "one-more",
-				    OPEN4_SHARE_ACCESS_READ, 0, false),
-			     NFS4_OK);
 	assert_int_equal(f->srv->nstates, NFS_MAX_CLIENT_STATES);
+	/* one more is refused before it changes anything: no truncation */
 	snprintf(path, sizeof(path), "%s/f", f->dir);
+	assert_int_equal(truncate(path, 100), 0);
+	assert_int_equal(open_f(f, sid, 2 + i, "one-more",
+				OPEN4_SHARE_ACCESS_BOTH, 0, true),
+			 NFS4ERR_SERVERFAULT);
+	{
+		struct stat st;
+
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(st.st_size, 100);
+	}
+	assert_int_equal(f->srv->nstates, NFS_MAX_CLIENT_STATES);
 	unlink(path);
 }
 

@@ -370,6 +370,11 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 	}
 	if (nfs_in_grace(srv) || (c->minor && !clp->reclaim_done))
 		return NFS4ERR_GRACE;
+	/* at the state limits: refused before anything is created or
+	 * truncated (an open that would add no state is refused too) */
+	if (clp->nstates >= NFS_MAX_CLIENT_STATES ||
+	    srv->nstates >= NFS_MAX_STATES)
+		return c->minor ? NFS4ERR_SERVERFAULT : NFS4ERR_RESOURCE;
 
 	if (claim == CLAIM_FH) {
 		st = nfs_cur_attr(c, &at);
