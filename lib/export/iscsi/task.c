@@ -316,17 +316,13 @@ static void rw_set_blocks(uint8_t *cdb, uint32_t blocks)
  * is short is cut to the whole blocks EDTL holds; a read is cut by the
  * Data-In length (din_max).
  */
-static void rw_residual(struct iscsi_session *s, struct iscsi_task *t)
+static void rw_residual(struct iscsi_task *t, uint32_t bs)
 {
 	uint64_t blocks, tl;
-	uint32_t bs;
 	bool wr;
 
-	if (!rw_blocks(t->cmd.cdb, &blocks, &wr) || wr != t->write ||
-	    (!wr && !t->read) || !s->ops || !s->ops->block_size)
-		return;
-	bs = s->ops->block_size(s->arg, &s->tgt, t->cmd.lun);
-	if (!bs)
+	if (!bs || !rw_blocks(t->cmd.cdb, &blocks, &wr) || wr != t->write ||
+	    (!wr && !t->read))
 		return;
 	tl = blocks * bs;
 	t->res_fixed = true;
@@ -349,20 +345,29 @@ static void rw_residual(struct iscsi_session *s, struct iscsi_task *t)
  * at most EDTL of that, the rest as a residual. Past ISCSI_MAX_TRANSFER
  * the core refuses the CDB.
  */
-static uint32_t budget_bytes(struct iscsi_session *s, const uint8_t *cdb,
-			     uint64_t lun, uint32_t edtl, bool rd, bool wr)
+static uint32_t budget_bytes(const uint8_t *cdb, uint32_t bs, uint32_t edtl,
+			     bool rd, bool wr)
 {
 	uint64_t blocks, n = rd || wr ? edtl : 0;
-	uint32_t bs;
 	bool w;
 
-	if (rw_blocks(cdb, &blocks, &w) && !w && s->ops &&
-	    s->ops->block_size &&
-	    (bs = s->ops->block_size(s->arg, &s->tgt, lun)) &&
-	    blocks * bs > n)
+	if (bs && rw_blocks(cdb, &blocks, &w) && !w && blocks * bs > n)
 		n = blocks * bs > ISCSI_MAX_TRANSFER ? ISCSI_MAX_TRANSFER
 						      : blocks * bs;
 	return (uint32_t)n;
+}
+
+/* The logical block size of @lun for a READ / WRITE CDB, else 0 (asked
+ * once per command: the budget and the residual both need it). */
+static uint32_t rw_block_size(struct iscsi_session *s, const uint8_t *cdb,
+			      uint64_t lun)
+{
+	uint64_t blocks;
+	bool w;
+
+	if (!rw_blocks(cdb, &blocks, &w) || !s->ops || !s->ops->block_size)
+		return 0;
+	return s->ops->block_size(s->arg, &s->tgt, lun);
 }
 
 /* ---- R2T ----------------------------------------------------------------- */
@@ -428,7 +433,7 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 	bool rd = flags & ISCSI_CMD_READ, wr = flags & ISCSI_CMD_WRITE;
 	struct iscsi_task *t;
 	uint8_t cdb[BS_SCSI_CDB_MAX], lun_raw[8];
-	uint32_t imm, charge;
+	uint32_t imm, charge, bs;
 	uint64_t lun;
 	bool bidi;
 	int n;
@@ -467,7 +472,8 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 	}
 	memcpy(lun_raw, bhs + 8, 8);
 	lun = bs_scsi_lun_decode(lun_raw);
-	charge = budget_bytes(s, cdb, lun, edtl, rd, wr);
+	bs = rw_block_size(s, cdb, lun);
+	charge = budget_bytes(cdb, bs, edtl, rd, wr);
 	if (!iscsi_budget_take(s, charge))
 		return false;	/* held until the budget has room */
 
@@ -496,7 +502,7 @@ bool iscsi_task_command(struct iscsi_session *s, const uint8_t *ahs,
 	t->cmd.done = task_done;
 	t->cmd.priv = t;
 	link_task(s, t);
-	rw_residual(s, t);
+	rw_residual(t, bs);
 
 	if (!wr || !edtl) {
 		if (wr)
