@@ -122,6 +122,45 @@ static uint32_t create_session(struct fix *f, uint64_t id, uint32_t seq,
 	return st;
 }
 
+/* SEQUENCE on slot 0 of @sid */
+static void put_sequence(struct xdr_enc *e, const uint8_t *sid, uint32_t seq,
+			 bool cachethis)
+{
+	xdr_put_u32(e, OP_SEQUENCE);
+	xdr_put_fixed(e, sid, NFS4_SESSIONID_SIZE);
+	xdr_put_u32(e, seq);
+	xdr_put_u32(e, 0);			/* slot */
+	xdr_put_u32(e, 0);			/* highest slot */
+	xdr_put_bool(e, cachethis);
+}
+
+/* [DESTROY_SESSION(@sid)] alone: its status */
+static uint32_t destroy_session(struct fix *f, const uint8_t *sid)
+{
+	uint8_t b[64];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(&e, b, sizeof(b), 1);
+	xdr_put_u32(&e, OP_DESTROY_SESSION);
+	xdr_put_fixed(&e, sid, NFS4_SESSIONID_SIZE);
+	return run(f, &e, 10, &d);
+}
+
+/* [SEQUENCE(@sid, @seq), RECLAIM_COMPLETE]: new opens may follow */
+static void reclaim_complete(struct fix *f, const uint8_t *sid, uint32_t seq)
+{
+	uint8_t b[128];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	head(&e, b, sizeof(b), 2);
+	put_sequence(&e, sid, seq, false);
+	xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
+	xdr_put_bool(&e, false);
+	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+}
+
 static void principals(void **state)
 {
 	struct fix *f = *state;
@@ -146,35 +185,20 @@ static void principals(void **state)
 static void replace_stateless(void **state)
 {
 	struct fix *f = *state;
-	uint8_t sid[NFS4_SESSIONID_SIZE], b[64];
-	struct xdr_enc e;
-	struct xdr_dec d;
+	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint64_t id, id2;
 	uint32_t seq, seq2;
 
 	assert_int_equal(exchange_id(f, "b", 1, 10, &id, &seq), NFS4_OK);
 	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
 			 NFS4_OK);
-	head(&e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_DESTROY_SESSION);
-	xdr_put_fixed(&e, sid, sizeof(sid));
-	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	assert_int_equal(destroy_session(f, sid), NFS4_OK);
 	/* no state left: another principal replaces the record, even
 	 * with the same verifier (EID5g) and the old id is stale (EID5e) */
 	assert_int_equal(exchange_id(f, "b", 1, 11, &id2, &seq2), NFS4_OK);
 	assert_true(id2 != id);
 	assert_int_equal(create_session(f, id, seq + 1, 10, 8192, 8192,
 					NULL), NFS4ERR_STALE_CLIENTID);
-}
-
-static void put_sequence(struct xdr_enc *e, const uint8_t *sid, uint32_t seq)
-{
-	xdr_put_u32(e, OP_SEQUENCE);
-	xdr_put_fixed(e, sid, NFS4_SESSIONID_SIZE);
-	xdr_put_u32(e, seq);
-	xdr_put_u32(e, 0);			/* slot */
-	xdr_put_u32(e, 0);			/* highest slot */
-	xdr_put_bool(e, false);			/* cachethis */
 }
 
 /*
@@ -211,10 +235,7 @@ static void solo_ops_alone(void **state)
 	assert_int_equal(run(f, &e, 10, &d), NFS4ERR_NOT_ONLY_OP);
 
 	/* alone, both still work: the session was not destroyed above */
-	head(&e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_DESTROY_SESSION);
-	xdr_put_fixed(&e, sid, sizeof(sid));
-	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	assert_int_equal(destroy_session(f, sid), NFS4_OK);
 }
 
 /*
@@ -239,7 +260,7 @@ static void confirm_not_under_own_session(void **state)
 	assert_int_equal(exchange_id(f, "r", 2, 10, &id2, &seq2), NFS4_OK);
 	assert_true(id2 != id);
 	head(&e, b, sizeof(b), 2);
-	put_sequence(&e, sid, 1);
+	put_sequence(&e, sid, 1, false);
 	{
 		const struct nfs_th_chan fore = { 8192, 8192, 8192, 16, 8 };
 		const struct nfs_th_chan back = { 8192, 8192, 8192, 2, 8 };
@@ -253,7 +274,7 @@ static void confirm_not_under_own_session(void **state)
 	assert_int_equal(xdr_get_u32(&d), NFS4ERR_NOT_ONLY_OP);
 	/* the session lives on; alone, the confirmation goes through */
 	head(&e, b, sizeof(b), 1);
-	put_sequence(&e, sid, 2);
+	put_sequence(&e, sid, 2, false);
 	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
 	assert_int_equal(create_session(f, id2, seq2, 10, 8192, 8192, NULL),
 			 NFS4_OK);
@@ -270,7 +291,7 @@ static uint32_t open_f(struct fix *f, const uint8_t *sid, uint32_t seq,
 	struct xdr_dec d;
 
 	head(&e, b, sizeof(b), 3);
-	put_sequence(&e, sid, seq);
+	put_sequence(&e, sid, seq, false);
 	xdr_put_u32(&e, OP_PUTROOTFH);
 	xdr_put_u32(&e, OP_OPEN);
 	xdr_put_u32(&e, 0);			/* seqid */
@@ -316,17 +337,7 @@ static void denied_open_truncates_nothing(void **state)
 	assert_int_equal(exchange_id(f, "o", 1, 10, &id, &seq), NFS4_OK);
 	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
 			 NFS4_OK);
-	{
-		uint8_t b[128];
-		struct xdr_enc e;
-		struct xdr_dec d;
-
-		head(&e, b, sizeof(b), 2);
-		put_sequence(&e, sid, 1);
-		xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
-		xdr_put_bool(&e, false);
-		assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
-	}
+	reclaim_complete(f, sid, 1);
 	assert_int_equal(open_f(f, sid, 2, "writer", OPEN4_SHARE_ACCESS_BOTH,
 				OPEN4_SHARE_DENY_WRITE, false), NFS4_OK);
 	snprintf(path, sizeof(path), "%s/f", f->dir);
@@ -368,9 +379,7 @@ static void session_ids_unguessable(void **state)
 static void sessions_bounded(void **state)
 {
 	struct fix *f = *state;
-	uint8_t sid[NFS4_SESSIONID_SIZE], b[64];
-	struct xdr_enc e;
-	struct xdr_dec d;
+	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint64_t id;
 	uint32_t seq, i;
 
@@ -380,10 +389,7 @@ static void sessions_bounded(void **state)
 						8192, sid), NFS4_OK);
 	assert_int_equal(create_session(f, id, seq + i, 10, 8192, 8192, NULL),
 			 NFS4ERR_NOSPC);
-	head(&e, b, sizeof(b), 1);
-	xdr_put_u32(&e, OP_DESTROY_SESSION);
-	xdr_put_fixed(&e, sid, sizeof(sid));
-	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	assert_int_equal(destroy_session(f, sid), NFS4_OK);
 	assert_int_equal(create_session(f, id, seq + i, 10, 8192, 8192, NULL),
 			 NFS4_OK);
 }
@@ -396,12 +402,7 @@ static uint32_t read_r(struct fix *f, const uint8_t *sid, uint32_t seq,
 	struct xdr_enc e;
 
 	head(&e, b, sizeof(b), 4);
-	xdr_put_u32(&e, OP_SEQUENCE);
-	xdr_put_fixed(&e, sid, NFS4_SESSIONID_SIZE);
-	xdr_put_u32(&e, seq);
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, 0);
-	xdr_put_bool(&e, cachethis);
+	put_sequence(&e, sid, seq, cachethis);
 	xdr_put_u32(&e, OP_PUTROOTFH);
 	xdr_put_u32(&e, OP_LOOKUP);
 	xdr_put_cstring(&e, "r", 255);
@@ -463,7 +464,7 @@ static void slot_cache_bounded(void **state)
 	assert_int_equal(read_r(f, sid, 2, true, &d), NFS4_OK);
 	/* a small reply is kept whatever cachethis said */
 	head(&e, b, sizeof(b), 1);
-	put_sequence(&e, sid, 3);
+	put_sequence(&e, sid, 3, false);
 	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
 	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
 	unlink(path);
@@ -513,9 +514,7 @@ static void clients_bounded(void **state)
 static void states_bounded(void **state)
 {
 	struct fix *f = *state;
-	uint8_t sid[NFS4_SESSIONID_SIZE], b[128];
-	struct xdr_enc e;
-	struct xdr_dec d;
+	uint8_t sid[NFS4_SESSIONID_SIZE];
 	char owner[32], path[128];
 	uint64_t id;
 	uint32_t seq, i;
@@ -523,11 +522,7 @@ static void states_bounded(void **state)
 	assert_int_equal(exchange_id(f, "s", 1, 10, &id, &seq), NFS4_OK);
 	assert_int_equal(create_session(f, id, seq, 10, 8192, 8192, sid),
 			 NFS4_OK);
-	head(&e, b, sizeof(b), 2);
-	put_sequence(&e, sid, 1);
-	xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
-	xdr_put_bool(&e, false);
-	assert_int_equal(run(f, &e, 10, &d), NFS4_OK);
+	reclaim_complete(f, sid, 1);
 	for (i = 0; i < NFS_MAX_CLIENT_STATES; i++) {
 		snprintf(owner, sizeof(owner), "o%u", i);
 		assert_int_equal(open_f(f, sid, 2 + i, owner,
@@ -579,12 +574,8 @@ static void too_big_to_cache(void **state)
 			 NFS4_OK);
 	for (i = 0; i < 2; i++) {
 		head(&e, b, sizeof(b), 1);
-		xdr_put_u32(&e, OP_SEQUENCE);
-		xdr_put_fixed(&e, sid, sizeof(sid));
-		xdr_put_u32(&e, 1 + i);
-		xdr_put_u32(&e, 0);
-		xdr_put_u32(&e, 0);
-		xdr_put_bool(&e, i == 0);	/* cachethis, then not */
+		/* cachethis, then not */
+		put_sequence(&e, sid, 1 + i, i == 0);
 		assert_int_equal(run(f, &e, 10, &d),
 				 i == 0 ? NFS4ERR_REP_TOO_BIG_TO_CACHE :
 				 NFS4_OK);
