@@ -469,18 +469,25 @@ static uint16_t h_go(struct h *h, const char *name, unsigned what)
 	return inf.flags;
 }
 
+/* A request header (28 bytes) at @p */
+static void put_req(uint8_t *p, uint16_t flags, uint16_t type,
+		    uint64_t cookie, uint64_t off, uint32_t len)
+{
+	nbd_put32(p, NBD_REQUEST_MAGIC);
+	nbd_put16(p + 4, flags);
+	nbd_put16(p + 6, type);
+	nbd_put64(p + 8, cookie);
+	nbd_put64(p + 16, off);
+	nbd_put32(p + 24, len);
+}
+
 static void send_req(struct h *h, uint16_t flags, uint16_t type,
 		     uint64_t cookie, uint64_t off, uint32_t len,
 		     const void *payload)
 {
 	uint8_t r[28];
 
-	nbd_put32(r, NBD_REQUEST_MAGIC);
-	nbd_put16(r + 4, flags);
-	nbd_put16(r + 6, type);
-	nbd_put64(r + 8, cookie);
-	nbd_put64(r + 16, off);
-	nbd_put32(r + 24, len);
+	put_req(r, flags, type, cookie, off, len);
 	h_feed(h, r, 28);
 	if (payload)
 		h_feed(h, payload, len);
@@ -1961,12 +1968,7 @@ static void disc(void **state)
 	for (i = 0; i < 3; i++) {
 		uint16_t type = i == 0 ? NBD_CMD_WRITE :
 				i == 1 ? NBD_CMD_DISC : NBD_CMD_READ;
-		nbd_put32(p, NBD_REQUEST_MAGIC);
-		nbd_put16(p + 4, 0);
-		nbd_put16(p + 6, type);
-		nbd_put64(p + 8, i);
-		nbd_put64(p + 16, 0);
-		nbd_put32(p + 24, type == NBD_CMD_DISC ? 0 : 4096);
+		put_req(p, 0, type, i, 0, type == NBD_CMD_DISC ? 0 : 4096);
 		p += 28;
 		if (type == NBD_CMD_WRITE) {
 			memcpy(p, w, 4096);
@@ -2003,12 +2005,8 @@ static void many_inflight(void **state)
 		uint8_t *p = buf + len;
 		uint16_t type = i % 3 == 0 ? NBD_CMD_WRITE :
 				i % 3 == 1 ? NBD_CMD_READ : NBD_CMD_WRITE_ZEROES;
-		nbd_put32(p, NBD_REQUEST_MAGIC);
-		nbd_put16(p + 4, 0);
-		nbd_put16(p + 6, type);
-		nbd_put64(p + 8, 1000 + i);
-		nbd_put64(p + 16, (uint64_t)(i % 1024) * 8192);
-		nbd_put32(p + 24, 8192);
+		put_req(p, 0, type, 1000 + i, (uint64_t)(i % 1024) * 8192,
+			8192);
 		len += 28;
 		if (type == NBD_CMD_WRITE) {
 			th_fill(p + 28, 8192, i);
@@ -2085,12 +2083,7 @@ static void bounded_memory(void **state)
 	/* 200 reads of 1 MiB = 200 MiB of reply data: over the byte cap */
 	for (i = 0; i < N; i++) {
 		uint8_t *p = buf + 28 * i;
-		nbd_put32(p, NBD_REQUEST_MAGIC);
-		nbd_put16(p + 4, 0);
-		nbd_put16(p + 6, NBD_CMD_READ);
-		nbd_put64(p + 8, i);
-		nbd_put64(p + 16, (uint64_t)i * MiB);
-		nbd_put32(p + 24, 1 * MiB);
+		put_req(p, 0, NBD_CMD_READ, i, (uint64_t)i * MiB, 1 * MiB);
 	}
 	fed = nbd_session_feed(h.s, buf, total);
 	assert_true(fed < total);
@@ -2135,12 +2128,7 @@ static void request_cap(void **state)
 	h_go(&h, "vol0", 0);
 	for (i = 0; i < N; i++) {
 		uint8_t *p = buf + 28 * i;
-		nbd_put32(p, NBD_REQUEST_MAGIC);
-		nbd_put16(p + 4, 0);
-		nbd_put16(p + 6, NBD_CMD_FLUSH);
-		nbd_put64(p + 8, i);
-		nbd_put64(p + 16, 0);
-		nbd_put32(p + 24, 0);
+		put_req(p, 0, NBD_CMD_FLUSH, i, 0, 0);
 	}
 	fed = nbd_session_feed(h.s, buf, N * 28);
 	assert_int_equal(nbd_session_inflight(h.s), NBD_INFLIGHT_REQS);
@@ -2175,12 +2163,7 @@ static void error_replies_bounded(void **state)
 	h_go(&h, "vol0", 0);
 	for (i = 0; i < N; i++) {
 		uint8_t *p = buf + 28 * (size_t)i;
-		nbd_put32(p, NBD_REQUEST_MAGIC);
-		nbd_put16(p + 4, 0);
-		nbd_put16(p + 6, NBD_CMD_READ);
-		nbd_put64(p + 8, i);
-		nbd_put64(p + 16, 0);
-		nbd_put32(p + 24, 0);
+		put_req(p, 0, NBD_CMD_READ, i, 0, 0);
 	}
 	fed = nbd_session_feed(h.s, buf, total);
 	assert_true(fed < total);
@@ -2448,12 +2431,7 @@ static void byte_at_a_time(void **state)
 	assert_int_equal(get_info(&h, NBD_OPT_GO, &inf), NBD_REP_ACK);
 	th_fill(w, sizeof(w), 16);
 	p = msg;
-	nbd_put32(p, NBD_REQUEST_MAGIC);
-	nbd_put16(p + 4, 0);
-	nbd_put16(p + 6, NBD_CMD_WRITE);
-	nbd_put64(p + 8, 5);
-	nbd_put64(p + 16, 1024);
-	nbd_put32(p + 24, sizeof(w));
+	put_req(p, 0, NBD_CMD_WRITE, 5, 1024, sizeof(w));
 	for (i = 0; i < 28; i++)
 		assert_int_equal(nbd_session_feed(h.s, msg + i, 1), 1);
 	for (i = 0; i < sizeof(w); i++)
