@@ -431,18 +431,27 @@ static void put_capsule(struct fx *f, struct nvmf_queue *q, uint8_t opc,
 			 sizeof(pdu));
 }
 
-/* The status of the last response queued on @q (-1: none). */
-static int last_status(struct nvmf_queue *q)
+/* The CQE of the last response queued on @q in @cqe; false: none. */
+static bool last_cqe(struct nvmf_queue *q, struct bs_nvme_cqe *cqe)
 {
 	struct nvmf_out *o, *rsp = NULL;
-	struct bs_nvme_cqe cqe;
 
 	for (o = q->out_head; o; o = o->next)
 		if (o->hdr[0] == BS_NVME_TCP_RSP)
 			rsp = o;
 	if (!rsp)
+		return false;
+	memcpy(cqe, rsp->hdr + 8, sizeof(*cqe));
+	return true;
+}
+
+/* The status of the last response queued on @q (-1: none). */
+static int last_status(struct nvmf_queue *q)
+{
+	struct bs_nvme_cqe cqe;
+
+	if (!last_cqe(q, &cqe))
 		return -1;
-	memcpy(&cqe, rsp->hdr + 8, sizeof(cqe));
 	return bs_nvme_le16(cqe.status) >> 1;
 }
 
@@ -1084,14 +1093,9 @@ static void incapsule_over_the_limit_one_at_a_time(void **state)
 /* The SQHD of the last response queued on @q. */
 static int last_sqhd(struct nvmf_queue *q)
 {
-	struct nvmf_out *o, *rsp = NULL;
 	struct bs_nvme_cqe cqe;
 
-	for (o = q->out_head; o; o = o->next)
-		if (o->hdr[0] == BS_NVME_TCP_RSP)
-			rsp = o;
-	assert_non_null(rsp);
-	memcpy(&cqe, rsp->hdr + 8, sizeof(cqe));
+	assert_true(last_cqe(q, &cqe));
 	return bs_nvme_le16(cqe.sqhd);
 }
 
