@@ -250,6 +250,20 @@ run_bs 0 -s "$CTL" explain thin
 [[ $(nbd_flag "$U" can_fast_zero) == false ]] || fail "fast zero after WRITE SAME refused"
 tadm --op update --mode logicalunit --tid 1 --lun 1 --params thin_provisioning=1
 
+# TRIES SECONDS URL QEMU-IO-ARGS...: true once one qemu-io run (at most
+# SECONDS) succeeds without an error, trying TRIES times 0.5 s apart;
+# the last run's output in $T/qio.log
+io_comes_back() {
+	local tries=$1 secs=$2 url=$3 i
+	shift 3
+	for ((i = 0; i < tries; i++)); do
+		timeout "$secs" qemu-io -f raw "$url" "$@" >"$T/qio.log" 2>&1 &&
+			! grep -qi -e fail -e error "$T/qio.log" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 note "target stalled (SIGSTOP) under writes: EIO within the timeout, the session reset"
 # 32 MiB writes in a row; tgtd stops mid-way, with R2Ts answered and
 # Data-Out PDUs waiting in libiscsi behind a full socket. A local cancel
@@ -282,17 +296,8 @@ run_bs 0 -s "$CTL" info thin
 # so the count is reported, not required.
 [[ $OUT =~ "sessions reset for a write past it "[0-9]+ ]] ||
 	fail "stalled target: info has no reset count: $OUT"
-ok=0
-for ((i = 0; i < 40; i++)); do
-	if timeout 30 qemu-io -f raw "$U" -c "write -P 0x6e 48M 1M" \
-		-c "read -P 0x6e 48M 1M" >"$T/qio.log" 2>&1 &&
-		! grep -qi -e fail -e error "$T/qio.log"; then
-		ok=1
-		break
-	fi
-	sleep 0.5
-done
-((ok)) || fail "stalled target: no I/O after SIGCONT: $(cat "$T/qio.log")"
+io_comes_back 40 30 "$U" -c "write -P 0x6e 48M 1M" -c "read -P 0x6e 48M 1M" ||
+	fail "stalled target: no I/O after SIGCONT: $(cat "$T/qio.log")"
 note "stalled: EIO after $((t1 - t0)) s; $(grep -o 'sessions reset for a write past it [0-9]*' <<<"$OUT")"
 sleep 1
 
@@ -306,27 +311,11 @@ t1=$(date +%s)
 grep -qi "input/output error" "$T/qio.log" || fail "no EIO with the target gone: $(cat "$T/qio.log")"
 ((t1 - t0 <= 20)) || fail "EIO took $((t1 - t0)) s"
 start_tgt
-ok=0
-for ((i = 0; i < 40; i++)); do
-	if timeout 30 qemu-io -f raw "$U" -c "read -P 7 0 64k" >"$T/qio.log" 2>&1 &&
-		! grep -qi -e fail -e error "$T/qio.log"; then
-		ok=1
-		break
-	fi
-	sleep 0.5
-done
-((ok)) || fail "no I/O after the target came back: $(cat "$T/qio.log")"
+io_comes_back 40 30 "$U" -c "read -P 7 0 64k" ||
+	fail "no I/O after the target came back: $(cat "$T/qio.log")"
 # the thick device's session comes back too (default policy: 30 s)
-ok=0
-for ((i = 0; i < 60; i++)); do
-	if timeout 40 qemu-io -f raw "$UK" -c "read 0 64k" >"$T/qio.log" 2>&1 &&
-		! grep -qi -e fail -e error "$T/qio.log"; then
-		ok=1
-		break
-	fi
-	sleep 0.5
-done
-((ok)) || fail "thick: no I/O after the target came back: $(cat "$T/qio.log")"
+io_comes_back 60 40 "$UK" -c "read 0 64k" ||
+	fail "thick: no I/O after the target came back: $(cat "$T/qio.log")"
 run_bs 0 -s "$CTL" info thin
 [[ $OUT == *"session"*"logged in"* ]] ||
 	fail "no session after the target came back: $OUT"
