@@ -4,7 +4,9 @@
  * units of the target, named by their VPD 83h NAA designators; the
  * parameter list checks; COPY ABORTED for what cannot be copied; RECEIVE
  * COPY RESULTS operating parameters; CSCD descriptor ID FFFFh (the unit
- * itself); 3PC and VPD 8Fh (Third-party Copy) with the same limits.
+ * itself); 3PC and VPD 8Fh (Third-party Copy) with the same limits; a
+ * copy into another unit against that unit's COMPARE AND WRITE and its
+ * LOGICAL UNIT RESET.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +415,164 @@ static void reservations_of_other_units(void **state)
 	assert_true(reads_byte(s, 1, 0, 8, 0x62));
 }
 
+static void flag_done(struct bs_scsi_cmd *cmd)
+{
+	*(bool *)cmd->priv = true;
+}
+
+static void flag_set(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/* A command for bs_scsi_exec() that sets *@done when it answers. */
+static struct bs_scsi_cmd *async_cmd(struct bs_scsi_nexus *n, uint64_t lun,
+				     const uint8_t *cdb, const uint8_t *dout,
+				     uint32_t dout_len, bool *done)
+{
+	struct bs_scsi_cmd *c = calloc(1, sizeof(*c));
+
+	c->nexus = n;
+	c->lun = lun;
+	memcpy(c->cdb, cdb, 16);
+	c->cdb_len = 16;
+	c->dout = dout;
+	c->dout_len = dout_len;
+	c->done = flag_done;
+	c->priv = done;
+	return c;
+}
+
+static void async_free(struct bs_scsi_cmd *c)
+{
+	bs_scsi_cmd_release(c);
+	free(c);
+}
+
+/* Do blocks [@lba, @lba + @n) of @lun all hold @byte? (any length) */
+static bool all_byte(struct sth *s, uint64_t lun, uint64_t lba, uint32_t n,
+		     uint8_t byte)
+{
+	for (uint32_t off = 0; off < n; off += 2048)
+		if (!reads_byte(s, lun, lba + off,
+				n - off < 2048 ? n - off : 2048, byte))
+			return false;
+	return true;
+}
+
+/*
+ * A copy into LU 1 is in LU 1's write gate: a COMPARE AND WRITE of LU 1
+ * sent while the copy runs waits for it and compares against the copied
+ * data (MISCOMPARE here), rather than passing against the old data and
+ * then being overwritten by the copy's next chunk.
+ */
+static void other_unit_gate(void **state)
+{
+	struct sth *s = *state;
+	uint8_t ids[2][12], p[512], cdb[16] = { 0x83 }, caw[16] = { 0x89 };
+	uint8_t cawbuf[1024];
+	uint16_t si[1] = { 0 }, di[1] = { 1 }, n[1] = { 4096 };
+	uint64_t src[1] = { 0 }, dst[1] = { 0 };
+	struct bs_scsi_cmd *c1, *c2;
+	bool d1 = false, d2 = false;
+	uint32_t len;
+
+	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:8M"), false);
+	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:8M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	sth_clear_ua(s, s->n[0], 1);
+	sth_clear_ua(s, s->n[1], 1);
+	naa_of(s, 0, ids[0]);
+	naa_of(s, 1, ids[1]);
+	fill(s, 0, 0, 2048, 0x61);
+	fill(s, 0, 2048, 2048, 0x61);
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	put_be(cdb + 10, len, 4);
+	/* block 3000 of LU 1: zeroes now, 0x61 once the copy's second
+	 * chunk is written */
+	memset(cawbuf, 0, 512);
+	memset(cawbuf + 512, 0x11, 512);
+	put_be(caw + 2, 3000, 8);
+	caw[13] = 1;
+	c1 = async_cmd(s->n[0], 0, cdb, p, len, &d1);
+	c2 = async_cmd(s->n[1], 1, caw, cawbuf, sizeof(cawbuf), &d2);
+	bs_scsi_exec(c1);
+	bs_scsi_exec(c2);
+	assert_int_equal(bs_ctx_wait(s->ctx, &d1), 0);
+	assert_int_equal(bs_ctx_wait(s->ctx, &d2), 0);
+	assert_int_equal(c1->status, BS_SCSI_GOOD);
+	/* the outcome of one order: copy, then COMPARE AND WRITE */
+	assert_int_equal(c2->status, BS_SCSI_CHECK_CONDITION);
+	assert_true(reads_byte(s, 1, 3000, 1, 0x61));
+	assert_true(all_byte(s, 1, 0, 4096, 0x61));
+	async_free(c1);
+	async_free(c2);
+}
+
+/*
+ * A LOGICAL UNIT RESET of the copy's destination waits for the copy's
+ * request in flight there and ends the copy (COPY ABORTED, THIRD PARTY
+ * DEVICE FAILURE): nothing of it is written after the reset answered.
+ */
+static void other_unit_reset(void **state)
+{
+	struct sth *s = *state;
+	uint8_t ids[2][12], p[512], cdb[16] = { 0x83 };
+	uint16_t si[1] = { 0 }, di[1] = { 1 }, n[1] = { 0xffff };
+	uint64_t src[1] = { 0 }, dst[1] = { 0 };
+	struct bs_scsi_cmd *c1;
+	bool d1 = false, reset = false;
+	struct sth_res r;
+	uint32_t len;
+	int rc;
+
+	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:64M"), false);
+	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:64M"), false);
+	sth_clear_ua(s, s->n[0], 0);
+	sth_clear_ua(s, s->n[0], 1);
+	naa_of(s, 0, ids[0]);
+	naa_of(s, 1, ids[1]);
+	for (uint32_t lba = 0; lba < 0xffff; lba += 2048)
+		fill(s, 0, lba, 0xffff - lba < 2048 ? 0xffff - lba : 2048,
+		     0x61);
+	len = plist(p, ids, 2, 1, si, di, n, src, dst);
+	p[1] = 0;		/* hold the results */
+	p[0] = 9;
+	put_be(cdb + 10, len, 4);
+	c1 = async_cmd(s->n[0], 0, cdb, p, len, &d1);
+	bs_scsi_exec(c1);
+	rc = bs_scsi_lu_reset_wait(s->tgt, 1, s->n[1], flag_set, &reset);
+	/* the copy's read is in flight: the reset waits for it */
+	assert_int_equal(rc, 1);
+	assert_false(reset);
+	assert_int_equal(bs_ctx_wait(s->ctx, &reset), 0);
+	assert_int_equal(bs_ctx_wait(s->ctx, &d1), 0);
+	assert_int_equal(c1->status, BS_SCSI_CHECK_CONDITION);
+	memset(&r, 0, sizeof(r));
+	r.status = c1->status;
+	memcpy(r.sense, c1->sense, c1->sense_len);
+	r.sense_len = c1->sense_len;
+	sth_assert_check(&r, 0xa, 0x0d01);
+	async_free(c1);
+	sth_clear_ua(s, s->n[0], 1);
+	assert_true(all_byte(s, 1, 0, 0xffff, 0x00));
+	/* COPY STATUS: held, ended in error, no segment done */
+	{
+		uint8_t rcr[16] = { 0x84, 0x00, 9 };
+
+		rcr[13] = 255;
+		assert_int_equal(sth_cmd(s, s->n[0], 0, rcr, 16, NULL, 0, 255,
+					 &R),
+				 BS_SCSI_GOOD);
+		assert_int_equal(R.din[4], 1);
+		assert_int_equal(R.din[6], 0);
+	}
+	/* LU 1 still takes copies */
+	p[1] = 0x18;
+	assert_int_equal(xcopy(s, p, len), BS_SCSI_GOOD);
+	assert_true(all_byte(s, 1, 0, 0xffff, 0x61));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +585,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(reservations_of_other_units,
 						sth_setup, sth_teardown),
 		cmocka_unit_test_setup_teardown(cscd_self, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(other_unit_gate, sth_setup,
+						sth_teardown),
+		cmocka_unit_test_setup_teardown(other_unit_reset, sth_setup,
 						sth_teardown),
 	};
 

@@ -157,6 +157,18 @@ struct scsi_gate {
 	struct scsi_io *head, *tail;
 };
 
+/*
+ * A command of another unit reading or writing this one (EXTENDED COPY's
+ * sources and destinations): task management that aborts this unit's
+ * task set aborts the visit too and waits for it to leave, like for a
+ * task of the set. Linked in the unit's list under the target's lock.
+ */
+struct scsi_visit {
+	struct bs_scsi_lu *lu;		/* NULL: not visiting */
+	struct scsi_visit *prev, *next;
+	bool aborted;			/* read without the lock between steps */
+};
+
 struct bs_scsi_lu {
 	struct bs_scsi_tgt *tgt;
 	uint64_t lun;
@@ -175,7 +187,8 @@ struct bs_scsi_lu {
 	/* the task set (one for all nexuses, TST 000b): commands in the
 	 * core, newest first; @aborting of them aborted by task management */
 	struct bs_scsi_cmd *tasks;
-	unsigned aborting;
+	unsigned aborting;	/* tasks and visits */
+	struct scsi_visit *visits;
 	uint32_t epoch;		/* task set aborts so far (bs_scsi_cmd_arrived) */
 	struct bs_scsi_lu *next;
 };
@@ -321,6 +334,13 @@ void scsi_set_add(struct bs_scsi_lu *lu, struct bs_scsi_cmd *cmd);
  * scsi_waits_run() after the task's done() (its answer goes first). */
 struct scsi_tmf_wait *scsi_set_remove(struct bs_scsi_cmd *cmd);
 void scsi_waits_run(struct scsi_tmf_wait *ready);
+/* Start visiting @lu (takes the lock); @v must not be visiting. */
+void scsi_visit_join(struct scsi_visit *v, struct bs_scsi_lu *lu);
+/* Stop visiting (no-op when not): the task management functions waiting
+ * for an aborted visit answer. */
+void scsi_visit_leave(struct scsi_visit *v);
+/* Was the visited unit's task set aborted since the visit began? */
+bool scsi_visit_aborted(const struct scsi_visit *v);
 
 /* Capacity in blocks and block size, from the published snapshot. */
 void scsi_lu_geometry(const struct bs_scsi_lu *lu, uint64_t *nblocks,
@@ -373,8 +393,10 @@ struct scsi_io {
 	void *ext;		/* a handler's own state, freed at the end */
 	scsi_io_fn step;	/* next step, on completion */
 	bool write;		/* errors are WRITE errors */
+	scsi_io_fn fini;	/* a handler's own cleanup, as the I/O ends */
 	/* the write gate */
 	int gate;		/* 0 not in, 1 write, 2 exclusive */
+	struct bs_scsi_lu *gate_lu;	/* whose gate */
 	struct scsi_io *gate_next;
 	struct bs_work work;
 	scsi_io_fn gate_go;
@@ -395,6 +417,12 @@ void scsi_io_submit(struct scsi_io *io, enum bs_op op, uint32_t flags,
 void scsi_io_fail(struct scsi_io *io, int err);
 /* Enter the write gate (@excl for COMPARE AND WRITE), then run @go. */
 void scsi_gate_enter(struct scsi_io *io, bool excl, scsi_io_fn go);
+/* The same for the gate of @lu, a unit other than the command's (one gate
+ * per I/O at a time: leave the last one first). */
+void scsi_gate_enter_unit(struct scsi_io *io, struct bs_scsi_lu *lu,
+			  bool excl, scsi_io_fn go);
+/* Leave the gate (scsi_io_end() does it for an I/O still in one). */
+void scsi_gate_leave(struct scsi_io *io);
 
 /* ---- handlers ------------------------------------------------------------ */
 

@@ -11,7 +11,9 @@
  * or runs waits behind it, in arrival order. The whole unit is the range:
  * COMPARE AND WRITE is rare (cluster locks), one block long, and a range
  * tree per unit would cost every write more than the rare wait does.
- * Waiters are resumed on their own loop (bs_loop_send()).
+ * Waiters are resumed on their own loop (bs_loop_send()). A command that
+ * writes another unit (EXTENDED COPY) enters that unit's gate, one gate
+ * at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,8 +40,6 @@ struct scsi_io *scsi_io_new(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 	return io;
 }
 
-static void gate_leave(struct scsi_io *io);
-
 int scsi_io_buf(struct scsi_io *io, size_t len)
 {
 	io->buf_len = len;
@@ -56,8 +56,10 @@ void scsi_io_end(struct scsi_io *io)
 {
 	struct bs_scsi_cmd *cmd = io->cmd;
 
+	if (io->fini)
+		io->fini(io);
 	if (io->gate)
-		gate_leave(io);
+		scsi_gate_leave(io);
 	if (io->buf)
 		bs_buf_put(io->buf, io->buf_len);
 	free(io->ext);
@@ -125,11 +127,18 @@ static void gate_go(void *arg)
 
 void scsi_gate_enter(struct scsi_io *io, bool excl, scsi_io_fn go)
 {
-	struct bs_scsi_tgt *t = io->lu->tgt;
-	struct scsi_gate *g = &io->lu->gate;
+	scsi_gate_enter_unit(io, io->lu, excl, go);
+}
+
+void scsi_gate_enter_unit(struct scsi_io *io, struct bs_scsi_lu *lu,
+			  bool excl, scsi_io_fn go)
+{
+	struct bs_scsi_tgt *t = lu->tgt;
+	struct scsi_gate *g = &lu->gate;
 	bool now;
 
 	io->gate = excl ? 2 : 1;
+	io->gate_lu = lu;
 	io->gate_go = go;
 	pthread_mutex_lock(&t->lock);
 	now = !g->head && gate_admits(g, excl);
@@ -148,10 +157,10 @@ void scsi_gate_enter(struct scsi_io *io, bool excl, scsi_io_fn go)
 		go(io);
 }
 
-static void gate_leave(struct scsi_io *io)
+void scsi_gate_leave(struct scsi_io *io)
 {
-	struct bs_scsi_tgt *t = io->lu->tgt;
-	struct scsi_gate *g = &io->lu->gate;
+	struct bs_scsi_tgt *t = io->gate_lu->tgt;
+	struct scsi_gate *g = &io->gate_lu->gate;
 	struct scsi_io *run = NULL, **tail = &run, *w;
 
 	pthread_mutex_lock(&t->lock);
@@ -160,6 +169,7 @@ static void gate_leave(struct scsi_io *io)
 	else
 		g->writes--;
 	io->gate = 0;
+	io->gate_lu = NULL;
 	while ((w = g->head) && gate_admits(g, w->gate == 2)) {
 		g->head = w->gate_next;
 		if (!g->head)

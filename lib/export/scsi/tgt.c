@@ -472,10 +472,56 @@ void scsi_waits_run(struct scsi_tmf_wait *ready)
 	waits_run(ready);
 }
 
+void scsi_visit_join(struct scsi_visit *v, struct bs_scsi_lu *lu)
+{
+	struct bs_scsi_tgt *t = lu->tgt;
+
+	pthread_mutex_lock(&t->lock);
+	v->lu = lu;
+	v->aborted = false;
+	v->prev = NULL;
+	v->next = lu->visits;
+	if (lu->visits)
+		lu->visits->prev = v;
+	lu->visits = v;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void scsi_visit_leave(struct scsi_visit *v)
+{
+	struct bs_scsi_lu *lu = v->lu;
+	struct scsi_tmf_wait *ready = NULL;
+	struct bs_scsi_tgt *t;
+
+	if (!lu)
+		return;
+	t = lu->tgt;
+	pthread_mutex_lock(&t->lock);
+	if (v->prev)
+		v->prev->next = v->next;
+	else
+		lu->visits = v->next;
+	if (v->next)
+		v->next->prev = v->prev;
+	v->lu = NULL;
+	if (v->aborted) {
+		lu->aborting--;
+		ready = waits_ready(t);
+	}
+	pthread_mutex_unlock(&t->lock);
+	waits_run(ready);
+}
+
+bool scsi_visit_aborted(const struct scsi_visit *v)
+{
+	return __atomic_load_n(&v->aborted, __ATOMIC_RELAXED);
+}
+
 /* Mark every task of @lu aborted; lock held. */
 static void set_abort(struct bs_scsi_lu *lu)
 {
 	struct bs_scsi_cmd *cmd;
+	struct scsi_visit *v;
 
 	lu->epoch++;	/* and the tasks the transports still hold */
 	for (cmd = lu->tasks; cmd; cmd = scsi_core(cmd)->set_next) {
@@ -487,6 +533,11 @@ static void set_abort(struct bs_scsi_lu *lu)
 			lu->aborting++;
 		}
 	}
+	for (v = lu->visits; v; v = v->next)
+		if (!v->aborted) {
+			__atomic_store_n(&v->aborted, true, __ATOMIC_RELAXED);
+			lu->aborting++;
+		}
 }
 
 /*

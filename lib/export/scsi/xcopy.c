@@ -16,6 +16,14 @@
  * limits (the constants below; lengths from the LU's block size), and
  * standard INQUIRY sets 3PC.
  *
+ * Another unit a segment reads or writes is visited (scsi_visit_join()):
+ * task management that aborts that unit's task set (LOGICAL UNIT RESET,
+ * ABORT/CLEAR TASK SET) waits for the copy's request in flight there and
+ * ends the copy with COPY ABORTED, THIRD PARTY DEVICE FAILURE: no write of
+ * the copy lands after the reset has answered. Each segment writes inside
+ * its destination's write gate, so a COMPARE AND WRITE there is atomic
+ * against the copy as against any write.
+ *
  * Errors in the parameter list are ILLEGAL REQUEST before anything is
  * copied; a segment that cannot be done (a target index not in the list,
  * an unknown unit, a range past the end, different block sizes) ends the
@@ -42,6 +50,7 @@ enum {
 	A_UNSUPP_TARGET = ASC(0x26, 0x07),
 	A_TOO_MANY_SEGMENTS = ASC(0x26, 0x08),
 	A_UNSUPP_SEGMENT = ASC(0x26, 0x09),
+	A_THIRD_PARTY_FAILURE = ASC(0x0d, 0x01),
 	A_TARGET_UNREACHABLE = ASC(0x0d, 0x02),
 	SK_COPY_ABORTED = 0x0a,
 };
@@ -57,7 +66,24 @@ struct xcopy {
 	uint64_t copied;	/* bytes */
 	uint8_t list_id;
 	bool hold;		/* LIST ID USAGE 00b or 10b: keep the results */
+	struct scsi_visit visit[2];	/* the segment's other units */
 };
+
+/* Stop visiting the last segment's units (and as the I/O ends). */
+static void xc_leave(struct scsi_io *io)
+{
+	struct xcopy *x = io->ext;
+
+	scsi_visit_leave(&x->visit[0]);
+	scsi_visit_leave(&x->visit[1]);
+}
+
+/* Was a unit of the segment reset or its task set aborted? */
+static bool xc_visit_aborted(const struct xcopy *x)
+{
+	return (x->visit[0].lu && scsi_visit_aborted(&x->visit[0])) ||
+	       (x->visit[1].lu && scsi_visit_aborted(&x->visit[1]));
+}
 
 /* Keep the results of the copy for RECEIVE COPY RESULTS COPY STATUS. */
 static void xc_record(struct scsi_io *io, uint8_t status)
@@ -137,6 +163,10 @@ static void xc_read(struct bs_req *req)
 		scsi_io_fail(io, req->result);
 		return;
 	}
+	if (xc_visit_aborted(x)) {
+		xc_abort(io, A_THIRD_PARTY_FAILURE);
+		return;
+	}
 	bs_req_init(&io->req, BS_OP_WRITE, 0, x->dst_lba * io->bs,
 		    (uint64_t)x->chunk * io->bs, io->buf, xc_written, io);
 	bs_submit(x->dst->dev, &io->req);
@@ -147,6 +177,10 @@ static void xc_chunk(struct scsi_io *io)
 	struct xcopy *x = io->ext;
 	uint64_t max = io->buf_len / io->bs;
 
+	if (xc_visit_aborted(x)) {
+		xc_abort(io, A_THIRD_PARTY_FAILURE);
+		return;
+	}
 	if (!x->left) {
 		xc_next_segment(io);
 		return;
@@ -165,6 +199,9 @@ static void xc_next_segment(struct scsi_io *io)
 	uint64_t nsrc, ndst;
 	uint32_t bsrc, bdst;
 
+	xc_leave(io);
+	if (io->gate)
+		scsi_gate_leave(io);
 	if (x->iseg == x->nseg) {
 		xc_record(io, 0);
 		scsi_good(io->cmd);
@@ -210,12 +247,11 @@ static void xc_next_segment(struct scsi_io *io)
 		xc_abort(io, A_NONE);
 		return;
 	}
-	xc_chunk(io);
-}
-
-static void xc_go(struct scsi_io *io)
-{
-	xc_next_segment(io);
+	if (x->src != io->lu)
+		scsi_visit_join(&x->visit[0], x->src);
+	if (x->dst != io->lu && x->dst != x->src)
+		scsi_visit_join(&x->visit[1], x->dst);
+	scsi_gate_enter_unit(io, x->dst, false, xc_chunk);
 }
 
 int scsi_extended_copy(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
@@ -293,9 +329,10 @@ int scsi_extended_copy(struct bs_scsi_cmd *cmd, struct bs_scsi_lu *lu)
 		return SCSI_DONE;
 	}
 	io->ext = x;		/* freed with the I/O context */
+	io->fini = xc_leave;
 	if (scsi_io_buf(io, (CHUNK / io->bs ? CHUNK / io->bs : 1) * io->bs))
 		return SCSI_ASYNC;
-	scsi_gate_enter(io, false, xc_go);
+	xc_next_segment(io);
 	return SCSI_ASYNC;
 }
 
