@@ -29,7 +29,7 @@ pick() {	# QUICK FULL: the value for this run
 
 declare -a BENCH_PIDS=()
 
-bench_cleanup() {
+bench_cleanup_servers() {
 	local pid
 	# a server runs under time -v, which forwards no signal: stop the
 	# server itself (the child), then time (a script that stopped on an
@@ -42,6 +42,10 @@ bench_cleanup() {
 		wait "$pid" 2>/dev/null || true
 	done
 	BENCH_PIDS=()
+}
+
+bench_cleanup() {
+	bench_cleanup_servers
 	[ -n "${BENCH_DIR:-}" ] && rm -rf "$BENCH_DIR"
 }
 

@@ -16,8 +16,16 @@
 # zeroing did. The foreground numbers are taken from fio's per-request log over
 # the time the zeroing ran (the window), against the same job alone.
 #
+# The table is made once per filesystem under the device's file: "host",
+# the scratch directory's own (this VM's root is ext4 mounted with online
+# `discard`: the journal commit after a punch of data sends the freed
+# blocks' discards to the virtual disk and waits for them), and
+# "nodiscard", a fresh ext4 without online discard on a loop device (root
+# only; else a SKIP line), so the cost of the host's discards and the cost
+# of blkstack's zeroing are told apart.
+#
 # Knobs: LOAD_FG_GIB, LOAD_DATA_GIB, LOAD_ZERO_GIB (sizes), LOAD_PACE_MS, JOB_SECONDS,
-# BENCH_QUICK.
+# LOAD_FS ("host nodiscard"), LOAD_ROUNDS (3), BENCH_QUICK.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_dir
@@ -27,10 +35,10 @@ DATA_GIB=${LOAD_DATA_GIB:-$(pick 1 4)}	# data that zeroing frees
 ZERO_GIB=${LOAD_ZERO_GIB:-$(pick 2 10)}	# sparse range zeroed in a loop
 STEP_MIB=256
 PACE_MS=${LOAD_PACE_MS:-1000}	# paced: one sparse zeroout started this often
+ROUNDS=${LOAD_ROUNDS:-$(pick 1 3)}	# each row this many times, interleaved
 DATA_OFF=$FG_GIB
 SPARSE_OFF=$((FG_GIB + DATA_GIB))
-img=$BENCH_DIR/load.img
-truncate -s $((FG_GIB + DATA_GIB + ZERO_GIB))G "$img"
+IMG_GIB=$((FG_GIB + DATA_GIB + ZERO_GIB))
 
 fill() {	# OFFSET_GIB GIB CHAR: written, synced, not timed
 	dd if=/dev/zero bs=4M count=$(($2 * 256)) status=none | tr '\0' "$3" |
@@ -38,14 +46,29 @@ fill() {	# OFFSET_GIB GIB CHAR: written, synced, not timed
 			conv=notrunc status=none
 	sync "$img"
 }
-fill 0 "$FG_GIB" f
 
 NBDZERO=$BUILD/bench/nbdzero
 "$BENCH_ROOT/bench/tools/build-nbdzero.sh" "$NBDZERO"
 
-port=$(free_port)
-start_blkstackd "$img" "$port" "direct = 1"
-sock=$BENCH_DIR/state/blkstackd.sock
+# "nodiscard": an ext4 of its own, no online discard, on a loop device in
+# direct I/O mode over a sparse file of the scratch directory.
+LOOP_DEV= LOOP_MNT=
+loop_fs() {	# sets LOOP_DEV LOOP_MNT; fails with a reason on stderr
+	local back=$BENCH_DIR/nodiscard.ext4
+	[ "$(id -u)" = 0 ] || { echo "needs root (losetup, mount)" >&2; return 1; }
+	truncate -s $((IMG_GIB + 1))G "$back"
+	mkfs.ext4 -q -F -E nodiscard "$back" >&2 || return 1
+	LOOP_DEV=$(losetup --direct-io=on -f --show "$back") || return 1
+	LOOP_MNT=$BENCH_DIR/nodiscard
+	mkdir -p "$LOOP_MNT"
+	mount -o nodiscard "$LOOP_DEV" "$LOOP_MNT" || { LOOP_MNT=; return 1; }
+}
+loop_fs_drop() {
+	if [ -n "$LOOP_MNT" ]; then umount "$LOOP_MNT" || true; fi
+	if [ -n "$LOOP_DEV" ]; then losetup -d "$LOOP_DEV" || true; fi
+	LOOP_DEV= LOOP_MNT=
+}
+trap 'bench_cleanup_servers; loop_fs_drop; bench_cleanup' EXIT
 
 now_ms() { NOW=$((${EPOCHREALTIME/[.,]/} / 1000)); }	# sets NOW, no fork
 mkfifo "$BENCH_DIR/tick"
@@ -164,6 +187,27 @@ print(f"{secs:.1f} {bw:.1f} {sum(lat) / len(lat) / 1000:.1f} {p99 / 1000:.1f}")
 PY
 }
 
+median() {	# NUMBER... ("-" ignored) -> the median, or "-"
+	printf '%s\n' "$@" | awk '$1 != "-" && $1 != ""' | sort -g |
+		awk '{ a[n++] = $1 + 0 }
+		END { if (!n) { print "-"; exit }
+		      m = n % 2 ? a[(n - 1) / 2] : (a[n / 2 - 1] + a[n / 2]) / 2
+		      printf "%.1f\n", m }'
+}
+
+join_slash() {	# WORD... -> "a / b / c"
+	local IFS=/
+	local s="$*"
+	echo "${s//\// / }"
+}
+
+# The alone runs' spread over the rounds: largest / smallest - 1.
+spread_of() {	# NUMBER...
+	printf '%s\n' "$@" | awk '$1 != "-" && $1 > 0 {
+		if (!n++ || $1 < lo) lo = $1; if ($1 > hi) hi = $1 }
+		END { if (n < 2) print "-"; else printf "%.1f%%\n", (hi / lo - 1) * 100 }'
+}
+
 cost() {	# BASE NOW HIGHER_IS_WORSE(0/1) -> % cost
 	awk -v a="$1" -v b="$2" -v w="$3" 'BEGIN {
 		if (a == "-" || b == "-" || a == 0) { print "-"; exit }
@@ -171,60 +215,120 @@ cost() {	# BASE NOW HIGHER_IS_WORSE(0/1) -> % cost
 		printf "%.1f%%", c }'
 }
 
-echo "### Zeroing under load (blkstackd over NBD, ${JOB_SECONDS} s per job)"
-echo
-echo "Foreground: $FG_GIB GiB overwritten by fio; background: zeroing of a"
-echo "disjoint range: a $ZERO_GIB GiB never-written range again and again by a"
-echo "second NBD client (bench/tools/nbdzero, 1 GiB requests, one connection),"
-echo "or once every ${PACE_MS} ms by \`blkstack -s SOCK zeroout\`; or $DATA_GIB GiB that"
-echo "holds data by \`blkstack zeroout\`, ${STEP_MIB} MiB a step. The numbers are"
-echo "over the window while the zeroing ran (the alone run: from 1 s on)."
-echo
-echo "| job | background | window s | zeroed GiB | MiB/s | avg µs | p99 µs | bandwidth cost | p99 cost |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
-declare -A BW_COST=() P99_COST=()
-for job in bw lat; do
-	for bg in none sparse paced data; do
-		[ $bg = data ] && fill "$DATA_OFF" "$DATA_GIB" z
-		tag=$job.$bg
-		fg_start $job "$tag"
-		zero_while_fg $bg
-		wait "$FG_PID" 2>/dev/null || true
-		gib=$ZEROED
-		read -r secs bw avg p99 <<<"$(window_stats "$tag" "$T0" "$T1")"
-		case $bg in
-		none)
-			b0=$bw p0=$p99
-			label="none"
-			echo "| $job | $label | $secs | - | $bw | $avg | $p99 | | |"
-			continue
-			;;
-		sparse) label="$ZERO_GIB GiB never-written range, NBD client in a loop" ;;
-		paced) label="$ZERO_GIB GiB never-written range, CLI every ${PACE_MS} ms" ;;
-		data) label="$DATA_GIB GiB holding data, once" ;;
-		esac
-		BW_COST[$job.$bg]=$(cost "$b0" "$bw" 0)
-		P99_COST[$job.$bg]=$(cost "$p0" "$p99" 1)
-		echo "| $job | $label | $secs | $gib | $bw | $avg | $p99 | ${BW_COST[$job.$bg]} | ${P99_COST[$job.$bg]} |"
+# One table: the device's file in directory DIR.
+table() {	# DIR
+	img=$1/load.img
+	truncate -s ${IMG_GIB}G "$img"
+	fill 0 "$FG_GIB" f
+	port=$(free_port)
+	start_blkstackd "$img" "$port" "direct = 1"
+	sock=$BENCH_DIR/state/blkstackd.sock
+	echo "### Zeroing under load (blkstackd over NBD, ${JOB_SECONDS} s per job), $FS_LABEL"
+	echo
+	echo "Foreground: $FG_GIB GiB overwritten by fio; background: zeroing of a"
+	echo "disjoint range: a $ZERO_GIB GiB never-written range again and again by a"
+	echo "second NBD client (bench/tools/nbdzero, 1 GiB requests, one connection),"
+	echo "or once every ${PACE_MS} ms by \`blkstack -s SOCK zeroout\`; or $DATA_GIB GiB that"
+	echo "holds data by \`blkstack zeroout\`, ${STEP_MIB} MiB a step. The numbers are"
+	echo "over the window while the zeroing ran (the alone run: from 1 s on)."
+	echo "The device's file is on $(findmnt -n -o FSTYPE -T "$img") mounted"
+	echo "\`$(findmnt -n -o OPTIONS -T "$img")\`."
+	echo
+	echo "$ROUNDS rounds, each row once per round in this order (bw: none, never-"
+	echo "written in a loop, paced, data; then the same for lat); a row's cost is"
+	echo "against the same round's alone run, and the cost shown is the median of"
+	echo "the rounds. The alone run's spread over the rounds (largest / smallest"
+	echo "- 1) is this machine's noise floor for the row."
+	echo
+	echo "| job | background | window s | zeroed GiB | MiB/s per round | p99 µs per round | bandwidth cost per round | p99 cost per round | bandwidth cost (median) | p99 cost (median) |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	declare -A BW=() P99=() SECS=() GIB=() BW_COST=() P99_COST=()
+	local r job bg tag secs bw avg p99 label bws p99s bwc p99c
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for job in bw lat; do
+			for bg in none sparse paced data; do
+				[ $bg = data ] && fill "$DATA_OFF" "$DATA_GIB" z
+				tag=$job.$bg.$r
+				fg_start $job "$tag"
+				zero_while_fg $bg
+				wait "$FG_PID" 2>/dev/null || true
+				read -r secs bw avg p99 <<<"$(window_stats "$tag" "$T0" "$T1")"
+				BW[$tag]=$bw P99[$tag]=$p99 SECS[$tag]=$secs GIB[$tag]=$ZEROED
+				rm -f "$BENCH_DIR/$tag"_lat.*.log
+			done
+		done
 	done
-done
-read -r _ rss <<<"$(stop_server)"
-echo
-echo "One blkstackd served every row: its peak RSS over all of them was"
-echo "$(mib "$rss") MiB (the rows share it; not measured per row)."
-echo
-echo "Cost of unmap zeroing beside the foreground job: overwrite bandwidth"
-echo "${BW_COST[bw.data]} zeroing data, ${BW_COST[bw.sparse]} zeroing a sparse range in a loop"
-echo "(${BW_COST[bw.paced]} paced); 4 KiB queue-depth-1 write p99 ${P99_COST[lat.data]} zeroing"
-echo "data, ${P99_COST[lat.sparse]} sparse in a loop (${P99_COST[lat.paced]} paced)"
-echo "(the seed: about 0 %; target: bandwidth cost < 2 %, p99 cost < 10 %)."
-echo "A negative cost is noise."
-for k in bw.data bw.sparse bw.paced; do
-	awk -v c="${BW_COST[$k]%\%}" 'BEGIN { exit !(c != "-" && c + 0 >= 2) }' &&
-		target_miss "zeroing under load ($k): overwrite bandwidth cost ${BW_COST[$k]} (target < 2 %)"
-done
-for k in lat.data lat.sparse lat.paced; do
-	awk -v c="${P99_COST[$k]%\%}" 'BEGIN { exit !(c != "-" && c + 0 >= 10) }' &&
-		target_miss "zeroing under load ($k): 4 KiB write p99 cost ${P99_COST[$k]} (target < 10 %)"
+	for job in bw lat; do
+		for bg in none sparse paced data; do
+			bws= p99s= bwc= p99c=
+			local costs_b=() costs_p=() secs_all=()
+			for ((r = 1; r <= ROUNDS; r++)); do
+				tag=$job.$bg.$r
+				bws+="${bws:+ / }${BW[$tag]}"
+				p99s+="${p99s:+ / }${P99[$tag]}"
+				secs_all+=("${SECS[$tag]}")
+				[ $bg = none ] && continue
+				costs_b+=("$(cost "${BW[$job.none.$r]}" "${BW[$tag]}" 0)")
+				costs_p+=("$(cost "${P99[$job.none.$r]}" "${P99[$tag]}" 1)")
+			done
+			case $bg in
+			none)
+				echo "| $job | none | $(median "${secs_all[@]}") | - | $bws | $p99s | spread $(spread_of $(for ((r = 1; r <= ROUNDS; r++)); do echo "${BW[$job.none.$r]}"; done)) | spread $(spread_of $(for ((r = 1; r <= ROUNDS; r++)); do echo "${P99[$job.none.$r]}"; done)) | | |"
+				continue
+				;;
+			sparse) label="$ZERO_GIB GiB never-written range, NBD client in a loop" ;;
+			paced) label="$ZERO_GIB GiB never-written range, CLI every ${PACE_MS} ms" ;;
+			data) label="$DATA_GIB GiB holding data, once" ;;
+			esac
+			BW_COST[$job.$bg]=$(median "${costs_b[@]%\%}")%
+			P99_COST[$job.$bg]=$(median "${costs_p[@]%\%}")%
+			echo "| $job | $label | $(median "${secs_all[@]}") | ${GIB[$job.$bg.1]} | $bws | $p99s | $(join_slash "${costs_b[@]}") | $(join_slash "${costs_p[@]}") | ${BW_COST[$job.$bg]} | ${P99_COST[$job.$bg]} |"
+		done
+	done
+	read -r _ rss <<<"$(stop_server)"
+	echo
+	echo "One blkstackd served every row: its peak RSS over all of them was"
+	echo "$(mib "$rss") MiB (the rows share it; not measured per row)."
+	echo
+	echo "Cost of unmap zeroing beside the foreground job (medians): overwrite bandwidth"
+	echo "${BW_COST[bw.data]} zeroing data, ${BW_COST[bw.sparse]} zeroing a sparse range in a loop"
+	echo "(${BW_COST[bw.paced]} paced); 4 KiB queue-depth-1 write p99 ${P99_COST[lat.data]} zeroing"
+	echo "data, ${P99_COST[lat.sparse]} sparse in a loop (${P99_COST[lat.paced]} paced)"
+	echo "(the seed: about 0 %; target: bandwidth cost < 2 %, p99 cost < 10 %)."
+	echo "A negative cost is noise."
+	for k in bw.data bw.sparse bw.paced; do
+		awk -v c="${BW_COST[$k]%\%}" 'BEGIN { exit !(c != "-" && c + 0 >= 2) }' &&
+			target_miss "zeroing under load, $FS ($k): overwrite bandwidth cost ${BW_COST[$k]} (median of $ROUNDS; target < 2 %)"
+	done
+	for k in lat.data lat.sparse lat.paced; do
+		awk -v c="${P99_COST[$k]%\%}" 'BEGIN { exit !(c != "-" && c + 0 >= 10) }' &&
+			target_miss "zeroing under load, $FS ($k): 4 KiB write p99 cost ${P99_COST[$k]} (median of $ROUNDS; target < 10 %)"
+	done
+	rm -f "$img"
+}
+
+for FS in ${LOAD_FS:-host nodiscard}; do
+	case $FS in
+	host)
+		FS_LABEL="file on the scratch directory's filesystem"
+		table "$BENCH_DIR"
+		;;
+	nodiscard)
+		FS_LABEL="file on an ext4 without online discard (loop device)"
+		if ! loop_fs 2>"$BENCH_DIR/loop_fs.err" >/dev/null; then
+			why=$(tail -1 "$BENCH_DIR/loop_fs.err")
+			echo "### Zeroing under load, $FS_LABEL"
+			echo
+			echo "SKIP: no nodiscard filesystem: ${why:-losetup or mount failed}"
+			echo
+			loop_fs_drop
+			continue
+		fi
+		table "$LOOP_MNT"
+		loop_fs_drop
+		;;
+	*) echo "bench: LOAD_FS: unknown filesystem \"$FS\"" >&2; exit 2 ;;
+	esac
+	echo
 done
 own_targets_summary
