@@ -31,6 +31,7 @@
 
 #include <blkstack/attr.h>
 #include <blkstack/budget.h>
+#include <blkstack/bufpool.h>
 #include <blkstack/loop.h>
 
 #include "core/crc32c.h"
@@ -100,6 +101,9 @@ static int teardown(void **state)
 	char cmd[128];
 
 	nvmf_out_drop_all(&f->q);
+	/* the fixture's queue is never freed: its Compare scratch is */
+	if (f->q.cmp_buf)
+		bs_buf_put(f->q.cmp_buf, f->q.cmp_buf_len);
 	th_ctx_teardown((void **)&f->ctx);
 	pthread_mutex_destroy(&f->ss.lock);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
