@@ -20,7 +20,9 @@
  * input), its data digest checked where it landed; a read that finds the
  * server budget full waits, and its queue takes no input, until bytes
  * are given back; a queue holding a write's bytes without sending its
- * data is evicted while another holder waits.
+ * data is evicted while another holder waits; a Compare holds only its
+ * own data from the budget and reads the device by chunks into its
+ * queue's scratch, which the queue's Compares take in turn.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@
 
 #include <blkstack/attr.h>
 #include <blkstack/budget.h>
+#include <blkstack/bufpool.h>
 #include <blkstack/loop.h>
 
 #include "core/crc32c.h"
@@ -100,6 +103,9 @@ static int teardown(void **state)
 	char cmd[128];
 
 	nvmf_out_drop_all(&f->q);
+	/* the fixture's queue is never freed: its Compare scratch is */
+	if (f->q.cmp_buf)
+		bs_buf_put(f->q.cmp_buf, f->q.cmp_buf_len);
 	th_ctx_teardown((void **)&f->ctx);
 	pthread_mutex_destroy(&f->ss.lock);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
@@ -1460,6 +1466,441 @@ static void compare_match_and_miscompare(void **state)
 	free(buf);
 }
 
+/* ---- Compare: its own data from the budget, the device's by chunks ------- */
+
+/* A CapsuleCmd for @opc of @len bytes at @slba, with @data in the capsule
+ * (NULL: none, the data comes by R2T); *@total its bytes. */
+static uint8_t *cmd_pdu(struct fx *f, uint8_t opc, uint16_t cid,
+			uint64_t slba, uint32_t len, const uint8_t *data,
+			size_t *total)
+{
+	uint32_t dlen = data ? len : 0;
+	uint8_t *p = calloc(1, BS_NVME_TCP_CMD_HLEN + dlen);
+	struct bs_nvme_sqe sqe;
+	uint32_t lbs;
+	uint64_t size;
+	bool wzu;
+
+	assert_non_null(p);
+	nvmf_ns_geometry(&f->ss, &f->ns, &lbs, &size, &wzu);
+	p[0] = BS_NVME_TCP_CMD;
+	p[2] = BS_NVME_TCP_CMD_HLEN;
+	p[3] = data ? BS_NVME_TCP_CMD_HLEN : 0;
+	bs_nvme_put32(p + 4, BS_NVME_TCP_CMD_HLEN + dlen);
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = opc;
+	sqe.flags = BS_NVME_SQE_PSDT_SGL;
+	sqe.cid = cid;
+	sqe.nsid = bs_nvme_cpu_to_le32(1);
+	sqe.cdw10 = bs_nvme_cpu_to_le32((uint32_t)slba);
+	sqe.cdw11 = bs_nvme_cpu_to_le32((uint32_t)(slba >> 32));
+	sqe.cdw12 = bs_nvme_cpu_to_le32(len / lbs - 1);
+	sqe.dptr.type = data ? BS_NVME_SGL_TCP_INCAPSULE
+			     : BS_NVME_SGL_TCP_TRANSPORT;
+	sqe.dptr.length = bs_nvme_cpu_to_le32(len);
+	memcpy(p + 8, &sqe, sizeof(sqe));
+	if (data)
+		memcpy(p + BS_NVME_TCP_CMD_HLEN, data, len);
+	*total = BS_NVME_TCP_CMD_HLEN + dlen;
+	return p;
+}
+
+/* The H2CData PDU that answers the R2T queued on @q for @cid with all
+ * of its @len bytes of @data; *@total its bytes. */
+static uint8_t *h2c_pdu(struct nvmf_queue *q, uint16_t cid,
+			const uint8_t *data, uint32_t len, size_t *total)
+{
+	uint8_t *p = calloc(1, BS_NVME_TCP_DATA_HLEN + len);
+	struct nvmf_out *o;
+
+	assert_non_null(p);
+	for (o = q->out_head; o; o = o->next)
+		if (o->hdr[0] == BS_NVME_TCP_R2T && !memcmp(o->hdr + 8, &cid, 2))
+			break;
+	assert_non_null(o);
+	assert_int_equal(bs_nvme_get32(o->hdr + 12), 0);	/* R2TO */
+	assert_int_equal(bs_nvme_get32(o->hdr + 16), len);	/* R2TL */
+	p[0] = BS_NVME_TCP_H2C_DATA;
+	p[2] = BS_NVME_TCP_DATA_HLEN;
+	p[3] = BS_NVME_TCP_DATA_HLEN;
+	bs_nvme_put32(p + 4, BS_NVME_TCP_DATA_HLEN + len);
+	memcpy(p + 8, o->hdr + 8, 4);		/* CID, TTAG */
+	bs_nvme_put32(p + 16, len);
+	memcpy(p + BS_NVME_TCP_DATA_HLEN, data, len);
+	*total = BS_NVME_TCP_DATA_HLEN + len;
+	return p;
+}
+
+/* All of @wire into @q as the network server gives it: while @q wants
+ * input, the loop run in between. */
+static void feed_all(struct fx *f, struct nvmf_queue *q, const uint8_t *wire,
+		     size_t total)
+{
+	size_t off = 0;
+	int n;
+
+	for (n = 0; n < 200 && off < total; n++) {
+		if (nvmf_net_proto.wants_input(q))
+			off += nvmf_net_proto.input(q, wire + off, total - off);
+		if (off < total)
+			bs_loop_run_once(bs_ctx_loop(f->ctx), 1);
+	}
+	assert_int_equal(off, total);
+}
+
+/* The status of the response queued on @q for @cid (-1: none). */
+static int status_of(struct nvmf_queue *q, uint16_t cid)
+{
+	struct bs_nvme_cqe cqe;
+	struct nvmf_out *o;
+
+	for (o = q->out_head; o; o = o->next) {
+		if (o->hdr[0] != BS_NVME_TCP_RSP)
+			continue;
+		memcpy(&cqe, o->hdr + 8, sizeof(cqe));
+		if (cqe.cid == cid)
+			return bs_nvme_le16(cqe.status) >> 1;
+	}
+	return -1;
+}
+
+/* Bytes the fixture's device has been asked to read. */
+static uint64_t read_bytes(struct fx *f)
+{
+	struct bs_dev_stats st;
+
+	bs_dev_stats_read(f->dev, &st);
+	return st.bytes[BS_OP_READ];
+}
+
+#define MISCOMPARE (BS_NVME_SC_COMPARE_FAILED | BS_NVME_SF_DNR)
+
+/*
+ * The budget full but for exactly one in-capsule Compare's data: the
+ * Compare holds its capsule's bytes and needs no more (what the device
+ * holds is read into the queue's scratch, which is not the budget's), so
+ * it completes while the other holder keeps all the rest, and its bytes
+ * go back. Before, it held its capsule and waited for twice its length
+ * (hold and wait): queues doing that could fill the budget and wait for
+ * each other until the stall timeout evicted them.
+ */
+static void incapsule_compare_needs_only_its_data(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	const uint32_t len = 256 * 1024;
+	const uint64_t slba = 2048;
+	uint8_t *data = malloc(len), *wire;
+	size_t total;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	f->ss.incapsule = len;
+	th_fill(data, len, 17);
+	assert_int_equal(bs_write_sync(f->dev, data, len, slba * 512), 0);
+	q = ops_queue(f, &port, false);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, BS_BUDGET_MIN - len));
+
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 6, slba, len, data, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	/* the capsule's bytes and no more */
+	assert_true(bs_budget_used(b) <= BS_BUDGET_MIN);
+	settle(f, q);
+	assert_int_equal(status_of(q, 6), 0);
+	assert_int_equal(bs_budget_used(b), BS_BUDGET_MIN - len);
+	assert_int_equal(bs_budget_over(b), 0);
+
+	/* the same with one byte off in its second chunk */
+	data[100 * 1024] ^= 0x10;
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 7, slba, len, data, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	settle(f, q);
+	assert_int_equal(status_of(q, 7), MISCOMPARE);
+	assert_int_equal(bs_budget_used(b), BS_BUDGET_MIN - len);
+
+	ops_close(q);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
+	free(data);
+}
+
+/* A Compare of @len bytes at @slba on @q, its data by R2T: the status of
+ * its answer. Only its data's bytes are taken from the budget. */
+static int compare_r2t(struct fx *f, struct nvmf_queue *q, uint16_t cid,
+		       uint64_t slba, const uint8_t *data, uint32_t len)
+{
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	uint64_t used = bs_budget_used(b);
+	uint8_t *wire;
+	size_t total;
+
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, cid, slba, len, NULL, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	assert_int_equal(bs_budget_used(b), used + len);
+	wire = h2c_pdu(q, cid, data, len, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	settle(f, q);
+	return status_of(q, cid);
+}
+
+/*
+ * A 1 MiB Compare by R2T holds 1 MiB of the budget (2 MiB before) and
+ * reads the device in 64 KiB chunks into the queue's scratch: equal data
+ * is success after reading all of it; a byte off in the last chunk only
+ * is Compare Failure after reading all of it; one in the first chunk is
+ * Compare Failure after reading that chunk alone.
+ */
+static void compare_in_chunks(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	uint8_t *data = malloc(MiB);
+	uint64_t r;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	th_fill(data, MiB, 31);
+	assert_int_equal(bs_write_sync(f->dev, data, MiB, 0), 0);
+	q = ops_queue(f, &port, false);
+
+	r = read_bytes(f);
+	assert_int_equal(compare_r2t(f, q, 1, 0, data, MiB), 0);
+	assert_int_equal(read_bytes(f) - r, MiB);
+	assert_int_equal(q->cmp_buf_len, 64 * 1024);	/* one chunk */
+	assert_int_equal(bs_budget_used(b), 0);
+
+	data[MiB - 1] ^= 0x40;
+	r = read_bytes(f);
+	assert_int_equal(compare_r2t(f, q, 2, 0, data, MiB), MISCOMPARE);
+	assert_int_equal(read_bytes(f) - r, MiB);
+	data[MiB - 1] ^= 0x40;
+
+	data[0] ^= 1;
+	r = read_bytes(f);
+	assert_int_equal(compare_r2t(f, q, 3, 0, data, MiB), MISCOMPARE);
+	assert_int_equal(read_bytes(f) - r, 64 * 1024);
+	data[0] ^= 1;
+
+	/* the device is unchanged by them */
+	assert_int_equal(compare_r2t(f, q, 4, 0, data, MiB), 0);
+	assert_int_equal(bs_budget_used(b), 0);
+	ops_close(q);
+	free(data);
+}
+
+/* Two Compares of 256 KiB on @q by R2T (CIDs 1 and 2, at LBA 0 and 512:
+ * @a and @b, which the device holds but where @b2 may differ), their data
+ * in one input call. */
+static void two_compares(struct fx *f, struct nvmf_queue *q, const uint8_t *a,
+			 const uint8_t *b2, uint32_t len)
+{
+	uint8_t *wire, *h1, *h2;
+	size_t total, n1, n2;
+
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 1, 0, len, NULL, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 2, len / 512, len, NULL,
+		       &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	h1 = h2c_pdu(q, 1, a, len, &n1);
+	h2 = h2c_pdu(q, 2, b2, len, &n2);
+	wire = malloc(n1 + n2);
+	memcpy(wire, h1, n1);
+	memcpy(wire + n1, h2, n2);
+	assert_int_equal(nvmf_net_proto.input(q, wire, n1 + n2), n1 + n2);
+	free(h1);
+	free(h2);
+	free(wire);
+}
+
+/*
+ * Two Compares in flight on one queue: the first reads into the scratch,
+ * the second waits for it in the queue's FIFO (the queue takes no new PDU
+ * meanwhile) and goes once the first is done; each gets its own answer.
+ */
+static void two_compares_share_the_scratch(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	const uint32_t len = 256 * 1024;
+	uint8_t *a = malloc(len), *b2 = malloc(len);
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	th_fill(a, len, 41);
+	th_fill(b2, len, 42);
+	assert_int_equal(bs_write_sync(f->dev, a, len, 0), 0);
+	assert_int_equal(bs_write_sync(f->dev, b2, len, len), 0);
+	q = ops_queue(f, &port, false);
+
+	b2[len - 5] ^= 1;		/* the second's last chunk differs */
+	two_compares(f, q, a, b2, len);
+	assert_non_null(q->cmp_owner);
+	assert_int_equal(q->cmp_owner->sqe.cid, 1);
+	assert_true(q->cmp_owner->in_core);
+	assert_non_null(q->wait_head);
+	assert_int_equal(q->wait_head->sqe.cid, 2);
+	assert_true(q->wait_head->cmp_wait);
+	assert_false(q->wait_head->in_core);
+	assert_false(nvmf_net_proto.wants_input(q));
+	settle(f, q);
+	assert_int_equal(status_of(q, 1), 0);
+	assert_int_equal(status_of(q, 2), MISCOMPARE);
+	assert_null(q->cmp_owner);
+	assert_null(q->wait_head);
+	assert_true(nvmf_net_proto.wants_input(q));
+
+	/* and the other way round */
+	b2[len - 5] ^= 1;
+	a[0] ^= 1;
+	nvmf_out_drop_all(q);
+	two_compares(f, q, a, b2, len);
+	settle(f, q);
+	assert_int_equal(status_of(q, 1), MISCOMPARE);
+	assert_int_equal(status_of(q, 2), 0);
+	assert_int_equal(bs_budget_used(b), 0);
+	ops_close(q);
+	free(a);
+	free(b2);
+}
+
+/*
+ * A Compare with its data does not wait behind a command waiting for the
+ * budget: a Read parked for the budget (full), then two Compares whose
+ * data was granted before; the second waits only for the scratch, so
+ * both answer while the Read still waits; the Read goes once bytes come
+ * back. Waiting behind the Read, the Compares would hold their bytes
+ * while waiting for more (hold and wait again).
+ */
+static void compare_passes_a_budget_waiter(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	const uint32_t len = 256 * 1024;
+	uint8_t *a = malloc(len), *b2 = malloc(len), *wire, *h1, *h2;
+	size_t total, n1, n2;
+	int i;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	th_fill(a, len, 51);
+	th_fill(b2, len, 52);
+	assert_int_equal(bs_write_sync(f->dev, a, len, 0), 0);
+	assert_int_equal(bs_write_sync(f->dev, b2, len, len), 0);
+	q = ops_queue(f, &port, false);
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 1, 0, len, NULL, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 2, len / 512, len, NULL,
+		       &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, BS_BUDGET_MIN - 2 * len));
+	/* a 1 MiB Read: no room, it waits (the R2Ts' data still comes) */
+	wire = cmd_pdu(f, BS_NVME_CMD_READ, 3, 4096, MiB, NULL, &total);
+	assert_int_equal(nvmf_net_proto.input(q, wire, total), total);
+	free(wire);
+	assert_non_null(q->wait_head);
+	assert_int_equal(q->wait_head->sqe.cid, 3);
+
+	h1 = h2c_pdu(q, 1, a, len, &n1);
+	h2 = h2c_pdu(q, 2, b2, len, &n2);
+	wire = malloc(n1 + n2);
+	memcpy(wire, h1, n1);
+	memcpy(wire + n1, h2, n2);
+	assert_int_equal(nvmf_net_proto.input(q, wire, n1 + n2), n1 + n2);
+	free(h1);
+	free(h2);
+	free(wire);
+	/* the first Compare reads, the second waits behind the Read */
+	assert_int_equal(q->cmp_owner->sqe.cid, 1);
+	assert_int_equal(q->wait_head->sqe.cid, 3);
+	assert_int_equal(q->wait_head->wnext->sqe.cid, 2);
+	for (i = 0; i < 2000 && (status_of(q, 1) < 0 || status_of(q, 2) < 0);
+	     i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_int_equal(status_of(q, 1), 0);
+	assert_int_equal(status_of(q, 2), 0);
+	/* the Read still waits, the Compares' bytes are back */
+	assert_int_equal(status_of(q, 3), -1);
+	assert_int_equal(q->wait_head->sqe.cid, 3);
+	assert_null(q->wait_head->wnext);
+	assert_int_equal(bs_budget_used(b), BS_BUDGET_MIN - 2 * len);
+
+	bs_budget_give(b, &other, BS_BUDGET_MIN - 2 * len);
+	settle(f, q);
+	assert_int_equal(status_of(q, 3), 0);
+	ops_close(q);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
+	free(a);
+	free(b2);
+}
+
+/* The queue closes with two Compares in flight: the one whose read is in
+ * the device finishes first (the queue waits for it, orphaned), the one
+ * waiting for the scratch is freed at once; then every byte is back and
+ * the queue lets go of the export set. */
+static void close_with_compares_in_flight(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_exports *set;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	const uint32_t len = 256 * 1024;
+	uint8_t *a = malloc(len);
+	int i;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	assert_int_equal(bs_exports_new(f->ctx, &set), 0);
+	th_fill(a, len, 61);
+	q = ops_queue(f, &port, false);
+	f->exp.set = set;
+	two_compares(f, q, a, a, len);
+	assert_true(q->cmp_owner->in_core);
+	assert_int_equal(bs_budget_used(b), 2 * len);
+	ops_close(q);		/* q is the loop's now */
+	/* the parked one's bytes are back already */
+	assert_int_equal(bs_budget_used(b), len);
+	for (i = 0; i < 2000 && bs_budget_used(b); i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_exports_free(set);	/* waits for the queue's hold */
+	f->exp.set = NULL;
+	free(a);
+}
+
+/* A read error in the third chunk of a Compare (error device: reads fail
+ * with EIO after two): Unrecovered Read Error, as for a Read, no chunk
+ * read after it. */
+static void compare_read_error(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *zero = calloc(1, MiB);
+	uint64_t r = read_bytes(f);
+
+	/* the device reads as zeroes until it fails */
+	assert_int_equal(run(f, BS_NVME_CMD_COMPARE, 0, 2048, 0, zero, MiB),
+			 BS_NVME_SC_READ_ERROR);
+	assert_int_equal(read_bytes(f) - r, 3 * 64 * 1024);
+	free(zero);
+}
+
 /* Abort: success, Dword 0 bit 0 (IANP) set: no immediate abort was
  * performed (NVMe Base 2.1 5.1.1, Figure 144); the command named goes on. */
 static void abort_answers_not_aborted(void **state)
@@ -1560,6 +2001,11 @@ static int setup_no_discard(void **state)
 	return setup_spec(state, "mem:16M,max_discard=0,zeroes=none");
 }
 
+static int setup_read_error(void **state)
+{
+	return setup_spec(state, "error:16M,errno=EIO,ops=read,after=2");
+}
+
 static int setup_read_only(void **state)
 {
 	return setup_spec(state, "mem:16M,readonly=1");
@@ -1615,6 +2061,19 @@ int main(void)
 						setup_no_write_cache, teardown),
 		cmocka_unit_test_setup_teardown(compare_match_and_miscompare,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			incapsule_compare_needs_only_its_data, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(compare_in_chunks, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(two_compares_share_the_scratch,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(compare_passes_a_budget_waiter,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(close_with_compares_in_flight,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(compare_read_error,
+						setup_read_error, teardown),
 		cmocka_unit_test_setup_teardown(abort_answers_not_aborted,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(no_discard_device,

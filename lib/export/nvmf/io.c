@@ -12,6 +12,17 @@
  * namespace's ANA group is inaccessible, in persistent loss or in change
  * every one of them gets the path status of that state (ana.c), without
  * DNR.
+ *
+ * Compare holds only its own data from the server budget, as a Write
+ * does (in its capsule, or behind its R2T). What the device holds is
+ * read a chunk at a time (CMP_CHUNK, whole LBAs) into the queue's
+ * Compare scratch and compared with that chunk of the host's data: the
+ * first chunk that differs ends it with Compare Failure, a read error
+ * with that error's status. Compares of one queue take the scratch in
+ * turn (queue.c). Before, a Compare held twice its data length from the
+ * budget, and one whose data came in its capsule held that while it
+ * waited for the rest: queues doing so could hold the whole budget,
+ * each waiting for more, until the stall timeout ended them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +33,10 @@
 #include "export/nvmf/nvmf.h"
 
 #define FAIL(c, sf) nvmf_cmd_done((c), (sf) | BS_NVME_SF_DNR, 0, NULL, 0)
+
+/* Bytes of a Compare read from the device at a time: the size of the
+ * queue's scratch (whole LBAs; one LBA where that is larger). */
+#define CMP_CHUNK (64u << 10)
 
 /* The write cache as the host set it (Set Features on the admin queue,
  * maybe another thread). */
@@ -43,18 +58,12 @@ static void cmd_result(struct nvmf_cmd *c, int result)
 	if (--c->pending)
 		return;
 	c->in_core = false;
-	sf = nvmf_errno_sf(c->err, op != BS_NVME_CMD_READ &&
-				     op != BS_NVME_CMD_COMPARE);
+	sf = nvmf_errno_sf(c->err, op != BS_NVME_CMD_READ);
 	if (op == BS_NVME_CMD_DSM && c->err == -EOPNOTSUPP)
 		sf = 0;		/* deallocate is advisory */
 	if (!sf && op == BS_NVME_CMD_READ) {
 		data = c->buf;	/* moves to the C2HData PDU */
 		len = c->len;
-	}
-	if (!sf && op == BS_NVME_CMD_COMPARE) {
-		/* c->buf: the host's data, then what the device holds */
-		if (memcmp(c->buf, c->buf + c->len, c->len))
-			sf = BS_NVME_SC_COMPARE_FAILED | BS_NVME_SF_DNR;
 	}
 	nvmf_cmd_done(c, sf, 0, data, len);
 }
@@ -96,6 +105,72 @@ static uint16_t range(struct nvmf_cmd *c, uint64_t *off, uint64_t *len)
 	return 0;
 }
 
+/* ---- Compare --------------------------------------------------------------- */
+
+/* Read the next chunk of what the device holds into the scratch. */
+static void cmp_next(struct nvmf_cmd *c);
+
+static void cmp_read_done(struct bs_req *req)
+{
+	struct nvmf_cmd *c = req->priv;
+	struct nvmf_queue *q = c->q;
+	uint32_t n = c->len - c->cmp_done;
+	uint16_t sf = 0;
+
+	if (n > c->cmp_chunk)
+		n = c->cmp_chunk;	/* the chunk read (cmp_next()) */
+	c->pending--;
+	c->in_core = false;
+	if (req->result)
+		sf = nvmf_errno_sf(req->result, false);
+	else if (memcmp(c->buf + c->cmp_done, q->cmp_buf, n))
+		sf = BS_NVME_SC_COMPARE_FAILED | BS_NVME_SF_DNR;
+	else
+		c->cmp_done += n;
+	/* on to the next chunk; an ended queue answers nothing, so it
+	 * stops here */
+	if (!sf && c->cmp_done < c->len && !q->ended) {
+		cmp_next(c);
+		return;
+	}
+	/* give the scratch back first: answering may free @c and, on a
+	 * closed queue, the queue with the scratch */
+	nvmf_cmp_scratch_put(c);
+	nvmf_cmd_done(c, sf, 0, NULL, 0);
+}
+
+static void cmp_next(struct nvmf_cmd *c)
+{
+	uint32_t n = c->len - c->cmp_done;
+
+	if (n > c->cmp_chunk)
+		n = c->cmp_chunk;
+	bs_req_init(&c->req, BS_OP_READ, 0, c->cmp_off + c->cmp_done, n,
+		    c->q->cmp_buf, cmp_read_done, c);
+	submit(c, &c->req);
+}
+
+/* A Compare with all of its data in c->buf, the range checked: @off is
+ * where it starts on the device. */
+static void compare(struct nvmf_cmd *c, uint64_t off)
+{
+	uint32_t lbs, chunk;
+	uint64_t size;
+	bool wzu;
+
+	nvmf_ns_geometry(c->q->ss, c->ns, &lbs, &size, &wzu);
+	chunk = CMP_CHUNK - CMP_CHUNK % lbs;
+	if (!chunk)
+		chunk = lbs;
+	/* waiting for another Compare of the queue: this runs again */
+	if (!nvmf_cmp_scratch_take(c, chunk, nvmf_io_exec))
+		return;
+	c->cmp_off = off;
+	c->cmp_done = 0;
+	c->cmp_chunk = chunk;
+	cmp_next(c);
+}
+
 static void dsm(struct nvmf_cmd *c);
 
 void nvmf_io_exec(struct nvmf_cmd *c)
@@ -115,14 +190,13 @@ void nvmf_io_exec(struct nvmf_cmd *c)
 		return;
 	}
 	if (c->sqe.opcode == BS_NVME_CMD_COMPARE) {
-		/* room for what the device holds behind the host's data
-		 * (held with the R2T already unless the data came in the
-		 * capsule) */
-		if (!nvmf_cmd_hold(c, 2 * c->len, nvmf_io_exec))
+		/* its data only (c->len bytes, held already): checked again,
+		 * as this runs again after waiting for the scratch */
+		if (len != c->len) {
+			FAIL(c, BS_NVME_SC_SGL_INVALID_DATA);
 			return;
-		bs_req_init(&c->req, BS_OP_READ, 0, off, len,
-			    c->buf + c->len, req_done, c);
-		submit(c, &c->req);
+		}
+		compare(c, off);
 		return;
 	}
 	if ((cdw12 & BS_NVME_RW_FUA) || !wce(c))

@@ -193,6 +193,12 @@ struct nvmf_cmd {
 	bool parked;
 	bool over;			/* its in-capsule data was taken above
 					   the budget's limit (q->nover) */
+	bool cmp_wait;			/* parked for the queue's Compare
+					   scratch (nvmf_cmp_scratch_take()) */
+	/* Compare: the device offset of its first byte, the bytes compared
+	 * so far and the chunk read at a time into q->cmp_buf */
+	uint64_t cmp_off;
+	uint32_t cmp_done, cmp_chunk;
 };
 
 struct nvmf_queue {
@@ -237,6 +243,16 @@ struct nvmf_queue {
 	struct bs_budget_holder bh;
 	struct nvmf_cmd *wait_head, *wait_tail;
 	bool wait_refused;		/* the head asked again, refused */
+	/* Compare's scratch: what the device holds, read a chunk at a time
+	 * and compared with the host's data (io.c). Made on the queue's
+	 * first Compare, freed with the queue; one Compare owns it at a
+	 * time, the others wait in the FIFO above. Not taken from the
+	 * budget: a fixed per-queue cost (one chunk, 64 KiB) like the
+	 * queue's own buffers, and so nothing a Compare waits for while it
+	 * holds its data's bytes. */
+	uint8_t *cmp_buf;
+	uint32_t cmp_buf_len;
+	struct nvmf_cmd *cmp_owner;
 	bool evicted;
 	/* output */
 	struct nvmf_out *out_head, *out_tail;
@@ -281,6 +297,20 @@ void nvmf_buf_put(struct nvmf_queue *q, uint8_t *buf, uint32_t len);
  */
 bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
 		   void (*resume)(struct nvmf_cmd *c));
+/*
+ * The queue's Compare scratch for @c, at least @len bytes (a chunk;
+ * page aligned, from the buffer pool, not from the budget): true, @c owns
+ * it (c->q->cmp_buf) until nvmf_cmp_scratch_put(). False: another Compare
+ * owns it, @c waits in the queue's FIFO and @resume runs once it is
+ * free; or @c was answered (out of memory). Either way the caller leaves
+ * @c alone then.
+ */
+bool nvmf_cmp_scratch_take(struct nvmf_cmd *c, uint32_t len,
+			   void (*resume)(struct nvmf_cmd *c));
+/* @c (its owner, else nothing happens) is done with the scratch: the
+ * next Compare waiting for it takes it, then the FIFO runs. Before
+ * nvmf_cmd_done(), which may free @c and its queue. */
+void nvmf_cmp_scratch_put(struct nvmf_cmd *c);
 /* Free a queued output PDU (and its data); all of @q's output. */
 void nvmf_out_free(struct nvmf_queue *q, struct nvmf_out *o);
 void nvmf_out_drop_all(struct nvmf_queue *q);
@@ -356,7 +386,7 @@ unsigned nvmf_ana_set(struct nvmf_port *port, uint32_t grpid, uint8_t state);
 
 /* io.c */
 void nvmf_io(struct nvmf_cmd *c);
-/* Start the command once its data is here (writes). */
+/* Start the command once its data is here (Write, Compare, DSM). */
 void nvmf_io_exec(struct nvmf_cmd *c);
 
 /* discovery.c */

@@ -6,6 +6,14 @@
  * H2CData for the rest of a write, C2HData (with SUCCESS when the host
  * turned SQ flow control off) and response capsules, C2HTermReq on fatal
  * transport errors. Commands go to fabrics.c, admin.c or io.c.
+ *
+ * A command's payload buffer holds its own data only (in-capsule, the
+ * rest of a write's behind its R2T, a Read's): its bytes come from the
+ * server budget, and a command that finds it full waits in the queue's
+ * FIFO. A Compare holds its data like a Write; what the device holds is
+ * read into the queue's Compare scratch (one chunk, not from the budget),
+ * which one Compare at a time owns while the others wait for it in the
+ * same FIFO ("the Compare scratch" below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -74,6 +82,7 @@ static void cmd_unpark(struct nvmf_cmd *c)
 			break;
 		}
 	c->parked = false;
+	c->cmp_wait = false;
 	c->wnext = NULL;
 }
 
@@ -100,6 +109,8 @@ static void cmd_free(struct nvmf_cmd *c)
 	struct nvmf_queue *q = c->q;
 
 	cmd_unpark(c);
+	if (q->cmp_owner == c)
+		q->cmp_owner = NULL;	/* only with the queue closing */
 	if (q->h2c == c)
 		q->h2c = NULL;
 	nvmf_buf_put(q, c->buf, c->buf_len);
@@ -147,8 +158,8 @@ bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
 	return true;
 }
 
-/* Commands waiting for the budget try again, oldest first, until one is
- * refused. */
+/* Commands waiting for the budget (or the Compare scratch) try again,
+ * oldest first, until one is refused. */
 static void wait_run(struct nvmf_queue *q)
 {
 	while (q->wait_head && !q->ended) {
@@ -159,6 +170,82 @@ static void wait_run(struct nvmf_queue *q)
 		if (q->wait_refused)
 			break;
 	}
+}
+
+/* ---- the Compare scratch --------------------------------------------------- */
+
+/*
+ * One Compare of the queue at a time reads the device into q->cmp_buf,
+ * chunk by chunk (io.c). The others wait for it in the queue's FIFO, as
+ * commands wait there for the budget: parked, resumed by wait_run() or
+ * by the owner giving the scratch back, later commands behind them. A
+ * Compare that has its data holds no more bytes than a Write and waits
+ * for none: it does not wait behind commands waiting for the budget (a
+ * Write with all of its data goes to the device the same way), else it
+ * would hold its bytes while waiting for others' (hold and wait).
+ */
+bool nvmf_cmp_scratch_take(struct nvmf_cmd *c, uint32_t len,
+			   void (*resume)(struct nvmf_cmd *c))
+{
+	struct nvmf_queue *q = c->q;
+	uint8_t *b;
+
+	if (q->cmp_owner && q->cmp_owner != c) {
+		cmd_park(c, resume);
+		c->cmp_wait = true;
+		return false;
+	}
+	cmd_unpark(c);
+	if (q->cmp_buf_len < len) {
+		/* the first Compare of the queue (or one whose LBA is larger
+		 * than the chunk so far) */
+		b = bs_buf_get(len);
+		if (!b) {
+			nvmf_cmd_done(c, BS_NVME_SC_INTERNAL, 0, NULL, 0);
+			return false;
+		}
+		if (q->cmp_buf)
+			bs_buf_put(q->cmp_buf, q->cmp_buf_len);
+		q->cmp_buf = b;
+		q->cmp_buf_len = len;
+	}
+	q->cmp_owner = c;
+	return true;
+}
+
+/* The first command of the FIFO waiting for the scratch, wherever it
+ * stands. */
+static struct nvmf_cmd *cmp_waiter(const struct nvmf_queue *q)
+{
+	struct nvmf_cmd *c;
+
+	for (c = q->wait_head; c; c = c->wnext)
+		if (c->cmp_wait)
+			return c;
+	return NULL;
+}
+
+void nvmf_cmp_scratch_put(struct nvmf_cmd *c)
+{
+	struct nvmf_queue *q = c->q;
+	struct nvmf_cmd *w;
+
+	if (q->cmp_owner != c)
+		return;
+	q->cmp_owner = NULL;
+	/* an ended queue starts nothing: what is parked goes when it
+	 * closes (p_close()) */
+	if (q->ended)
+		return;
+	/* each resume takes the scratch or answers its command (range
+	 * checked again, out of memory): the loop ends */
+	while (!q->cmp_owner && (w = cmp_waiter(q)))
+		w->resume(w);
+	/* the ones that stood behind a waiter may go now (commands parked
+	 * behind it never asked the budget), and so may input */
+	wait_run(q);
+	if (q->nc && !q->orphan)
+		bs_net_conn_kick(q->nc);
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -340,7 +427,6 @@ void nvmf_cmd_want_data(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
 	struct nvmf_out *o;
-	uint32_t need = c->len;
 	/* R2TL at most MAXH2CDATA, which is the largest transfer (MDTS):
 	 * so one R2T asks for the rest of a write and a host may answer it
 	 * with one H2CData PDU. Hosts that ignore MAXH2CDATA and send R2TL
@@ -351,11 +437,9 @@ void nvmf_cmd_want_data(struct nvmf_cmd *c)
 
 	if (n > NVMF_MAXH2CDATA)
 		n = NVMF_MAXH2CDATA;
-	/* the R2T goes once the buffer for its data is held; a Compare's
-	 * holds what the device reads too */
-	if (c->sqe.opcode == BS_NVME_CMD_COMPARE && c->q->qid)
-		need = 2 * c->len;
-	if (!nvmf_cmd_hold(c, need, nvmf_cmd_want_data))
+	/* the R2T goes once the buffer for its data is held (a Compare's
+	 * too: what the device holds is read into the queue's scratch) */
+	if (!nvmf_cmd_hold(c, c->len, nvmf_cmd_want_data))
 		return;
 
 	o = out_new();
@@ -1123,6 +1207,8 @@ static void queue_free(struct nvmf_queue *q)
 		bs_exports_release(q->set);
 	nvmf_out_drop_all(q);
 	nvmf_buf_put(q, q->icbuf, q->icbuf_len);
+	if (q->cmp_buf)
+		bs_buf_put(q->cmp_buf, q->cmp_buf_len);	/* not the budget's */
 	if (q->budget)
 		bs_budget_leave(q->budget, &q->bh);
 	free(q);
