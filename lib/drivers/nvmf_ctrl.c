@@ -20,7 +20,8 @@
  *
  * A Namespace Attribute Changed event: Get Log Page (changed namespace
  * list, which re-arms the event), Identify Namespace again, then the
- * device decides again and restacks (nvmf_path_changed). An ANA change
+ * device decides again and restacks, or follows a resize, or (another
+ * LBA size) refuses all I/O from then on (nvmf_path_changed). An ANA change
  * notice: Get Log Page ANA again (nvmf_ana.c). Anything that
  * fails loses the path: every queue closes, its commands go back to the
  * device (which retries them on another path or waits), and the path
