@@ -17,7 +17,11 @@
  * size and size match the device's (else the path is refused, naming the
  * field). The device's limits are those of its live paths stacked, unmap
  * zeroing starting on (the seed's multipath patch); re-evaluated when a
- * path comes, goes or changes, and every device above restacks.
+ * path comes, goes or changes, and every device above restacks. A
+ * namespace that changes size (re-identify) resizes the device; one whose
+ * LBA size changes (re-identify, or a path of it coming back in another
+ * format) stops the device's I/O for good: every request fails with EIO
+ * naming the change, until the device is made again (lba_changed()).
  *
  * Requests go to a live path (round robin over paths, or the first live
  * one for failover) among those of the best ANA state (nvmf_ana.c:
@@ -91,6 +95,12 @@ static void apply_limits(struct nvmf *m)
 	if (dev->wz_broken) {
 		l->max_write_zeroes_sectors = 0;
 		l->features &= ~BS_FEAT_WRITE_ZEROES_UNMAP;
+		return;
+	}
+	if (m->lba_changed) {
+		/* explain gives it instead of the decision */
+		bs_dev_set_reason(dev, "nvmf: %s: I/O fails with EIO",
+				  m->lba_why);
 		return;
 	}
 	if (!first)
@@ -178,26 +188,89 @@ static int size_overflow(struct nvmf *m, struct nvc *c, const char *when)
 	return -EOVERFLOW;
 }
 
+/* A block size of 2^@lbads bytes as text (LBADS is a byte off the wire). */
+static const char *lbs_str(char *buf, size_t len, uint8_t lbads)
+{
+	if (lbads < 32)
+		snprintf(buf, len, "%u", 1u << lbads);
+	else
+		snprintf(buf, len, "2^%u", lbads);
+	return buf;
+}
+
+static void finish(struct nvmf_req *r, int res);
+
+/* A request refused since the LBA size changed: counted, bs_error, EIO. */
+static int lba_fail(struct nvmf *m, enum bs_op op)
+{
+	m->lba_failed++;
+	return bs_error(-EIO, "%s: nvmf: %s: %s", m->dev->name, bs_op_name(op),
+			m->lba_why);
+}
+
+/*
+ * Path @c reports our namespace with another LBA size than the device's
+ * (nvmf.h, lba_changed). Linux's nvme host revalidates and sets the
+ * queue's new logical block size; here devices and exports stacked above
+ * hold the old one, so the device refuses I/O instead: said once (log,
+ * info's state, explain), and the requests waiting for a path fail now,
+ * never sent in blocks of the new size. The paths stay as they are.
+ */
+static void lba_changed(struct nvmf *m, struct nvc *c)
+{
+	struct nvmf_req *r, *next;
+	char was[16], now[16];
+
+	if (m->lba_changed)
+		return;
+	m->lba_changed = true;
+	snprintf(m->lba_why, sizeof(m->lba_why), "namespace LBA size changed "
+		 "from %s to %s bytes (%s): reattach the device",
+		 lbs_str(was, sizeof(was), m->lbads),
+		 lbs_str(now, sizeof(now), c->facts.lbads), c->name);
+	bs_dev_log(m->dev, "nvmf %s: %s; requests fail with EIO until then",
+		   c->url, m->lba_why);
+	snprintf(m->dev->state_reason, sizeof(m->dev->state_reason), "%s",
+		 m->lba_why);
+	/* explain's reason (apply_limits() keeps it); the limits stay */
+	bs_dev_set_reason(m->dev, "nvmf: %s: I/O fails with EIO", m->lba_why);
+	bs_dev_limits_changed(m->dev);		/* publishes the state */
+	/* the whole list at once: a completion that submits again finds it
+	 * empty and fails in issue() */
+	r = m->wait_head;
+	m->wait_head = m->wait_tail = NULL;
+	for (; r; r = next) {
+		next = r->wnext;
+		r->waiting = false;
+		finish(r, lba_fail(m, r->req->op));
+	}
+}
+
 int nvmf_path_up(struct nvmf *m, struct nvc *c)
 {
 	const char *field = NULL;
 	uint64_t bytes;
 
-	if (nvmf_config_decide(&c->facts, m->max_io, &c->cfg))
-		return refuse(c, "refused: logical block size 2^%u is not "
-			      "one blkstack can use", c->facts.lbads);
-	if (nvmf_size_bytes(c->facts.nsze, c->facts.lbads, &bytes))
-		return size_overflow(m, c, "");
 	if (m->have_shape) {
 		if (nvmf_ids_match(&m->ids, &c->ids, &field))
 			return refuse(c, "refused: %s differs from the "
 				      "device's (not the same namespace)",
 				      field);
-		if (c->facts.lbads != m->lbads || c->facts.nsze != m->nsze)
-			return refuse(c, "refused: %s differs from the "
-				      "device's", c->facts.lbads != m->lbads
-				      ? "block size" : "size");
+		/* the same namespace in another LBA format (a reconnect
+		 * after it was formatted again): the device's blocks are
+		 * not its blocks any more */
+		if (c->facts.lbads != m->lbads) {
+			lba_changed(m, c);
+			return refuse(c, "refused: %s", m->lba_why);
+		}
 	}
+	if (nvmf_config_decide(&c->facts, m->max_io, &c->cfg))
+		return refuse(c, "refused: logical block size 2^%u is not "
+			      "one blkstack can use", c->facts.lbads);
+	if (nvmf_size_bytes(c->facts.nsze, c->facts.lbads, &bytes))
+		return size_overflow(m, c, "");
+	if (m->have_shape && c->facts.nsze != m->nsze)
+		return refuse(c, "refused: size differs from the device's");
 	if (m->npaths > 1 && !(c->nmic & 1))
 		return refuse(c, "refused: namespace not shared (NMIC bit 0 "
 			      "clear): no multipath");
@@ -230,6 +303,12 @@ void nvmf_path_changed(struct nvmf *m, struct nvc *c)
 {
 	uint64_t bytes;
 
+	if (c->facts.lbads != m->lbads) {
+		/* not decided again: the path's limits, and so the
+		 * device's, stay in the old blocks */
+		lba_changed(m, c);
+		return;
+	}
 	if (nvmf_config_decide(&c->facts, m->max_io, &c->cfg)) {
 		nvc_lost(c, "re-identify: unusable block size");
 		return;
@@ -241,8 +320,8 @@ void nvmf_path_changed(struct nvmf *m, struct nvc *c)
 		nvc_lost(c, c->last_error);
 		return;
 	}
-	if (c->facts.nsze != m->nsze && c->facts.lbads == m->lbads) {
-		/* a resize: the device follows */
+	if (c->facts.nsze != m->nsze) {
+		/* a resize (same block size): the device follows */
 		m->nsze = c->facts.nsze;
 		m->dev->size = bytes;
 	}
@@ -356,6 +435,14 @@ static void io_done(void *arg, const uint8_t *cqe, int err)
 	bool dnr;
 
 	r->path = NULL;
+	if (m->lba_changed) {
+		/* sent in the old blocks, and the namespace's changed
+		 * meanwhile: where the data went (or came from) is not
+		 * known, whatever the status says */
+		finish(r, lba_fail(m, r->req->op));
+		nvmf_kick(m);
+		return;
+	}
 	if (err) {
 		/* the path was lost: another live path, or wait for one */
 		m->failovers++;
@@ -464,6 +551,11 @@ static void issue(struct nvmf_req *r)
 
 	if (m->closing) {
 		finish(r, -EIO);
+		return;
+	}
+	if (m->lba_changed) {
+		/* never built in blocks of another size */
+		finish(r, lba_fail(m, req->op));
 		return;
 	}
 	if (bs_now_ns() > r->deadline_ns) {
@@ -616,7 +708,8 @@ static void tick(void *arg)
 		paths_why(m, why, sizeof(why));
 		/* down: explain says so, and nvmf_kick() below fails what
 		 * waits (issue() sees it) */
-		if (reach_check(&m->reach, why) && !m->dev->wz_broken)
+		if (reach_check(&m->reach, why) && !m->dev->wz_broken &&
+		    !m->lba_changed)
 			reach_set_reason(&m->reach);
 	}
 	/* waiting requests past their deadline fail */
@@ -900,6 +993,9 @@ static void nvmf_describe(struct bs_dev *dev, bs_kv_fn kv, void *arg)
 	   m->kato_ms, m->max_retries, m->down_after_s,
 	   m->down_after_s ? "" : " (never)");
 	reach_describe(&m->reach, NULL, kv, arg);
+	if (m->lba_changed)
+		kv(arg, "refusing", "%s: every request fails with EIO (%llu "
+		   "so far)", m->lba_why, (unsigned long long)m->lba_failed);
 	for (i = 0; i < m->npaths; i++) {
 		struct nvc *c = &m->paths[i];
 

@@ -278,6 +278,20 @@ struct nvmf {
 	 */
 	struct reach reach;
 
+	/*
+	 * The namespace's LBA format (logical block size) changed under the
+	 * device: seen on re-identify, or in a path of the same namespace
+	 * (identifiers matching) that comes with another block size. The
+	 * device's size, limits and every offset above it are in the old
+	 * blocks, and a stack above cannot take a new block size live: from
+	 * then on every request fails with EIO (those waiting at once, those
+	 * in flight when they come back), until the device is made again.
+	 * lba_why says so in info, explain and each error.
+	 */
+	bool lba_changed;
+	char lba_why[192];
+	uint64_t lba_failed;		/* requests failed for it */
+
 	uint64_t retries, expired, failovers;
 	uint64_t ana_redirects;		/* sent again after an ANA status */
 };

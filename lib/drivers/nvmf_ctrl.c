@@ -20,7 +20,8 @@
  *
  * A Namespace Attribute Changed event: Get Log Page (changed namespace
  * list, which re-arms the event), Identify Namespace again, then the
- * device decides again and restacks (nvmf_path_changed). An ANA change
+ * device decides again and restacks, or follows a resize, or (another
+ * LBA size) refuses all I/O from then on (nvmf_path_changed). An ANA change
  * notice: Get Log Page ANA again (nvmf_ana.c). Anything that
  * fails loses the path: every queue closes, its commands go back to the
  * device (which retries them on another path or waits), and the path
@@ -290,6 +291,24 @@ static void read_desc(struct nvc *c)
 
 /* ---- I/O queues ---------------------------------------------------------- */
 
+/*
+ * The in-capsule data bytes an I/O queue may carry: IOCCSZ (Identify
+ * Controller, a 32-bit count of 16-byte units, the 64-byte SQE included)
+ * less the SQE, at most @bound (the most data the driver sends in one
+ * command); 0 when IOCCSZ leaves no room past the SQE.
+ */
+static uint32_t icd_max(uint32_t ioccsz, uint32_t bound)
+{
+	uint64_t icd;
+
+	/* the SQE alone (4 units) or less: no data in the capsule */
+	if (ioccsz <= 4)
+		return 0;
+	/* 64 bits: a hostile IOCCSZ near 2^32 units wraps 32 */
+	icd = (uint64_t)ioccsz * 16 - 64;
+	return icd < bound ? (uint32_t)icd : bound;
+}
+
 static void ioq_connected(void *arg, const uint8_t *cqe, int err);
 
 static void ioq_event(void *owner, struct nvq *q, int err)
@@ -325,8 +344,9 @@ static void ioq_connected(void *arg, const uint8_t *cqe, int err)
 		nvc_lost(c, c->last_error);
 		return;
 	}
-	/* in-capsule data from now on as the controller allows */
-	q->icd_max = c->ioccsz > 4 ? c->ioccsz * 16 - 64 : 0;
+	/* in-capsule data from now on as the controller allows, bounded by
+	 * the largest Write we send (max_io; a DSM range is 16 bytes) */
+	q->icd_max = icd_max(c->ioccsz, c->m->max_io);
 	if (++c->io_ready == c->nio) {
 		c->step = S_LIVE;
 		step(c);
