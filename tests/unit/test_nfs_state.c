@@ -6,12 +6,14 @@
  * finds its open and a deny sees every open of the file; CLOSE, LOCKU and
  * RELEASE_LOCKOWNER take states out of the tables (BAD_STATEID after,
  * OLD_STATEID for an older seqid of a live one); the bounds on states per
- * client and per export hold; a client's end empties every bucket.
+ * client and per export hold; a client's end empties every bucket; a
+ * lease checked once a second still runs out at its second.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "export/nfs/nfs.h"
@@ -592,6 +594,49 @@ static void release_lockowner(void **state)
 	assert_int_equal(f->srv->nstates, 51);
 }
 
+/* [SEQUENCE] of @c: its status */
+static uint32_t sequence(struct fix *f, struct cl *c)
+{
+	uint8_t b[128];
+	struct xdr_enc e;
+	struct xdr_dec d;
+
+	seq_head(&e, b, sizeof(b), c, 0);
+	return run(f, 1, &e, &d);
+}
+
+/*
+ * A lease still runs out at its second (the check runs once a second): a
+ * client quiet for more than the lease is gone, with its states, at the
+ * first COMPOUND of another in the second after; one that renews stays
+ */
+static void lease_expiry(void **state)
+{
+	struct fix *f = *state;
+	struct nfs_stateid sid;
+	struct cl quiet, busy;
+	time_t before, after, gone;
+
+	f->srv->lease = 1;
+	client(f, &busy, "busy");
+	before = nfs_now();
+	client(f, &quiet, "quiet");
+	assert_int_equal(open_file(f, &quiet, "q", "o",
+				   OPEN4_SHARE_ACCESS_READ, 0, &sid), NFS4_OK);
+	after = nfs_now();
+	/* a COMPOUND a millisecond until the quiet one is out */
+	do {
+		assert_int_equal(sequence(f, &busy), NFS4_OK);
+		gone = nfs_now();
+		usleep(1000);
+	} while (f->srv->nclients == 2 && gone <= after + 3);
+	assert_int_equal(f->srv->nclients, 1);
+	assert_int_equal(f->srv->nstates, 0);
+	/* renewed at a second in [before, after]: out when now > it + 1 */
+	assert_true(gone >= before + 2 && gone <= after + 2);
+	assert_int_equal(sequence(f, &quiet), NFS4ERR_BADSESSION);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -599,6 +644,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(limits_hold, setup, teardown),
 		cmocka_unit_test_setup_teardown(release_lockowner, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(lease_expiry, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("nfs_state", tests, NULL, NULL);

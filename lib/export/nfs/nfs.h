@@ -477,6 +477,10 @@ struct nfs_server {
 	struct nfs_session *sessions;
 	unsigned nsessions;
 	struct nfs_tables *tab;		/* tables.c */
+	/* the last lease check (nfs_expire_clients): at @expire_at with
+	 * lease @expire_lease; none is due again within that second */
+	time_t expire_at;
+	unsigned expire_lease;
 	struct bs_net_listener *nl;
 	char listen[128];
 	bool shutdown;

@@ -74,6 +74,16 @@ void nfs_expire_clients(struct nfs_server *srv)
 	struct nfs_client *clp, *next;
 	time_t now = nfs_now();
 
+	/*
+	 * Every COMPOUND asks, and this is a walk of all clients: once a
+	 * second is as good, since a lease runs out at a second's turn
+	 * (renewals only move "renewed" on to now, so no record seen in
+	 * time at this second's check can be out later in the same second)
+	 */
+	if (now == srv->expire_at && srv->lease == srv->expire_lease)
+		return;
+	srv->expire_at = now;
+	srv->expire_lease = srv->lease;
 	for (clp = srv->clients; clp; clp = next) {
 		next = clp->next;
 		if (now > clp->renewed + (time_t)srv->lease)
