@@ -37,7 +37,9 @@ int bs_nfs_url_parse(const char *url, struct bs_nfs_url *u);
 struct bs_nfs_opts {
 	uint32_t minor;		/* highest minor version to try (2 or 1); 0 = 2 */
 	unsigned retry_secs;	/* GRACE / DELAY retried this long; 0 = 120 */
-	unsigned timeout_secs;	/* one reply waited for this long; 0 = 60 */
+	/* one call, from sending it to its whole reply (replies to other
+	 * calls skipped meanwhile), at most this long; 0 = 60 */
+	unsigned timeout_secs;
 };
 
 /*

@@ -3,12 +3,17 @@
  * The NFS client's connection: ONC RPC (RFC 5531) calls over TCP with
  * record marking, AUTH_SYS credentials, one call at a time. A reply is
  * matched by its xid; replies to older xids (a call that timed out) are
- * skipped.
+ * skipped. A call has one deadline, timeout_secs from its start, for
+ * sending it and for every byte received until its reply is whole:
+ * a peer that keeps sending replies to other xids, or trickles bytes,
+ * cannot hold it longer.
  */
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -39,7 +44,7 @@ int nfsc_rpc_open(struct bs_nfs *nfs, const char *host, uint16_t port)
 			err = -errno;
 			continue;
 		}
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		/* bounds connect(); calls wait by poll(), to their deadline */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
@@ -63,41 +68,97 @@ void nfsc_rpc_close(struct bs_nfs *nfs)
 	nfs->fd = -1;
 }
 
-static int send_all(struct bs_nfs *nfs, const uint8_t *p, size_t len)
+/* One call in progress: its deadline and what it met on the way. */
+struct call {
+	int64_t deadline;	/* CLOCK_MONOTONIC ms */
+	bool sent;		/* the whole request went out */
+	unsigned skipped;	/* replies to other xids */
+};
+
+static int64_t now_ms(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* the call's deadline passed: -ETIMEDOUT, saying where it was */
+static int late(struct bs_nfs *nfs, const struct call *k)
+{
+	if (!k->sent)
+		return bs_error(-ETIMEDOUT, "nfs %s: the call could not be "
+				"sent within %u s", nfs->peer,
+				nfs->timeout_secs);
+	if (k->skipped)
+		return bs_error(-ETIMEDOUT, "nfs %s: no reply within %u s "
+				"(%u replies to other calls skipped)",
+				nfs->peer, nfs->timeout_secs, k->skipped);
+	return bs_error(-ETIMEDOUT, "nfs %s: no reply within %u s",
+			nfs->peer, nfs->timeout_secs);
+}
+
+/* until the socket is ready for @events: 0, or late(), or -errno */
+static int wait_fd(struct bs_nfs *nfs, const struct call *k, short events)
+{
+	struct pollfd pfd = { .fd = nfs->fd, .events = events };
+	int64_t left;
+	int r;
+
+	for (;;) {
+		left = k->deadline - now_ms();
+		if (left <= 0)
+			return late(nfs, k);
+		r = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return bs_error(-errno, "nfs %s: poll: %s", nfs->peer,
+					strerror(errno));
+	}
+}
+
+static int send_all(struct bs_nfs *nfs, const struct call *k,
+		    const uint8_t *p, size_t len)
+{
+	int err;
+
 	while (len) {
-		ssize_t n = send(nfs->fd, p, len, MSG_NOSIGNAL);
+		ssize_t n;
 
-		if (n < 0 && errno == EINTR)
+		if ((err = wait_fd(nfs, k, POLLOUT)))
+			return err;
+		n = send(nfs->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (n < 0) {
-			int err = errno == EAGAIN ? -ETIMEDOUT : -errno;
-
-			return bs_error(err, "nfs %s: send: %s", nfs->peer,
-					strerror(-err));
-		}
+		if (n < 0)
+			return bs_error(-errno, "nfs %s: send: %s", nfs->peer,
+					strerror(errno));
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
 }
 
-static int recv_all(struct bs_nfs *nfs, uint8_t *p, size_t len)
+static int recv_all(struct bs_nfs *nfs, const struct call *k, uint8_t *p,
+		    size_t len)
 {
-	while (len) {
-		ssize_t n = recv(nfs->fd, p, len, 0);
+	int err;
 
-		if (n < 0 && errno == EINTR)
+	while (len) {
+		ssize_t n;
+
+		if ((err = wait_fd(nfs, k, POLLIN)))
+			return err;
+		n = recv(nfs->fd, p, len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n == 0)
 			return bs_error(-ECONNRESET, "nfs %s: the server "
 					"closed the connection", nfs->peer);
-		if (n < 0) {
-			int err = errno == EAGAIN ? -ETIMEDOUT : -errno;
-
-			return bs_error(err, "nfs %s: receive: %s", nfs->peer,
-					strerror(-err));
-		}
+		if (n < 0)
+			return bs_error(-errno, "nfs %s: receive: %s",
+					nfs->peer, strerror(errno));
 		p += n;
 		len -= (size_t)n;
 	}
@@ -105,7 +166,7 @@ static int recv_all(struct bs_nfs *nfs, uint8_t *p, size_t len)
 }
 
 /* One record (all its fragments) into nfs->resp. */
-static int recv_record(struct bs_nfs *nfs)
+static int recv_record(struct bs_nfs *nfs, const struct call *k)
 {
 	uint8_t mark[4];
 	bool last = false;
@@ -115,7 +176,7 @@ static int recv_record(struct bs_nfs *nfs)
 	while (!last) {
 		uint32_t m, flen;
 
-		if ((err = recv_all(nfs, mark, 4)))
+		if ((err = recv_all(nfs, k, mark, 4)))
 			return err;
 		m = xdr_be32(mark);
 		last = m & RPC_LAST_FRAG;
@@ -124,7 +185,8 @@ static int recv_record(struct bs_nfs *nfs)
 			return bs_error(-EMSGSIZE, "nfs %s: a reply of more "
 					"than %u bytes", nfs->peer,
 					NFSC_BUF_SIZE);
-		if ((err = recv_all(nfs, nfs->resp + nfs->resp_len, flen)))
+		if ((err = recv_all(nfs, k, nfs->resp + nfs->resp_len,
+				    flen)))
 			return err;
 		nfs->resp_len += flen;
 	}
@@ -208,21 +270,27 @@ static int reply_header(struct bs_nfs *nfs, struct xdr_dec *d)
 int nfsc_rpc_call(struct bs_nfs *nfs, size_t len, struct xdr_dec *d)
 {
 	uint32_t xid = ++nfs->xid;
+	struct call k = {
+		.deadline = now_ms() + (int64_t)nfs->timeout_secs * 1000,
+	};
 	int err;
 
 	if (nfs->fd < 0)
 		return bs_error(-ENOTCONN, "nfs %s: not connected", nfs->peer);
 	xdr_set_be32(nfs->req, RPC_LAST_FRAG | (uint32_t)(len - 4));
 	xdr_set_be32(nfs->req + 4, xid);
-	if ((err = send_all(nfs, nfs->req, len)))
+	if ((err = send_all(nfs, &k, nfs->req, len)))
 		goto broken;
+	k.sent = true;
 	for (;;) {
-		if ((err = recv_record(nfs)))
+		if ((err = recv_record(nfs, &k)))
 			goto broken;
 		xdr_dec_init(d, nfs->resp, nfs->resp_len);
 		if (xdr_get_u32(d) == xid)
 			break;
-		/* a late reply to an earlier call: skip it */
+		/* a late reply to an earlier call: skipped, within the
+		 * same deadline */
+		k.skipped++;
 	}
 	return reply_header(nfs, d);
 broken:

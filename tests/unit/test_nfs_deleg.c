@@ -194,6 +194,12 @@ static struct nfs_session *session_of(struct fix *f, struct cl *c)
 	return NULL;
 }
 
+/* the file of a's latest state (its delegation); srv->lock held */
+static const struct nfs_fh *a_file(struct fix *f)
+{
+	return &session_of(f, &f->a)->clp->states->fh;
+}
+
 static void put_word(struct xdr_enc *e, const void *arg)
 {
 	xdr_put_u32(e, *(const uint32_t *)arg);
@@ -800,7 +806,7 @@ static void cb_getattr(void **state)
 			 OPEN_DELEGATE_WRITE);
 	pthread_mutex_lock(&f->srv->lock);
 	assert_int_equal(f->srv->be.ops->getattr(&f->srv->be,
-						 &f->srv->states->fh, &at), 0);
+						 a_file(f), &at), 0);
 	pthread_mutex_unlock(&f->srv->lock);
 
 	assert_int_equal(pthread_create(&th, NULL, getattr_thread, &j), 0);
@@ -859,8 +865,8 @@ static void cb_getattr_inline(void **state)
 			 OPEN_DELEGATE_WRITE);
 	pthread_mutex_lock(&f->srv->lock);
 	assert_int_equal(f->srv->be.ops->getattr(&f->srv->be,
-						 &f->srv->states->fh, &at), 0);
-	nfs_fh_wrap(f->srv, &f->srv->states->fh, &wire);
+						 a_file(f), &at), 0);
+	nfs_fh_wrap(f->srv, a_file(f), &wire);
 	pthread_mutex_unlock(&f->srv->lock);
 
 	seq_head(&f->b, &e, b, sizeof(b), 2);

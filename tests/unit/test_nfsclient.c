@@ -6,8 +6,10 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <blkstack/bdev.h>
@@ -318,6 +320,118 @@ static void scripted(void **state)
 	close(f.lfd);
 }
 
+/*
+ * A peer that answers every call with replies to other xids, one every
+ * 10 ms for ever (until the client goes): each reply came well within
+ * the socket's timeout, but the call never gets its own.
+ */
+struct babbler {
+	int lfd;
+	uint16_t port;
+	unsigned sent;
+};
+
+static void *babbler_main(void *arg)
+{
+	struct babbler *b = arg;
+	static uint8_t in[1 << 16];
+	int fd = accept(b->lfd, NULL, NULL);
+	uint8_t mark[4], out[32];
+	uint32_t len, xid, n = 0;
+
+	if (fd < 0 || !recv_n(fd, mark, 4))
+		goto out;
+	len = xdr_be32(mark) & RPC_FRAG_LEN;
+	if (len < 4 || len > sizeof(in) || !recv_n(fd, in, len))
+		goto out;
+	xid = xdr_be32(in);
+	for (;;) {
+		struct xdr_enc e;
+
+		xdr_enc_init(&e, out, sizeof(out));
+		xdr_put_u32(&e, RPC_LAST_FRAG | 24);
+		xdr_put_u32(&e, xid + 1 + n);	/* never the call's */
+		xdr_put_u32(&e, RPC_REPLY);
+		xdr_put_u32(&e, RPC_MSG_ACCEPTED);
+		xdr_put_u32(&e, RPC_AUTH_NONE);
+		xdr_put_u32(&e, 0);
+		xdr_put_u32(&e, RPC_SUCCESS);
+		if (send(fd, out, xdr_enc_len(&e), MSG_NOSIGNAL) < 0)
+			break;			/* the client gave up */
+		__atomic_store_n(&b->sent, ++n, __ATOMIC_RELAXED);
+		usleep(10 * 1000);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+struct wrong_call {
+	uint16_t port;
+	int err;
+	double secs;
+	char msg[512];
+};
+
+static void *wrong_call_main(void *arg)
+{
+	struct wrong_call *w = arg;
+	struct bs_nfs_opts o = { .retry_secs = 1, .timeout_secs = 1 };
+	struct bs_nfs *nfs;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	w->err = bs_nfs_connect("127.0.0.1", w->port, &o, &nfs);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	w->secs = (double)(t1.tv_sec - t0.tv_sec) +
+		  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	snprintf(w->msg, sizeof(w->msg), "%s", bs_last_error());
+	if (!w->err)
+		bs_nfs_disconnect(nfs);
+	return NULL;
+}
+
+/*
+ * A call whose replies all carry other xids ends at its deadline (its
+ * timeout, 1 s here) with ETIMEDOUT and the reason, however many
+ * replies keep coming; the test waits for it at most 20 s
+ */
+static void wrong_xids_time_out(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct babbler b = { .sent = 0 };
+	struct wrong_call w = { .err = 1 };
+	struct timespec until;
+	pthread_t bt, wt;
+
+	(void)state;
+	b.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(b.lfd >= 0);
+	assert_int_equal(bind(b.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(b.lfd, 1), 0);
+	assert_int_equal(getsockname(b.lfd, (struct sockaddr *)&a, &alen), 0);
+	w.port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&bt, NULL, babbler_main, &b), 0);
+	assert_int_equal(pthread_create(&wt, NULL, wrong_call_main, &w), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 20;
+	if (pthread_timedjoin_np(wt, NULL, &until))
+		fail_msg("the call still waits after 20 s (%u replies to "
+			 "other xids)", __atomic_load_n(&b.sent,
+							__ATOMIC_RELAXED));
+	assert_int_equal(w.err, -ETIMEDOUT);
+	assert_true(w.secs >= 0.9 && w.secs < 5);
+	assert_non_null(strstr(w.msg, "no reply within 1 s ("));
+	assert_non_null(strstr(w.msg, "replies to other calls skipped)"));
+	/* the client closed the connection: the peer stops */
+	pthread_join(bt, NULL);
+	assert_true(b.sent >= 10);
+	close(b.lfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +439,7 @@ int main(void)
 		cmocka_unit_test(statuses),
 		cmocka_unit_test(refused),
 		cmocka_unit_test(scripted),
+		cmocka_unit_test(wrong_xids_time_out),
 	};
 
 	return cmocka_run_group_tests_name("nfsclient", tests, NULL, NULL);

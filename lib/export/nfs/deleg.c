@@ -68,7 +68,7 @@ static uint32_t choose(struct nfs_compound *c, struct nfs_client *clp,
 		return OPEN_DELEGATE_NONE;
 	}
 	*why = WND4_CONTENTION;
-	for (o = srv->states; o; o = o->next) {
+	for (o = nfs_file_states(srv, fh); o; o = o->file_next) {
 		if (!nfs_fh_equal(&o->fh, fh))
 			continue;
 		if (o->type == NFS_ST_DELEG) {
@@ -159,9 +159,7 @@ static struct nfs_session *session_of(struct nfs_server *srv,
 {
 	struct nfs_session *s, *any = NULL;
 
-	for (s = srv->sessions; s; s = s->next) {
-		if (s->clp != clp)
-			continue;
+	for (s = clp->sessions; s; s = s->clp_next) {
 		if (nfs_cb_up(srv, s->cb))
 			return s;
 		any = s;
@@ -199,6 +197,7 @@ static uint64_t revoke_ms(struct nfs_server *srv)
 static void revoke(struct nfs_server *srv, struct nfs_state *d)
 {
 	d->revoked = true;
+	d->clp->nrevoked++;		/* until its FREE_STATEID */
 	nfs_cb_call_put(srv, d->recall);
 	d->recall = NULL;
 }
@@ -235,7 +234,7 @@ uint32_t nfs_deleg_break(struct nfs_compound *c, struct nfs_client *clp,
 	struct nfs_state *d;
 	bool wait = false;
 
-	for (d = srv->states; d; d = d->next) {
+	for (d = nfs_file_delegs(srv, fh); d; d = d->deleg_next) {
 		if (!live_deleg(d, fh) || (clp && d->clp == clp))
 			continue;
 		if (!write && d->dtype == OPEN_DELEGATE_READ)
@@ -258,26 +257,22 @@ uint32_t nfs_deleg_break_name(struct nfs_compound *c,
 	struct nfs_backend *be = &c->srv->be;
 	struct nfs_fh fh;
 
-	if (!c->srv->states || be->ops->lookup(be, dir, name, &fh))
+	if (!c->srv->nstates || be->ops->lookup(be, dir, name, &fh))
 		return NFS4_OK;
 	return nfs_deleg_break(c, caller(c), &fh, true);
 }
 
 uint32_t nfs_deleg_break_cur(struct nfs_compound *c, bool write)
 {
-	if (!c->has_cfh || !c->srv->states)
+	if (!c->has_cfh || !c->srv->nstates)
 		return NFS4_OK;
 	return nfs_deleg_break(c, caller(c), &c->cfh, write);
 }
 
 uint32_t nfs_deleg_seq_flags(struct nfs_server *srv, struct nfs_client *clp)
 {
-	struct nfs_state *d;
-
-	for (d = srv->states; d; d = d->next)
-		if (d->clp == clp && d->type == NFS_ST_DELEG && d->revoked)
-			return SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
-	return 0;
+	(void)srv;
+	return clp->nrevoked ? SEQ4_STATUS_RECALLABLE_STATE_REVOKED : 0;
 }
 
 /* ---- CB_GETATTR (10.4.3) ----------------------------------------------- */
@@ -329,9 +324,9 @@ uint32_t nfs_deleg_getattr(struct nfs_compound *c, const uint32_t *bm,
 	uint64_t change, size;
 	uint32_t status;
 
-	if (!(bm[0] & (B(FATTR4_CHANGE) | B(FATTR4_SIZE))) || !srv->states)
+	if (!(bm[0] & (B(FATTR4_CHANGE) | B(FATTR4_SIZE))))
 		return NFS4_OK;
-	for (d = srv->states; d; d = d->next)
+	for (d = nfs_file_delegs(srv, &c->cfh); d; d = d->deleg_next)
 		if (live_deleg(d, &c->cfh) && d->clp != clp &&
 		    d->dtype == OPEN_DELEGATE_WRITE)
 			break;

@@ -65,6 +65,13 @@
 #define NFS_MAX_CLIENT_STATES 8192u
 #define NFS_MAX_STATES 65536u
 #define NFS_MAX_LOCK_RANGES 1024u
+/*
+ * The buckets of the server's lookup tables (struct nfs_tables): at most
+ * four entries a bucket on average when everything above is full.
+ */
+#define NFS_STATE_BUCKETS (NFS_MAX_STATES / 4)
+#define NFS_CLIENT_BUCKETS (NFS_MAX_CLIENTS / 4)
+#define NFS_SESSION_BUCKETS (NFS_MAX_SESSIONS / 4)
 #define NFS_MAX_OPS 64
 /* the largest fattr4 body GETATTR encodes (every supported attribute;
  * test_nfs_room checks it) */
@@ -281,6 +288,33 @@ struct nfs_client;
 struct nfs_session;
 struct nfs_state;
 
+/*
+ * The lists of clients, sessions and states: newest first, unlinked in
+ * constant time (@pprev is the pointer that points at the entry). Every
+ * walk of them relies on "newest first" where it stops at the first
+ * match (which WND4_ reason, which holder a DENIED names).
+ */
+#define NFS_LIST_ADD(headp, e, nx, pp)                                     \
+	do {                                                               \
+		__typeof__(e) e_ = (e);                                    \
+		e_->nx = *(headp);                                         \
+		if (e_->nx)                                                \
+			e_->nx->pp = &e_->nx;                              \
+		*(headp) = e_;                                             \
+		e_->pp = (headp);                                          \
+	} while (0)
+#define NFS_LIST_DEL(e, nx, pp)                                            \
+	do {                                                               \
+		__typeof__(e) e_ = (e);                                    \
+		if (e_->pp) {                                              \
+			*e_->pp = e_->nx;                                  \
+			if (e_->nx)                                        \
+				e_->nx->pp = e_->pp;                       \
+		}                                                          \
+		e_->nx = NULL;                                             \
+		e_->pp = NULL;                                             \
+	} while (0)
+
 struct nfs_slot {
 	uint32_t seqid;
 	bool busy;		/* its COMPOUND runs (may be without the lock) */
@@ -332,7 +366,9 @@ struct nfs_session {
 	uint32_t max_req, max_resp, max_resp_cached, max_ops;
 	uint32_t flags;
 	struct nfs_slot slots[NFS_MAX_SLOTS];
-	struct nfs_session *next;	/* the server's list */
+	struct nfs_session *next, **pprev;	/* the server's list */
+	struct nfs_session *id_next, **id_pprev;	/* tables: by id */
+	struct nfs_session *clp_next, **clp_pprev;	/* its client's */
 };
 
 /* The last CREATE_SESSION's reply, for its replay. */
@@ -357,7 +393,12 @@ struct nfs_client {
 	time_t renewed;
 	unsigned nsessions;
 	unsigned nstates;		/* its opens, locks, delegations */
-	struct nfs_client *next;
+	unsigned nrevoked;		/* its revoked delegations */
+	struct nfs_session *sessions;	/* its sessions */
+	struct nfs_state *states;	/* its states */
+	struct nfs_client *next, **pprev;	/* the server's list */
+	struct nfs_client *id_next, **id_pprev;	/* tables: by clientid */
+	struct nfs_client *owner_next, **owner_pprev;	/* by owner */
 };
 
 /* One open, lock or delegation state. */
@@ -386,7 +427,36 @@ struct nfs_state {
 	struct nfs_cb_call *recall;	/* the CB_RECALL sent, or NULL */
 	uint64_t recall_ms;		/* when the first conflict came, or 0 */
 	bool revoked;			/* until FREE_STATEID */
-	struct nfs_state *next;
+	/* tables: by stateid, by file; a delegation also among the file's
+	 * delegations */
+	struct nfs_state *sid_next, **sid_pprev;
+	struct nfs_state *file_next, **file_pprev;
+	struct nfs_state *deleg_next, **deleg_pprev;
+	struct nfs_state *clp_next, **clp_pprev;	/* its client's */
+	struct nfs_state *lock_states;	/* open: its lock states */
+	struct nfs_state *lock_next, **lock_pprev;	/* lock: its open's */
+};
+
+/*
+ * The server's lookup tables, so that no request walks every client,
+ * session or state (a client could make that 65536 steps under the
+ * server's lock for every other client's READ). Made with the first
+ * client record (all sessions and states belong to one), under srv->lock
+ * as all they index; NULL before: nothing to find. Stateids and session
+ * ids hold 64 random bits and clientids a counter, taken as they are; a
+ * file handle and a client owner come from clients and are hashed with
+ * SipHash under @key, drawn at random when the tables are made, so no
+ * client can fill one bucket on purpose. One bucket may hold entries of
+ * several keys: walks compare the key.
+ */
+struct nfs_tables {
+	uint64_t key[2];
+	struct nfs_state *sid[NFS_STATE_BUCKETS];
+	struct nfs_state *file[NFS_STATE_BUCKETS];	/* all of a file */
+	struct nfs_state *deleg[NFS_STATE_BUCKETS];	/* delegations */
+	struct nfs_client *clientid[NFS_CLIENT_BUCKETS];
+	struct nfs_client *owner[NFS_CLIENT_BUCKETS];
+	struct nfs_session *sessid[NFS_SESSION_BUCKETS];
 };
 
 struct nfs_server {
@@ -406,7 +476,11 @@ struct nfs_server {
 	struct nfs_client *clients;
 	struct nfs_session *sessions;
 	unsigned nsessions;
-	struct nfs_state *states;
+	struct nfs_tables *tab;		/* tables.c */
+	/* the last lease check (nfs_expire_clients): at @expire_at with
+	 * lease @expire_lease; none is due again within that second */
+	time_t expire_at;
+	unsigned expire_lease;
 	struct bs_net_listener *nl;
 	char listen[128];
 	bool shutdown;
@@ -671,6 +745,32 @@ void nfs_client_free(struct nfs_server *srv, struct nfs_client *clp);
 void nfs_expire_clients(struct nfs_server *srv);
 time_t nfs_now(void);
 bool nfs_in_grace(struct nfs_server *srv);
+
+/*
+ * tables.c: nfs_tables_get() makes srv->tab when there is none (0, or
+ * -ENOMEM / -EIO); the buckets of a key (NULL without tables); freed
+ * with the server, when nothing is left in them.
+ */
+int nfs_tables_get(struct nfs_server *srv);
+void nfs_tables_free(struct nfs_server *srv);
+struct nfs_state **nfs_sid_bucket(struct nfs_server *srv,
+				  const uint8_t *other);
+struct nfs_state **nfs_file_bucket(struct nfs_server *srv,
+				   const struct nfs_fh *fh);
+struct nfs_state **nfs_deleg_bucket(struct nfs_server *srv,
+				    const struct nfs_fh *fh);
+struct nfs_client **nfs_clientid_bucket(struct nfs_server *srv,
+					uint64_t id);
+struct nfs_client **nfs_owner_bucket(struct nfs_server *srv,
+				     const uint8_t *owner, uint32_t len);
+struct nfs_session **nfs_sessid_bucket(struct nfs_server *srv,
+				       const uint8_t *id);
+/* the first state in the table's bucket of @fh (walk its file_next /
+ * deleg_next, comparing handles), or NULL */
+struct nfs_state *nfs_file_states(struct nfs_server *srv,
+				  const struct nfs_fh *fh);
+struct nfs_state *nfs_file_delegs(struct nfs_server *srv,
+				  const struct nfs_fh *fh);
 
 /* state.c */
 struct nfs_state *nfs_state_new(struct nfs_server *srv,

@@ -178,7 +178,7 @@ uint32_t nfs_op_putfh(struct nfs_compound *c, struct xdr_dec *a,
 		/* a file removed while open stays usable for its state */
 		struct nfs_state *s;
 
-		for (s = c->srv->states; s; s = s->next)
+		for (s = nfs_file_states(c->srv, &fh); s; s = s->file_next)
 			if (nfs_fh_equal(&s->fh, &fh))
 				break;
 		if (!s)

@@ -140,6 +140,7 @@ void nfs_server_put(struct nfs_server *srv)
 		return;
 	while ((clp = srv->clients))
 		nfs_client_free(srv, clp);
+	nfs_tables_free(srv);
 	if (srv->be.ops)
 		srv->be.ops->close(&srv->be);
 	nfs_cb_fini(srv);

@@ -31,9 +31,9 @@ bool nfs_in_grace(struct nfs_server *srv)
 
 struct nfs_client *nfs_client_find(struct nfs_server *srv, uint64_t id)
 {
-	struct nfs_client *clp;
+	struct nfs_client **b = nfs_clientid_bucket(srv, id), *clp;
 
-	for (clp = srv->clients; clp; clp = clp->next)
+	for (clp = b ? *b : NULL; clp; clp = clp->id_next)
 		if (clp->clientid == id)
 			return clp;
 	return NULL;
@@ -41,14 +41,11 @@ struct nfs_client *nfs_client_find(struct nfs_server *srv, uint64_t id)
 
 static void session_free(struct nfs_server *srv, struct nfs_session *s)
 {
-	struct nfs_session **pp;
 	unsigned i;
 
-	for (pp = &srv->sessions; *pp; pp = &(*pp)->next)
-		if (*pp == s) {
-			*pp = s->next;
-			break;
-		}
+	NFS_LIST_DEL(s, next, pprev);
+	NFS_LIST_DEL(s, id_next, id_pprev);
+	NFS_LIST_DEL(s, clp_next, clp_pprev);
 	for (i = 0; i < NFS_MAX_SLOTS; i++)
 		free(s->slots[i].reply);
 	nfs_cb_chan_put(srv, s->cb);
@@ -59,20 +56,14 @@ static void session_free(struct nfs_server *srv, struct nfs_session *s)
 
 void nfs_client_free(struct nfs_server *srv, struct nfs_client *clp)
 {
-	struct nfs_client **pp;
-	struct nfs_session *s, *next;
+	struct nfs_session *s;
 
-	for (s = srv->sessions; s; s = next) {
-		next = s->next;
-		if (s->clp == clp)
-			session_free(srv, s);
-	}
+	while ((s = clp->sessions))
+		session_free(srv, s);
 	nfs_states_of_client_free(srv, clp);
-	for (pp = &srv->clients; *pp; pp = &(*pp)->next)
-		if (*pp == clp) {
-			*pp = clp->next;
-			break;
-		}
+	NFS_LIST_DEL(clp, next, pprev);
+	NFS_LIST_DEL(clp, id_next, id_pprev);
+	NFS_LIST_DEL(clp, owner_next, owner_pprev);
 	free(clp->cs_cache.reply);
 	free(clp);
 	srv->nclients--;
@@ -83,6 +74,16 @@ void nfs_expire_clients(struct nfs_server *srv)
 	struct nfs_client *clp, *next;
 	time_t now = nfs_now();
 
+	/*
+	 * Every COMPOUND asks, and this is a walk of all clients: once a
+	 * second is as good, since a lease runs out at a second's turn
+	 * (renewals only move "renewed" on to now, so no record seen in
+	 * time at this second's check can be out later in the same second)
+	 */
+	if (now == srv->expire_at && srv->lease == srv->expire_lease)
+		return;
+	srv->expire_at = now;
+	srv->expire_lease = srv->lease;
 	for (clp = srv->clients; clp; clp = next) {
 		next = clp->next;
 		if (now > clp->renewed + (time_t)srv->lease)
@@ -117,7 +118,7 @@ static struct nfs_client *client_new(struct nfs_server *srv,
 {
 	struct nfs_client *clp;
 
-	if (!client_room(srv))
+	if (!client_room(srv) || nfs_tables_get(srv))
 		return NULL;
 	clp = calloc(1, sizeof(*clp));
 	if (!clp)
@@ -129,8 +130,11 @@ static struct nfs_client *client_new(struct nfs_server *srv,
 	memcpy(clp->verifier, verf, NFS4_VERIFIER_SIZE);
 	clp->principal = principal;
 	clp->renewed = nfs_now();
-	clp->next = srv->clients;
-	srv->clients = clp;
+	NFS_LIST_ADD(&srv->clients, clp, next, pprev);
+	NFS_LIST_ADD(nfs_clientid_bucket(srv, clp->clientid), clp, id_next,
+		     id_pprev);
+	NFS_LIST_ADD(nfs_owner_bucket(srv, owner, len), clp, owner_next,
+		     owner_pprev);
 	return clp;
 }
 
@@ -152,16 +156,25 @@ static void put_server_owner(struct nfs_server *srv, struct xdr_enc *r)
 /* ---- EXCHANGE_ID --------------------------------------------------------- */
 
 /* Whether @clp holds anything: a session, an open or a lock. */
-static bool client_has_state(struct nfs_server *srv, struct nfs_client *clp)
+static bool client_has_state(struct nfs_client *clp)
 {
-	struct nfs_state *st;
+	return clp->nsessions || clp->states;
+}
 
-	if (clp->nsessions)
-		return true;
-	for (st = srv->states; st; st = st->next)
-		if (st->clp == clp)
-			return true;
-	return false;
+/* the first client record in @owner's bucket (walk owner_next, comparing
+ * owners), or NULL */
+static struct nfs_client *owner_records(struct nfs_server *srv,
+					const uint8_t *owner, uint32_t len)
+{
+	struct nfs_client **b = nfs_owner_bucket(srv, owner, len);
+
+	return b ? *b : NULL;
+}
+
+static bool same_owner(const struct nfs_client *clp, const uint8_t *owner,
+		       uint32_t len)
+{
+	return clp->owner_len == len && !memcmp(clp->owner, owner, len);
 }
 
 uint32_t nfs_op_exchange_id(struct nfs_compound *c, struct xdr_dec *a,
@@ -205,9 +218,9 @@ uint32_t nfs_op_exchange_id(struct nfs_compound *c, struct xdr_dec *a,
 		return NFS4ERR_NOTSUPP;
 	update = flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A;
 
-	for (clp = srv->clients; clp; clp = clp->next) {
-		if (clp->owner_len != olen || memcmp(clp->owner, owner, olen) ||
-		    !clp->minor)
+	for (clp = owner_records(srv, owner, olen); clp;
+	     clp = clp->owner_next) {
+		if (!same_owner(clp, owner, olen) || !clp->minor)
 			continue;
 		if (clp->confirmed)
 			conf = clp;
@@ -226,7 +239,7 @@ uint32_t nfs_op_exchange_id(struct nfs_compound *c, struct xdr_dec *a,
 		   conf->principal == principal) {
 		clp = conf;		/* the same client again */
 	} else if (conf && conf->principal != principal &&
-		   client_has_state(srv, conf)) {
+		   client_has_state(conf)) {
 		/* another principal's client in use (18.35.4 case 3) */
 		return NFS4ERR_CLID_INUSE;
 	} else {
@@ -388,11 +401,11 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	clp->cs_seq = seq;
 	if (!clp->confirmed) {
 		/* confirm: an older confirmed record of the owner goes */
-		for (o = srv->clients; o; o = next) {
-			next = o->next;
+		for (o = owner_records(srv, clp->owner, clp->owner_len); o;
+		     o = next) {
+			next = o->owner_next;
 			if (o != clp && o->confirmed &&
-			    o->owner_len == clp->owner_len &&
-			    !memcmp(o->owner, clp->owner, o->owner_len))
+			    same_owner(o, clp->owner, clp->owner_len))
 				nfs_client_free(srv, o);
 		}
 		clp->confirmed = true;
@@ -412,8 +425,9 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	s->max_resp_cached = fore.maxcached;
 	s->max_ops = fore.maxops;
 	s->flags = flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
-	s->next = srv->sessions;
-	srv->sessions = s;
+	NFS_LIST_ADD(&srv->sessions, s, next, pprev);
+	NFS_LIST_ADD(nfs_sessid_bucket(srv, s->id), s, id_next, id_pprev);
+	NFS_LIST_ADD(&clp->sessions, s, clp_next, clp_pprev);
 	back.maxreqs = min32(back.maxreqs, 1);
 	back.maxops = min32(back.maxops, 2);
 	xdr_put_fixed(r, s->id, NFS4_SESSIONID_SIZE);
@@ -436,9 +450,9 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 struct nfs_session *nfs_session_find(struct nfs_server *srv,
 				     const uint8_t *id)
 {
-	struct nfs_session *s;
+	struct nfs_session **b = nfs_sessid_bucket(srv, id), *s;
 
-	for (s = srv->sessions; s; s = s->next)
+	for (s = b ? *b : NULL; s; s = s->id_next)
 		if (!memcmp(s->id, id, NFS4_SESSIONID_SIZE))
 			return s;
 	return NULL;
@@ -557,9 +571,7 @@ static uint32_t cb_flags(struct nfs_server *srv, struct nfs_session *s)
 
 	if (nfs_cb_down(srv, s->cb))
 		f |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
-	for (o = srv->sessions; o; o = o->next) {
-		if (o->clp != s->clp)
-			continue;
+	for (o = s->clp->sessions; o; o = o->clp_next) {
 		if (nfs_cb_up(srv, o->cb))
 			return f;
 		asked |= nfs_cb_down(srv, o->cb);
@@ -666,10 +678,10 @@ uint32_t nfs_op_setclientid(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_get_u32(a);				/* callback_ident */
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	for (clp = srv->clients; clp; clp = next) {
-		next = clp->next;
+	for (clp = owner_records(srv, owner, olen); clp; clp = next) {
+		next = clp->owner_next;
 		if (!clp->minor && !clp->confirmed &&
-		    clp->owner_len == olen && !memcmp(clp->owner, owner, olen))
+		    same_owner(clp, owner, olen))
 			nfs_client_free(srv, clp);
 	}
 	clp = client_new(srv, owner, olen, verf, principal_of(c));
@@ -699,11 +711,11 @@ uint32_t nfs_op_setclientid_confirm(struct nfs_compound *c,
 	if (memcmp(clp->confirm, confirm, sizeof(confirm)))
 		return NFS4ERR_STALE_CLIENTID;
 	if (!clp->confirmed) {
-		for (o = srv->clients; o; o = next) {
-			next = o->next;
+		for (o = owner_records(srv, clp->owner, clp->owner_len); o;
+		     o = next) {
+			next = o->owner_next;
 			if (o != clp && !o->minor && o->confirmed &&
-			    o->owner_len == clp->owner_len &&
-			    !memcmp(o->owner, clp->owner, o->owner_len))
+			    same_owner(o, clp->owner, clp->owner_len))
 				nfs_client_free(srv, o);
 		}
 		clp->confirmed = true;

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Open and lock state (RFC 8881 8-9, 18.10-18.21, 18.48, 18.45): stateids
- * (the server's boot tag and a counter in "other", seqid bumped on each
- * change), OPEN with share access/deny checks, OPEN_DOWNGRADE, CLOSE,
+ * (the server's boot tag and 64 random bits in "other", seqid bumped on
+ * each change), OPEN with share access/deny checks, OPEN_DOWNGRADE, CLOSE,
  * byte-range LOCK/LOCKT/LOCKU between lock owners, TEST_STATEID,
  * FREE_STATEID, and the 4.0 OPEN_CONFIRM / RELEASE_LOCKOWNER. State
  * lives in memory: a restart loses it and clients reclaim in the grace
  * period (which this server refuses: it keeps no record of them).
+ *
+ * A state is found by its stateid in the server's tables, and the states
+ * of a file through the file's bucket (tables.c); a client lists its
+ * states, an open its lock states. So a request costs what its stateid,
+ * its file, its client or its open hold, never a walk of all states.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +26,18 @@ static const uint8_t ones[NFS4_OTHER_SIZE] = {
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 };
 
+/* the state whose stateid's "other" is @other, or NULL */
+static struct nfs_state *state_by_other(struct nfs_server *srv,
+					const uint8_t *other)
+{
+	struct nfs_state **b = nfs_sid_bucket(srv, other), *st;
+
+	for (st = b ? *b : NULL; st; st = st->sid_next)
+		if (!memcmp(st->sid.other, other, NFS4_OTHER_SIZE))
+			return st;
+	return NULL;
+}
+
 struct nfs_state *nfs_state_new(struct nfs_server *srv,
 				struct nfs_client *clp, enum nfs_state_type t,
 				const struct nfs_fh *fh, const uint8_t *owner,
@@ -28,8 +45,9 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 {
 	struct nfs_state *st;
 
+	/* srv->tab: made with the client */
 	if (clp->nstates >= NFS_MAX_CLIENT_STATES ||
-	    srv->nstates >= NFS_MAX_STATES)
+	    srv->nstates >= NFS_MAX_STATES || !srv->tab)
 		return NULL;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -44,12 +62,19 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 	/* the boot (STALE_STATEID), then 64 random bits: a stateid of
 	 * another client's cannot be guessed from one's own */
 	xdr_set_be32(st->sid.other, srv->boot_tag);
-	if (getrandom(st->sid.other + 4, 8, 0) != 8) {
-		free(st);
-		return NULL;
-	}
-	st->next = srv->states;
-	srv->states = st;
+	do {
+		if (getrandom(st->sid.other + 4, 8, 0) != 8) {
+			free(st);
+			return NULL;
+		}
+	} while (state_by_other(srv, st->sid.other));
+	NFS_LIST_ADD(nfs_sid_bucket(srv, st->sid.other), st, sid_next,
+		     sid_pprev);
+	NFS_LIST_ADD(nfs_file_bucket(srv, fh), st, file_next, file_pprev);
+	if (t == NFS_ST_DELEG)
+		NFS_LIST_ADD(nfs_deleg_bucket(srv, fh), st, deleg_next,
+			     deleg_pprev);
+	NFS_LIST_ADD(&clp->states, st, clp_next, clp_pprev);
 	clp->nstates++;
 	srv->nstates++;
 	return st;
@@ -68,20 +93,18 @@ static void locks_free(struct nfs_state *st)
 
 void nfs_state_free(struct nfs_server *srv, struct nfs_state *st)
 {
-	struct nfs_state **pp, *o, *next;
+	struct nfs_state *o;
 
-	if (st->type == NFS_ST_OPEN) {
-		for (o = srv->states; o; o = next) {
-			next = o->next;
-			if (o->open == st)
-				nfs_state_free(srv, o);
-		}
-	}
-	for (pp = &srv->states; *pp; pp = &(*pp)->next)
-		if (*pp == st) {
-			*pp = st->next;
-			break;
-		}
+	/* an open's lock states go with it */
+	while ((o = st->lock_states))
+		nfs_state_free(srv, o);
+	NFS_LIST_DEL(st, sid_next, sid_pprev);
+	NFS_LIST_DEL(st, file_next, file_pprev);
+	NFS_LIST_DEL(st, deleg_next, deleg_pprev);
+	NFS_LIST_DEL(st, clp_next, clp_pprev);
+	NFS_LIST_DEL(st, lock_next, lock_pprev);
+	if (st->type == NFS_ST_DELEG && st->revoked)
+		st->clp->nrevoked--;
 	locks_free(st);
 	nfs_cb_call_put(srv, st->recall);
 	st->clp->nstates--;
@@ -92,19 +115,11 @@ void nfs_state_free(struct nfs_server *srv, struct nfs_state *st)
 void nfs_states_of_client_free(struct nfs_server *srv,
 			       struct nfs_client *clp)
 {
-	struct nfs_state *st, *next;
+	struct nfs_state *st;
 
-	/* locks first: freeing an open frees its locks */
-	for (st = srv->states; st; st = next) {
-		next = st->next;
-		if (st->clp == clp && st->type == NFS_ST_LOCK)
-			nfs_state_free(srv, st);
-	}
-	for (st = srv->states; st; st = next) {
-		next = st->next;
-		if (st->clp == clp)
-			nfs_state_free(srv, st);
-	}
+	/* from the head each time: freeing an open frees its locks too */
+	while ((st = clp->states))
+		nfs_state_free(srv, st);
 }
 
 void nfs_get_stateid(struct nfs_compound *c, struct xdr_dec *a,
@@ -144,9 +159,7 @@ uint32_t nfs_state_find(struct nfs_compound *c,
 	*out = NULL;
 	if (special(sid))
 		return NFS4ERR_BAD_STATEID;
-	for (st = c->srv->states; st; st = st->next)
-		if (!memcmp(st->sid.other, sid->other, NFS4_OTHER_SIZE))
-			break;
+	st = state_by_other(c->srv, sid->other);
 	if (!st) {
 		if (xdr_be32(sid->other) != c->srv->boot_tag)
 			return c->minor ? NFS4ERR_BAD_STATEID :
@@ -179,7 +192,7 @@ uint32_t nfs_state_check_io(struct nfs_compound *c,
 		if (sid->seqid != 0 && sid->seqid != 0xffffffffu)
 			return NFS4ERR_BAD_STATEID;
 		/* anonymous I/O: refused only by a deny of an open */
-		for (o = c->srv->states; o; o = o->next)
+		for (o = nfs_file_states(c->srv, &c->cfh); o; o = o->file_next)
 			if (o->type == NFS_ST_OPEN &&
 			    nfs_fh_equal(&o->fh, &c->cfh) &&
 			    (o->deny & access))
@@ -233,7 +246,7 @@ static bool share_denied(struct nfs_server *srv,
 {
 	const struct nfs_state *o;
 
-	for (o = srv->states; o; o = o->next) {
+	for (o = nfs_file_states(srv, fh); o; o = o->file_next) {
 		if (o->type != NFS_ST_OPEN || !nfs_fh_equal(&o->fh, fh))
 			continue;
 		if (o->clp == clp && o->owner_len == olen &&
@@ -475,7 +488,7 @@ uint32_t nfs_op_open(struct nfs_compound *c, struct xdr_dec *a,
 	if (share_denied(srv, clp, &fh, owner, olen, access, deny))
 		return NFS4ERR_SHARE_DENIED;
 	s = NULL;
-	for (o = srv->states; o && !s; o = o->next)
+	for (o = nfs_file_states(srv, &fh); o && !s; o = o->file_next)
 		if (o->type == NFS_ST_OPEN && nfs_fh_equal(&o->fh, &fh) &&
 		    o->clp == clp && o->owner_len == olen &&
 		    !memcmp(o->owner, owner, olen))
@@ -590,8 +603,8 @@ uint32_t nfs_op_close(struct nfs_compound *c, struct xdr_dec *a,
 	if (st)
 		return st;
 	if (c->minor)
-		for (o = c->srv->states; o; o = o->next)
-			if (o->open == s && o->locks)
+		for (o = s->lock_states; o; o = o->lock_next)
+			if (o->locks)
 				return NFS4ERR_LOCKS_HELD;
 	sid = s->sid;
 	sid.seqid++;
@@ -639,7 +652,7 @@ static struct nfs_lock_range *conflict(struct nfs_server *srv,
 	struct nfs_lock_range *l;
 	bool write = type == WRITE_LT || type == WRITEW_LT;
 
-	for (s = srv->states; s; s = s->next) {
+	for (s = nfs_file_states(srv, fh); s; s = s->file_next) {
 		if (s->type != NFS_ST_LOCK || !nfs_fh_equal(&s->fh, fh))
 			continue;
 		if (s->clp == clp && s->owner_len == olen &&
@@ -770,9 +783,8 @@ uint32_t nfs_op_lock(struct nfs_compound *c, struct xdr_dec *a,
 		st = find_open(c, &osid, &open);
 		if (st)
 			return st;
-		for (s = srv->states; s; s = s->next)
-			if (s->type == NFS_ST_LOCK && s->open == open &&
-			    s->owner_len == olen &&
+		for (s = open->lock_states; s; s = s->lock_next)
+			if (s->owner_len == olen &&
 			    !memcmp(s->owner, owner, olen))
 				lst = s;
 		if (!lst) {
@@ -781,6 +793,8 @@ uint32_t nfs_op_lock(struct nfs_compound *c, struct xdr_dec *a,
 			if (!lst)
 				return NFS4ERR_SERVERFAULT;
 			lst->open = open;
+			NFS_LIST_ADD(&open->lock_states, lst, lock_next,
+				     lock_pprev);
 			fresh = true;
 		}
 	} else {
@@ -973,19 +987,23 @@ uint32_t nfs_op_release_lockowner(struct nfs_compound *c, struct xdr_dec *a,
 	uint64_t id = xdr_get_u64(a);
 	uint32_t olen;
 	const uint8_t *owner = xdr_get_opaque_ref(a, &olen, NFS4_OPAQUE_LIMIT);
+	struct nfs_client *clp;
 	struct nfs_state *s, *next;
 
 	if (xdr_dec_err(a))
 		return NFS4ERR_BADXDR;
-	for (s = c->srv->states; s; s = s->next)
-		if (s->type == NFS_ST_LOCK && s->clp->clientid == id &&
-		    s->owner_len == olen && !memcmp(s->owner, owner, olen) &&
-		    s->locks)
+	clp = nfs_client_find(c->srv, id);
+	if (!clp)
+		return NFS4_OK;
+	for (s = clp->states; s; s = s->clp_next)
+		if (s->type == NFS_ST_LOCK && s->owner_len == olen &&
+		    !memcmp(s->owner, owner, olen) && s->locks)
 			return NFS4ERR_LOCKS_HELD;
-	for (s = c->srv->states; s; s = next) {
-		next = s->next;
-		if (s->type == NFS_ST_LOCK && s->clp->clientid == id &&
-		    s->owner_len == olen && !memcmp(s->owner, owner, olen))
+	/* freeing a lock state frees nothing else: @next stays */
+	for (s = clp->states; s; s = next) {
+		next = s->clp_next;
+		if (s->type == NFS_ST_LOCK && s->owner_len == olen &&
+		    !memcmp(s->owner, owner, olen))
 			nfs_state_free(c->srv, s);
 	}
 	return NFS4_OK;
