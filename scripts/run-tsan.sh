@@ -20,7 +20,7 @@ TSAN_BUILD=${TSAN_BUILD:-build/tsan}
 # threads), whatever their number.
 UNITS=(test_threads test_sync test_workers test_control test_budget test_nfs_deleg test_nfs_parallel
 	test_nfs_budget test_nfs_dir_fdcache test_loop_ring test_net_direct
-	test_fdpump test_hostbdev test_nvmf_host_ns)
+	test_fdpump test_hostbdev test_nvmf_host_ns test_nfsclient test_nfs_state)
 # Integration scripts whose daemon runs several threads (control commands
 # on the control thread, many NBD connections: the I/O threads once
 # `threads = N` exists); mt_*.sh: any later multi-thread test. Left out:
