@@ -1699,11 +1699,10 @@ static void compare_in_chunks(void **state)
 /* Two Compares of 256 KiB on @q by R2T (CIDs 1 and 2, at LBA 0 and 512:
  * @a and @b, which the device holds but where @b2 may differ), their data
  * in one input call. */
-static void two_compares(struct fx *f, struct nvmf_queue *q, const uint8_t *a,
-			 const uint8_t *b2, uint32_t len)
+static void two_compare_cmds(struct fx *f, struct nvmf_queue *q, uint32_t len)
 {
-	uint8_t *wire, *h1, *h2;
-	size_t total, n1, n2;
+	uint8_t *wire;
+	size_t total;
 
 	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 1, 0, len, NULL, &total);
 	feed_all(f, q, wire, total);
@@ -1712,6 +1711,15 @@ static void two_compares(struct fx *f, struct nvmf_queue *q, const uint8_t *a,
 		       &total);
 	feed_all(f, q, wire, total);
 	free(wire);
+}
+
+/* The two Compares' data (@a for cid 1, @b2 for cid 2) in one input call. */
+static void two_compare_data(struct nvmf_queue *q, const uint8_t *a,
+			     const uint8_t *b2, uint32_t len)
+{
+	uint8_t *wire, *h1, *h2;
+	size_t n1, n2;
+
 	h1 = h2c_pdu(q, 1, a, len, &n1);
 	h2 = h2c_pdu(q, 2, b2, len, &n2);
 	wire = malloc(n1 + n2);
@@ -1721,6 +1729,13 @@ static void two_compares(struct fx *f, struct nvmf_queue *q, const uint8_t *a,
 	free(h1);
 	free(h2);
 	free(wire);
+}
+
+static void two_compares(struct fx *f, struct nvmf_queue *q, const uint8_t *a,
+			 const uint8_t *b2, uint32_t len)
+{
+	two_compare_cmds(f, q, len);
+	two_compare_data(q, a, b2, len);
 }
 
 /*
@@ -1791,8 +1806,8 @@ static void compare_passes_a_budget_waiter(void **state)
 	struct nvmf_port port;
 	struct nvmf_queue *q;
 	const uint32_t len = 256 * 1024;
-	uint8_t *a = malloc(len), *b2 = malloc(len), *wire, *h1, *h2;
-	size_t total, n1, n2;
+	uint8_t *a = malloc(len), *b2 = malloc(len), *wire;
+	size_t total;
 	int i;
 
 	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
@@ -1801,13 +1816,7 @@ static void compare_passes_a_budget_waiter(void **state)
 	assert_int_equal(bs_write_sync(f->dev, a, len, 0), 0);
 	assert_int_equal(bs_write_sync(f->dev, b2, len, len), 0);
 	q = ops_queue(f, &port, false);
-	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 1, 0, len, NULL, &total);
-	feed_all(f, q, wire, total);
-	free(wire);
-	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 2, len / 512, len, NULL,
-		       &total);
-	feed_all(f, q, wire, total);
-	free(wire);
+	two_compare_cmds(f, q, len);
 	memset(&other, 0, sizeof(other));
 	assert_true(bs_budget_take(b, &other, BS_BUDGET_MIN - 2 * len));
 	/* a 1 MiB Read: no room, it waits (the R2Ts' data still comes) */
@@ -1816,16 +1825,7 @@ static void compare_passes_a_budget_waiter(void **state)
 	free(wire);
 	assert_non_null(q->wait_head);
 	assert_int_equal(q->wait_head->sqe.cid, 3);
-
-	h1 = h2c_pdu(q, 1, a, len, &n1);
-	h2 = h2c_pdu(q, 2, b2, len, &n2);
-	wire = malloc(n1 + n2);
-	memcpy(wire, h1, n1);
-	memcpy(wire + n1, h2, n2);
-	assert_int_equal(nvmf_net_proto.input(q, wire, n1 + n2), n1 + n2);
-	free(h1);
-	free(h2);
-	free(wire);
+	two_compare_data(q, a, b2, len);
 	/* the first Compare reads, the second waits behind the Read */
 	assert_int_equal(q->cmp_owner->sqe.cid, 1);
 	assert_int_equal(q->wait_head->sqe.cid, 3);

@@ -109,6 +109,19 @@ static void fill(struct sth *s, uint64_t lun, uint64_t lba, uint32_t n,
 	free(buf);
 }
 
+/* LUs 0 and 1 over @spec devices, unit attentions cleared on both
+ * nexuses, their NAA designators in @ids. */
+static void two_units(struct sth *s, const char *spec, uint8_t ids[2][12])
+{
+	sth_lu(s, 0, th_dev(s->ctx, "a", spec), false);
+	sth_lu(s, 1, th_dev(s->ctx, "b", spec), false);
+	for (unsigned n = 0; n < 2; n++)
+		for (uint64_t lun = 0; lun < 2; lun++)
+			sth_clear_ua(s, s->n[n], lun);
+	naa_of(s, 0, ids[0]);
+	naa_of(s, 1, ids[1]);
+}
+
 static void copies(void **state)
 {
 	struct sth *s = *state;
@@ -117,12 +130,7 @@ static void copies(void **state)
 	uint64_t src[2] = { 0, 100 }, dst[2] = { 10000, 50 };
 	uint32_t len;
 
-	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:8M"), false);
-	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:8M"), false);
-	sth_clear_ua(s, s->n[0], 0);
-	sth_clear_ua(s, s->n[0], 1);
-	naa_of(s, 0, ids[0]);
-	naa_of(s, 1, ids[1]);
+	two_units(s, "mem:8M", ids);
 	fill(s, 0, 0, 2048, 0x61);
 	fill(s, 0, 2048, 2048, 0x62);
 	/* 3000 blocks within LU 0 (more than one chunk), 16 to LU 1 */
@@ -382,13 +390,7 @@ static void reservations_of_other_units(void **state)
 	uint64_t src[1] = { 0 }, dst[1] = { 0 };
 	uint32_t len;
 
-	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:1M"), false);
-	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:1M"), false);
-	sth_clear_ua(s, s->n[0], 0);
-	sth_clear_ua(s, s->n[0], 1);
-	sth_clear_ua(s, s->n[1], 1);
-	naa_of(s, 0, ids[0]);
-	naa_of(s, 1, ids[1]);
+	two_units(s, "mem:1M", ids);
 	fill(s, 0, 0, 8, 0x61);
 	assert_int_equal(pr_out(s, s->n[1], 1, 0, 0, 0, 0xb), BS_SCSI_GOOD);
 	assert_int_equal(pr_out(s, s->n[1], 1, 1, 1, 0xb, 0), BS_SCSI_GOOD);
@@ -477,13 +479,7 @@ static void other_unit_gate(void **state)
 	bool d1 = false, d2 = false;
 	uint32_t len;
 
-	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:8M"), false);
-	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:8M"), false);
-	sth_clear_ua(s, s->n[0], 0);
-	sth_clear_ua(s, s->n[0], 1);
-	sth_clear_ua(s, s->n[1], 1);
-	naa_of(s, 0, ids[0]);
-	naa_of(s, 1, ids[1]);
+	two_units(s, "mem:8M", ids);
 	fill(s, 0, 0, 2048, 0x61);
 	fill(s, 0, 2048, 2048, 0x61);
 	len = plist(p, ids, 2, 1, si, di, n, src, dst);
@@ -526,12 +522,7 @@ static void other_unit_reset(void **state)
 	uint32_t len;
 	int rc;
 
-	sth_lu(s, 0, th_dev(s->ctx, "a", "mem:64M"), false);
-	sth_lu(s, 1, th_dev(s->ctx, "b", "mem:64M"), false);
-	sth_clear_ua(s, s->n[0], 0);
-	sth_clear_ua(s, s->n[0], 1);
-	naa_of(s, 0, ids[0]);
-	naa_of(s, 1, ids[1]);
+	two_units(s, "mem:64M", ids);
 	for (uint32_t lba = 0; lba < 0xffff; lba += 2048)
 		fill(s, 0, lba, 0xffff - lba < 2048 ? 0xffff - lba : 2048,
 		     0x61);
