@@ -1740,8 +1740,9 @@ static void two_compares(struct fx *f, struct nvmf_queue *q, const uint8_t *a,
 
 /*
  * Two Compares in flight on one queue: the first reads into the scratch,
- * the second waits for it in the queue's FIFO (the queue takes no new PDU
- * meanwhile) and goes once the first is done; each gets its own answer.
+ * the second waits for it and goes once the first is done; each gets its
+ * own answer. The queue's input goes on meanwhile: a Read sent behind
+ * them is answered while the second still waits.
  */
 static void two_compares_share_the_scratch(void **state)
 {
@@ -1751,6 +1752,7 @@ static void two_compares_share_the_scratch(void **state)
 	struct nvmf_queue *q;
 	const uint32_t len = 256 * 1024;
 	uint8_t *a = malloc(len), *b2 = malloc(len);
+	int i;
 
 	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
 	th_fill(a, len, 41);
@@ -1764,16 +1766,24 @@ static void two_compares_share_the_scratch(void **state)
 	assert_non_null(q->cmp_owner);
 	assert_int_equal(q->cmp_owner->sqe.cid, 1);
 	assert_true(q->cmp_owner->in_core);
-	assert_non_null(q->wait_head);
-	assert_int_equal(q->wait_head->sqe.cid, 2);
-	assert_true(q->wait_head->cmp_wait);
-	assert_false(q->wait_head->in_core);
-	assert_false(nvmf_net_proto.wants_input(q));
+	/* the second waits for the scratch, not in the budget's FIFO: the
+	 * queue's input goes on */
+	assert_null(q->wait_head);
+	assert_non_null(q->cmp_head);
+	assert_int_equal(q->cmp_head->sqe.cid, 2);
+	assert_true(q->cmp_head->cmp_wait);
+	assert_false(q->cmp_head->in_core);
+	assert_true(nvmf_net_proto.wants_input(q));
+	put_capsule(f, q, BS_NVME_CMD_READ, 7, 4096);
+	for (i = 0; i < 100 && status_of(q, 7) < 0; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_int_equal(status_of(q, 7), 0);
+	assert_int_equal(status_of(q, 2), -1);
 	settle(f, q);
 	assert_int_equal(status_of(q, 1), 0);
 	assert_int_equal(status_of(q, 2), MISCOMPARE);
 	assert_null(q->cmp_owner);
-	assert_null(q->wait_head);
+	assert_null(q->cmp_head);
 	assert_true(nvmf_net_proto.wants_input(q));
 
 	/* and the other way round */
@@ -1826,10 +1836,12 @@ static void compare_passes_a_budget_waiter(void **state)
 	assert_non_null(q->wait_head);
 	assert_int_equal(q->wait_head->sqe.cid, 3);
 	two_compare_data(q, a, b2, len);
-	/* the first Compare reads, the second waits behind the Read */
+	/* the first Compare reads, the second waits for the scratch only,
+	 * not behind the Read */
 	assert_int_equal(q->cmp_owner->sqe.cid, 1);
 	assert_int_equal(q->wait_head->sqe.cid, 3);
-	assert_int_equal(q->wait_head->wnext->sqe.cid, 2);
+	assert_null(q->wait_head->wnext);
+	assert_int_equal(q->cmp_head->sqe.cid, 2);
 	for (i = 0; i < 2000 && (status_of(q, 1) < 0 || status_of(q, 2) < 0);
 	     i++)
 		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);

@@ -193,8 +193,9 @@ struct nvmf_cmd {
 	bool parked;
 	bool over;			/* its in-capsule data was taken above
 					   the budget's limit (q->nover) */
-	bool cmp_wait;			/* parked for the queue's Compare
-					   scratch (nvmf_cmp_scratch_take()) */
+	bool cmp_wait;			/* waiting for the queue's Compare
+					   scratch (q->cmp_head, linked by
+					   wnext; not parked) */
 	/* Compare: the device offset of its first byte, the bytes compared
 	 * so far and the chunk read at a time into q->cmp_buf */
 	uint64_t cmp_off;
@@ -246,13 +247,14 @@ struct nvmf_queue {
 	/* Compare's scratch: what the device holds, read a chunk at a time
 	 * and compared with the host's data (io.c). Made on the queue's
 	 * first Compare, freed with the queue; one Compare owns it at a
-	 * time, the others wait in the FIFO above. Not taken from the
+	 * time, the others wait in cmp_head's FIFO. Not taken from the
 	 * budget: a fixed per-queue cost (one chunk, 64 KiB) like the
 	 * queue's own buffers, and so nothing a Compare waits for while it
 	 * holds its data's bytes. */
 	uint8_t *cmp_buf;
 	uint32_t cmp_buf_len;
 	struct nvmf_cmd *cmp_owner;
+	struct nvmf_cmd *cmp_head, *cmp_tail;
 	bool evicted;
 	/* output */
 	struct nvmf_out *out_head, *out_tail;

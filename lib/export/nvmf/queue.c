@@ -67,23 +67,33 @@ void nvmf_buf_put(struct nvmf_queue *q, uint8_t *buf, uint32_t len)
 		bs_budget_give(q->budget, &q->bh, len);
 }
 
+/* Take @c out of the list @head/@tail (linked by wnext). */
+static void wait_unlink(struct nvmf_cmd **head, struct nvmf_cmd **tail,
+			struct nvmf_cmd *c)
+{
+	struct nvmf_cmd **pp, *prev = NULL;
+
+	for (pp = head; *pp; prev = *pp, pp = &(*pp)->wnext)
+		if (*pp == c) {
+			*pp = c->wnext;
+			if (*tail == c)
+				*tail = prev;
+			break;
+		}
+	c->wnext = NULL;
+}
+
+/* Out of whichever wait it is in: the budget's FIFO or the scratch's. */
 static void cmd_unpark(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
-	struct nvmf_cmd **pp, *prev = NULL;
 
-	if (!c->parked)
-		return;
-	for (pp = &q->wait_head; *pp; prev = *pp, pp = &(*pp)->wnext)
-		if (*pp == c) {
-			*pp = c->wnext;
-			if (q->wait_tail == c)
-				q->wait_tail = prev;
-			break;
-		}
+	if (c->parked)
+		wait_unlink(&q->wait_head, &q->wait_tail, c);
+	else if (c->cmp_wait)
+		wait_unlink(&q->cmp_head, &q->cmp_tail, c);
 	c->parked = false;
 	c->cmp_wait = false;
-	c->wnext = NULL;
 }
 
 static void cmd_park(struct nvmf_cmd *c, void (*resume)(struct nvmf_cmd *c))
@@ -176,11 +186,13 @@ static void wait_run(struct nvmf_queue *q)
 
 /*
  * One Compare of the queue at a time reads the device into q->cmp_buf,
- * chunk by chunk (io.c). The others wait for it in the queue's FIFO, as
- * commands wait there for the budget: parked, resumed by wait_run() or
- * by the owner giving the scratch back, later commands behind them. A
- * Compare that has its data holds no more bytes than a Write and waits
- * for none: it does not wait behind commands waiting for the budget (a
+ * chunk by chunk (io.c). The others wait for it in a FIFO of their own
+ * (q->cmp_head), resumed in order by the owner giving the scratch back.
+ * Not in the budget's FIFO: a Compare waiting for the scratch neither
+ * stops the queue's input nor holds back the commands after it (Reads
+ * and Writes go on around it; NVMe orders nothing within a queue), and
+ * it holds no more bytes than a Write and waits for none of the
+ * budget's: it does not wait behind commands waiting for the budget (a
  * Write with all of its data goes to the device the same way), else it
  * would hold its bytes while waiting for others' (hold and wait).
  */
@@ -191,8 +203,17 @@ bool nvmf_cmp_scratch_take(struct nvmf_cmd *c, uint32_t len,
 	uint8_t *b;
 
 	if (q->cmp_owner && q->cmp_owner != c) {
-		cmd_park(c, resume);
-		c->cmp_wait = true;
+		c->resume = resume;
+		if (!c->cmp_wait) {
+			cmd_unpark(c);
+			c->cmp_wait = true;
+			c->wnext = NULL;
+			if (q->cmp_tail)
+				q->cmp_tail->wnext = c;
+			else
+				q->cmp_head = c;
+			q->cmp_tail = c;
+		}
 		return false;
 	}
 	cmd_unpark(c);
@@ -213,18 +234,6 @@ bool nvmf_cmp_scratch_take(struct nvmf_cmd *c, uint32_t len,
 	return true;
 }
 
-/* The first command of the FIFO waiting for the scratch, wherever it
- * stands. */
-static struct nvmf_cmd *cmp_waiter(const struct nvmf_queue *q)
-{
-	struct nvmf_cmd *c;
-
-	for (c = q->wait_head; c; c = c->wnext)
-		if (c->cmp_wait)
-			return c;
-	return NULL;
-}
-
 void nvmf_cmp_scratch_put(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
@@ -239,13 +248,8 @@ void nvmf_cmp_scratch_put(struct nvmf_cmd *c)
 		return;
 	/* each resume takes the scratch or answers its command (range
 	 * checked again, out of memory): the loop ends */
-	while (!q->cmp_owner && (w = cmp_waiter(q)))
+	while (!q->cmp_owner && (w = q->cmp_head))
 		w->resume(w);
-	/* the ones that stood behind a waiter may go now (commands parked
-	 * behind it never asked the budget), and so may input */
-	wait_run(q);
-	if (q->nc && !q->orphan)
-		bs_net_conn_kick(q->nc);
 }
 
 /* ---- output ---------------------------------------------------------------- */

@@ -177,6 +177,10 @@ static void xc_chunk(struct scsi_io *io)
 	struct xcopy *x = io->ext;
 	uint64_t max = io->buf_len / io->bs;
 
+	if (__atomic_load_n(&scsi_core(io->cmd)->aborted, __ATOMIC_RELAXED)) {
+		scsi_io_end(io);	/* aborted while it waited for a gate */
+		return;
+	}
 	if (xc_visit_aborted(x)) {
 		xc_abort(io, A_THIRD_PARTY_FAILURE);
 		return;
