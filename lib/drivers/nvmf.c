@@ -301,8 +301,19 @@ void nvmf_path_live(struct nvmf *m, struct nvc *c)
 
 void nvmf_path_changed(struct nvmf *m, struct nvc *c)
 {
+	const char *field = NULL;
 	uint64_t bytes;
+	char why[128];
 
+	if (nvmf_ids_match(&m->ids, &c->ids, &field)) {
+		/* another namespace at this NSID now: none of its blocks are
+		 * the device's; the path goes, and nvmf_path_up() refuses it
+		 * when it comes back */
+		snprintf(why, sizeof(why), "re-identify: %s differs from the "
+			 "device's (not the same namespace)", field);
+		nvc_lost(c, why);
+		return;
+	}
 	if (c->facts.lbads != m->lbads) {
 		/* not decided again: the path's limits, and so the
 		 * device's, stay in the old blocks */

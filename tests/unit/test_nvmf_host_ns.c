@@ -92,6 +92,7 @@ struct ft {
 	uint8_t lbads;
 	uint64_t nsze;
 	uint32_t ioccsz;
+	uint8_t nguid;			/* every byte of the NGUID */
 	unsigned epoch;			/* bumped at each change */
 	uint8_t *store;
 	bool hold;			/* keep I/O commands, answer later */
@@ -182,8 +183,8 @@ static void ft_identify(struct ft_conn *c, const uint8_t *sqe, uint16_t cid)
 		put64(d + 8, t->nsze);
 		put64(d + 16, t->nsze);
 		d[130] = t->lbads;		/* LBAF0.LBADS, FLBAS 0 */
+		memset(d + 104, t->nguid, 16);	/* NGUID */
 		pthread_mutex_unlock(&t->lock);
-		memset(d + 104, 0x5a, 16);	/* NGUID */
 		break;
 	case 0x03:	/* descriptors: none (the last re-identify step) */
 		pthread_mutex_lock(&t->lock);
@@ -461,6 +462,7 @@ static struct ft *ft_start(uint8_t lbads, uint32_t ioccsz)
 	t->store = calloc(1, FT_STORE);
 	assert_non_null(t->store);
 	t->lbads = lbads;
+	t->nguid = 0x5a;
 	t->nsze = (FT_STORE / 2) >> lbads;	/* room to grow */
 	t->ioccsz = ioccsz;
 	t->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -517,6 +519,15 @@ static void ft_reformat(struct ft *t, uint8_t lbads, uint64_t nsze)
 	pthread_mutex_lock(&t->lock);
 	t->lbads = lbads;
 	t->nsze = nsze;
+	t->epoch++;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Another namespace behind NSID 1 now: same shape, another NGUID. */
+static void ft_other_ns(struct ft *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->nguid = 0xa5;
 	t->epoch++;
 	pthread_mutex_unlock(&t->lock);
 }
@@ -814,6 +825,49 @@ static void reidentify_size_only(void **state)
 	rig_down(&r);
 }
 
+static bool other_ns_seen(struct rig *r)
+{
+	struct th_desc d;
+
+	return strstr(th_describe(r->dev, &d), "NGUID differs") != NULL;
+}
+
+/*
+ * Another namespace behind the NSID on re-identify (same LBA size and
+ * size, another NGUID): the path goes with the reason, and is refused
+ * when it comes back; no command reaches that namespace after it.
+ */
+static void reidentify_other_namespace(void **state)
+{
+	static struct aio a;	/* may still wait as the context goes */
+	struct rig r;
+	uint8_t buf[4096];
+	unsigned ios;
+	int i;
+
+	(void)state;
+	rig_up(&r, 9, 4 + 8192 / 16, NULL);
+	th_fill(buf, sizeof(buf), 5);
+	assert_int_equal(bs_write_sync(r.dev, buf, sizeof(buf), 0), 0);
+	ft_other_ns(r.t);
+	notice(&r);
+	assert_true(run_until(&r, reidentified));
+	assert_true(run_until(&r, other_ns_seen));
+	assert_true(nvmf_of(&r)->paths[0].state != NVC_LIVE);
+	/* a write now waits for a path; none reaches the other namespace */
+	ios = ft_count(r.t, &r.t->io_cmds);
+	memset(a.buf, 0xee, sizeof(a.buf));
+	bs_req_init(&a.req, BS_OP_WRITE, 0, 0, 512, a.buf, aio_done, &a);
+	bs_submit(r.dev, &a.req);
+	for (i = 0; i < 100; i++)
+		bs_loop_run_once(bs_ctx_loop(r.ctx), 10);
+	assert_int_equal(ft_count(r.t, &r.t->io_cmds), ios);
+	assert_true(!a.done || a.res < 0);
+	assert_non_null(strstr(nvmf_of(&r)->paths[0].last_error,
+			       "NGUID differs"));
+	rig_down(&r);
+}
+
 /*
  * IOCCSZ as a hostile controller may send it: in-capsule data at most
  * max_io (64 KiB here), computed without wrapping; the largest write
@@ -879,6 +933,7 @@ int main(void)
 		cmocka_unit_test(reconnect_lba_change),
 		cmocka_unit_test(reidentify_size_only),
 		cmocka_unit_test(ioccsz_clamped),
+		cmocka_unit_test(reidentify_other_namespace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
