@@ -237,8 +237,8 @@ table() {	# DIR
 	echo "$ROUNDS rounds, each row once per round in this order (bw: none, never-"
 	echo "written in a loop, paced, data; then the same for lat); a row's cost is"
 	echo "against the same round's alone run, and the cost shown is the median of"
-	echo "the rounds. The alone run's spread over the rounds (largest / smallest"
-	echo "- 1) is this machine's noise floor for the row."
+	echo "the rounds. The alone run's spread over the rounds (largest over"
+	echo "smallest, minus one) is this machine's noise floor for the row."
 	echo
 	echo "| job | background | window s | zeroed GiB | MiB/s per round | p99 µs per round | bandwidth cost per round | p99 cost per round | bandwidth cost (median) | p99 cost (median) |"
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
