@@ -110,15 +110,21 @@ static uint16_t range(struct nvmf_cmd *c, uint64_t *off, uint64_t *len)
 /* Read the next chunk of what the device holds into the scratch. */
 static void cmp_next(struct nvmf_cmd *c);
 
+/* The bytes of the chunk at c->cmp_done: a whole one, or what is left. */
+static uint32_t cmp_len(const struct nvmf_cmd *c)
+{
+	uint32_t n = c->len - c->cmp_done;
+
+	return n < c->cmp_chunk ? n : c->cmp_chunk;
+}
+
 static void cmp_read_done(struct bs_req *req)
 {
 	struct nvmf_cmd *c = req->priv;
 	struct nvmf_queue *q = c->q;
-	uint32_t n = c->len - c->cmp_done;
+	uint32_t n = cmp_len(c);	/* the chunk read (cmp_next()) */
 	uint16_t sf = 0;
 
-	if (n > c->cmp_chunk)
-		n = c->cmp_chunk;	/* the chunk read (cmp_next()) */
 	c->pending--;
 	c->in_core = false;
 	if (req->result)
@@ -141,12 +147,8 @@ static void cmp_read_done(struct bs_req *req)
 
 static void cmp_next(struct nvmf_cmd *c)
 {
-	uint32_t n = c->len - c->cmp_done;
-
-	if (n > c->cmp_chunk)
-		n = c->cmp_chunk;
-	bs_req_init(&c->req, BS_OP_READ, 0, c->cmp_off + c->cmp_done, n,
-		    c->q->cmp_buf, cmp_read_done, c);
+	bs_req_init(&c->req, BS_OP_READ, 0, c->cmp_off + c->cmp_done,
+		    cmp_len(c), c->q->cmp_buf, cmp_read_done, c);
 	submit(c, &c->req);
 }
 

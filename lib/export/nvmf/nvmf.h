@@ -187,7 +187,8 @@ struct nvmf_cmd {
 	uint16_t sf;			/* status field to answer */
 	struct bs_req req;
 	struct bs_req *reqs;		/* DSM: one per range */
-	/* waiting for the budget (nvmf_cmd_hold()): the queue's FIFO */
+	/* waiting for the budget (nvmf_cmd_hold()): the queue's FIFO; or
+	 * for the Compare scratch (cmp_wait): its FIFO */
 	struct nvmf_cmd *wnext;
 	void (*resume)(struct nvmf_cmd *c);
 	bool parked;
@@ -303,15 +304,15 @@ bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
  * The queue's Compare scratch for @c, at least @len bytes (a chunk;
  * page aligned, from the buffer pool, not from the budget): true, @c owns
  * it (c->q->cmp_buf) until nvmf_cmp_scratch_put(). False: another Compare
- * owns it, @c waits in the queue's FIFO and @resume runs once it is
- * free; or @c was answered (out of memory). Either way the caller leaves
+ * owns it, @c waits in the scratch's FIFO (q->cmp_head, not the
+ * budget's) and @resume runs once it is free; or @c was answered (out of memory). Either way the caller leaves
  * @c alone then.
  */
 bool nvmf_cmp_scratch_take(struct nvmf_cmd *c, uint32_t len,
 			   void (*resume)(struct nvmf_cmd *c));
 /* @c (its owner, else nothing happens) is done with the scratch: the
- * next Compare waiting for it takes it, then the FIFO runs. Before
- * nvmf_cmd_done(), which may free @c and its queue. */
+ * next Compare waiting for it takes it. Before nvmf_cmd_done(), which
+ * may free @c and its queue. */
 void nvmf_cmp_scratch_put(struct nvmf_cmd *c);
 /* Free a queued output PDU (and its data); all of @q's output. */
 void nvmf_out_free(struct nvmf_queue *q, struct nvmf_out *o);

@@ -12,8 +12,8 @@
  * server budget, and a command that finds it full waits in the queue's
  * FIFO. A Compare holds its data like a Write; what the device holds is
  * read into the queue's Compare scratch (one chunk, not from the budget),
- * which one Compare at a time owns while the others wait for it in the
- * same FIFO ("the Compare scratch" below).
+ * which one Compare at a time owns while the others wait for it in a
+ * FIFO of their own ("the Compare scratch" below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -67,6 +67,18 @@ void nvmf_buf_put(struct nvmf_queue *q, uint8_t *buf, uint32_t len)
 		bs_budget_give(q->budget, &q->bh, len);
 }
 
+/* Put @c at the end of the list @head/@tail (linked by wnext). */
+static void wait_append(struct nvmf_cmd **head, struct nvmf_cmd **tail,
+			struct nvmf_cmd *c)
+{
+	c->wnext = NULL;
+	if (*tail)
+		(*tail)->wnext = c;
+	else
+		*head = c;
+	*tail = c;
+}
+
 /* Take @c out of the list @head/@tail (linked by wnext). */
 static void wait_unlink(struct nvmf_cmd **head, struct nvmf_cmd **tail,
 			struct nvmf_cmd *c)
@@ -106,12 +118,7 @@ static void cmd_park(struct nvmf_cmd *c, void (*resume)(struct nvmf_cmd *c))
 		return;
 	}
 	c->parked = true;
-	c->wnext = NULL;
-	if (q->wait_tail)
-		q->wait_tail->wnext = c;
-	else
-		q->wait_head = c;
-	q->wait_tail = c;
+	wait_append(&q->wait_head, &q->wait_tail, c);
 }
 
 static void cmd_free(struct nvmf_cmd *c)
@@ -168,8 +175,8 @@ bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
 	return true;
 }
 
-/* Commands waiting for the budget (or the Compare scratch) try again,
- * oldest first, until one is refused. */
+/* Commands waiting for the budget try again, oldest first, until one is
+ * refused. */
 static void wait_run(struct nvmf_queue *q)
 {
 	while (q->wait_head && !q->ended) {
@@ -207,12 +214,7 @@ bool nvmf_cmp_scratch_take(struct nvmf_cmd *c, uint32_t len,
 		if (!c->cmp_wait) {
 			cmd_unpark(c);
 			c->cmp_wait = true;
-			c->wnext = NULL;
-			if (q->cmp_tail)
-				q->cmp_tail->wnext = c;
-			else
-				q->cmp_head = c;
-			q->cmp_tail = c;
+			wait_append(&q->cmp_head, &q->cmp_tail, c);
 		}
 		return false;
 	}

@@ -147,11 +147,7 @@ static void xc_written(struct bs_req *req)
 	x->dst_lba += x->chunk;
 	x->left -= x->chunk;
 	x->copied += (uint64_t)x->chunk * io->bs;
-	if (__atomic_load_n(&scsi_core(io->cmd)->aborted, __ATOMIC_RELAXED)) {
-		scsi_io_end(io);	/* task management: TASK ABORTED */
-		return;
-	}
-	xc_chunk(io);
+	xc_chunk(io);		/* which stops an aborted task */
 }
 
 static void xc_read(struct bs_req *req)
@@ -177,8 +173,10 @@ static void xc_chunk(struct scsi_io *io)
 	struct xcopy *x = io->ext;
 	uint64_t max = io->buf_len / io->bs;
 
+	/* task management aborted it (during the last chunk, or while it
+	 * waited for a gate): TASK ABORTED */
 	if (__atomic_load_n(&scsi_core(io->cmd)->aborted, __ATOMIC_RELAXED)) {
-		scsi_io_end(io);	/* aborted while it waited for a gate */
+		scsi_io_end(io);
 		return;
 	}
 	if (xc_visit_aborted(x)) {
