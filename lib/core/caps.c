@@ -82,7 +82,7 @@ void bs_caps_why_no_unmap(const struct bs_dev *dev, char *buf, size_t len)
 void bs_dev_caps(const struct bs_dev *dev, struct bs_caps *c)
 {
 	/* the main loop owns the state; other threads read the snapshot */
-	if (bs_loop_is_current(bs_ctx_loop(dev->ctx)) || !dev->snap) {
+	if (bs_loop_is_current(bs_ctx_loop(dev->ctx)) || !bs_dev_snap(dev)) {
 		bs_dev_caps_compute(dev, c);
 		return;
 	}
