@@ -131,6 +131,9 @@ stop_server() {
 		END {printf "%.2f %d\n", u+s, r}' "$SERVER_TIME"
 }
 
+# BD_DEV_OPTS="key = value" adds device lines (an A/B of driver options).
+# BD_DEV_TYPE=hostbdev serves IMG (then a block device) with the hostbdev
+# driver instead of the file driver.
 # BD_THREADS=N in the environment adds `threads = N` to [daemon],
 # BD_POLL_US=US `poll_us = US`, BD_EVENT_LOOP=epoll `event_loop = epoll`;
 # BD_SEND_BUFFER=SIZE `send_buffer = SIZE`
@@ -143,9 +146,10 @@ ${BD_THREADS:+threads = $BD_THREADS}
 ${BD_POLL_US:+poll_us = $BD_POLL_US}
 ${BD_EVENT_LOOP:+event_loop = $BD_EVENT_LOOP}
 [device vol0]
-type = file
+type = ${BD_DEV_TYPE:-file}
 path = $2
 ${4:-}
+${BD_DEV_OPTS:-}
 [export vol0]
 type = nbd
 device = vol0
@@ -183,6 +187,7 @@ ${BD_EVENT_LOOP:+event_loop = $BD_EVENT_LOOP}
 [device vol0]
 type = file
 path = $1
+${BD_DEV_OPTS:-}
 [export vol0]
 type = iscsi
 device = vol0

@@ -22,10 +22,14 @@
 # blocks' discards to the virtual disk and waits for them), and
 # "nodiscard", a fresh ext4 without online discard on a loop device (root
 # only; else a SKIP line), so the cost of the host's discards and the cost
-# of blkstack's zeroing are told apart.
+# of blkstack's zeroing are told apart; and "zram", the device itself
+# rather than a file: /dev/zram0 served by the hostbdev driver (root only,
+# zram0 unused), a block device that zeroes by deallocating as the seed's
+# NVMe and SCSI devices do (zram frees the pages on Write Zeroes and
+# discard), filled with random data so the pages it frees are real ones.
 #
 # Knobs: LOAD_FG_GIB, LOAD_DATA_GIB, LOAD_ZERO_GIB (sizes), LOAD_PACE_MS, JOB_SECONDS,
-# LOAD_FS ("host nodiscard"), LOAD_ROUNDS (3), BENCH_QUICK.
+# LOAD_FS ("host nodiscard zram"), LOAD_ROUNDS (3), BENCH_QUICK.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_dir
@@ -41,11 +45,15 @@ SPARSE_OFF=$((FG_GIB + DATA_GIB))
 IMG_GIB=$((FG_GIB + DATA_GIB + ZERO_GIB))
 
 fill() {	# OFFSET_GIB GIB CHAR: written, synced, not timed
-	dd if=/dev/zero bs=4M count=$(($2 * 256)) status=none | tr '\0' "$3" |
-		dd of="$img" bs=4M seek=$(($1 * 256)) iflag=fullblock oflag=direct \
-			conv=notrunc status=none
+	if [ "$FILL_RANDOM" = 1 ]; then	# zram keeps a repeated byte as no page
+		head -c $(($2 << 30)) /dev/urandom
+	else
+		dd if=/dev/zero bs=4M count=$(($2 * 256)) status=none | tr '\0' "$3"
+	fi | dd of="$img" bs=4M seek=$(($1 * 256)) iflag=fullblock oflag=direct \
+		conv=notrunc status=none
 	sync "$img"
 }
+FILL_RANDOM=0
 
 NBDZERO=$BUILD/bench/nbdzero
 "$BENCH_ROOT/bench/tools/build-nbdzero.sh" "$NBDZERO"
@@ -68,7 +76,29 @@ loop_fs_drop() {
 	if [ -n "$LOOP_DEV" ]; then losetup -d "$LOOP_DEV" || true; fi
 	LOOP_DEV= LOOP_MNT=
 }
-trap 'bench_cleanup_servers; loop_fs_drop; bench_cleanup' EXIT
+
+# "zram": /dev/zram0 sized for the table, lz4; reset (emptied) afterwards.
+ZRAM=
+ZRAM_SYS=/sys/block/zram0
+zram_dev() {	# sets ZRAM; fails with a reason on stderr
+	local avail
+	[ "$(id -u)" = 0 ] || { echo "needs root (zram's sysfs)" >&2; return 1; }
+	[ -w $ZRAM_SYS/disksize ] && [ -b /dev/zram0 ] ||
+		{ echo "no /dev/zram0 (zram module not loaded)" >&2; return 1; }
+	[ "$(cat $ZRAM_SYS/disksize)" = 0 ] ||
+		{ echo "/dev/zram0 is in use (disksize $(cat $ZRAM_SYS/disksize))" >&2; return 1; }
+	avail=$(awk '/^MemAvailable:/ { print int($2 / 1048576) }' /proc/meminfo)
+	((avail >= FG_GIB + DATA_GIB + 4)) ||
+		{ echo "$avail GiB of memory available, $((FG_GIB + DATA_GIB + 4)) needed" >&2; return 1; }
+	echo lz4 >$ZRAM_SYS/comp_algorithm 2>/dev/null || true
+	echo $((IMG_GIB << 30)) >$ZRAM_SYS/disksize || return 1
+	ZRAM=/dev/zram0
+}
+zram_drop() {
+	if [ -n "$ZRAM" ]; then echo 1 >$ZRAM_SYS/reset || true; fi
+	ZRAM=
+}
+trap 'bench_cleanup_servers; loop_fs_drop; zram_drop; bench_cleanup' EXIT
 
 now_ms() { NOW=$((${EPOCHREALTIME/[.,]/} / 1000)); }	# sets NOW, no fork
 mkfifo "$BENCH_DIR/tick"
@@ -215,13 +245,30 @@ cost() {	# BASE NOW HIGHER_IS_WORSE(0/1) -> % cost
 		printf "%.1f%%", c }'
 }
 
-# One table: the device's file in directory DIR.
-table() {	# DIR
-	img=$1/load.img
-	truncate -s ${IMG_GIB}G "$img"
+# One table: the device's file in directory DIR, or the block device DEV
+# (served by the hostbdev driver).
+table() {	# DIR | DEV
+	local what q
+	if [ -b "$1" ]; then
+		img=$1
+		q=/sys/block/${img##*/}/queue
+		BD_DEV_TYPE=hostbdev
+		what="The device is $img ($(sed 's/.*\[\(.*\)\].*/\1/' $ZRAM_SYS/comp_algorithm) zram), served by the hostbdev driver; zram
+frees a range's pages on Write Zeroes (write_zeroes_max_bytes
+$(cat $q/write_zeroes_max_bytes)) and on discard, but the kernel does not flag that as
+unmap zeroing (write_zeroes_unmap_max_bytes
+$(cat $q/write_zeroes_unmap_max_bytes 2>/dev/null || echo absent)), so blkstack zeroes it with BLKZEROOUT.
+The data written is random (incompressible)."
+	else
+		img=$1/load.img
+		BD_DEV_TYPE=file
+		truncate -s ${IMG_GIB}G "$img"
+		what="The device's file is on $(findmnt -n -o FSTYPE -T "$img") mounted
+\`$(findmnt -n -o OPTIONS -T "$img")\`."
+	fi
 	fill 0 "$FG_GIB" f
 	port=$(free_port)
-	start_blkstackd "$img" "$port" "direct = 1"
+	BD_DEV_TYPE=$BD_DEV_TYPE start_blkstackd "$img" "$port" "direct = 1"
 	sock=$BENCH_DIR/state/blkstackd.sock
 	echo "### Zeroing under load (blkstackd over NBD, ${JOB_SECONDS} s per job), $FS_LABEL"
 	echo
@@ -231,8 +278,7 @@ table() {	# DIR
 	echo "or once every ${PACE_MS} ms by \`blkstack -s SOCK zeroout\`; or $DATA_GIB GiB that"
 	echo "holds data by \`blkstack zeroout\`, ${STEP_MIB} MiB a step. The numbers are"
 	echo "over the window while the zeroing ran (the alone run: from 1 s on)."
-	echo "The device's file is on $(findmnt -n -o FSTYPE -T "$img") mounted"
-	echo "\`$(findmnt -n -o OPTIONS -T "$img")\`."
+	echo "$what"
 	echo
 	echo "$ROUNDS rounds, each row once per round in this order (bw: none, never-"
 	echo "written in a loop, paced, data; then the same for lat); a row's cost is"
@@ -304,10 +350,10 @@ table() {	# DIR
 		awk -v c="${P99_COST[$k]%\%}" 'BEGIN { exit !(c != "-" && c + 0 >= 10) }' &&
 			target_miss "zeroing under load, $FS ($k): 4 KiB write p99 cost ${P99_COST[$k]} (median of $ROUNDS; target < 10 %)"
 	done
-	rm -f "$img"
+	[ -b "$img" ] || rm -f "$img"
 }
 
-for FS in ${LOAD_FS:-host nodiscard}; do
+for FS in ${LOAD_FS:-host nodiscard zram}; do
 	case $FS in
 	host)
 		FS_LABEL="file on the scratch directory's filesystem"
@@ -326,6 +372,20 @@ for FS in ${LOAD_FS:-host nodiscard}; do
 		fi
 		table "$LOOP_MNT"
 		loop_fs_drop
+		;;
+	zram)
+		FS_LABEL="/dev/zram0, a device that zeroes by deallocating (hostbdev driver)"
+		if ! zram_dev 2>"$BENCH_DIR/zram.err" >/dev/null; then
+			why=$(tail -1 "$BENCH_DIR/zram.err")
+			echo "### Zeroing under load, $FS_LABEL"
+			echo
+			echo "SKIP: no zram device: ${why:-zram setup failed}"
+			echo
+			zram_drop
+			continue
+		fi
+		FILL_RANDOM=1 table "$ZRAM"
+		zram_drop
 		;;
 	*) echo "bench: LOAD_FS: unknown filesystem \"$FS\"" >&2; exit 2 ;;
 	esac
