@@ -64,6 +64,16 @@ static unsigned live_paths(const struct nvmf *m)
 	return n;
 }
 
+/*
+ * Explain's reason once the LBA size changed (m->lba_why): given by
+ * lba_changed() when it happens and by apply_limits() whenever the
+ * limits are made again, in place of the decision.
+ */
+static void lba_reason(struct nvmf *m)
+{
+	bs_dev_set_reason(m->dev, "nvmf: %s: I/O fails with EIO", m->lba_why);
+}
+
 static void apply_limits(struct nvmf *m)
 {
 	struct bs_dev *dev = m->dev;
@@ -98,9 +108,7 @@ static void apply_limits(struct nvmf *m)
 		return;
 	}
 	if (m->lba_changed) {
-		/* explain gives it instead of the decision */
-		bs_dev_set_reason(dev, "nvmf: %s: I/O fails with EIO",
-				  m->lba_why);
+		lba_reason(m);	/* instead of the decision */
 		return;
 	}
 	if (!first)
@@ -232,8 +240,10 @@ static void lba_changed(struct nvmf *m, struct nvc *c)
 		   c->url, m->lba_why);
 	snprintf(m->dev->state_reason, sizeof(m->dev->state_reason), "%s",
 		 m->lba_why);
-	/* explain's reason (apply_limits() keeps it); the limits stay */
-	bs_dev_set_reason(m->dev, "nvmf: %s: I/O fails with EIO", m->lba_why);
+	/* here, not by calling apply_limits(): the limits stay as they
+	 * are, and apply_limits() returns before the reason on a device
+	 * with wz_broken */
+	lba_reason(m);
 	bs_dev_limits_changed(m->dev);		/* publishes the state */
 	/* the whole list at once: a completion that submits again finds it
 	 * empty and fails in issue() */

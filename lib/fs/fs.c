@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <ext2fs/ext2fs.h>
@@ -26,6 +25,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/fs.h>
 
+#include "core/random.h"
 #include "fs/internal.h"
 
 /* ---- errors --------------------------------------------------------------- */
@@ -400,26 +400,9 @@ uint32_t bs_fs_block_size(const struct bs_fs *fs)
 
 /* ---- mkfs ----------------------------------------------------------------- */
 
-static int fill_random(void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void make_uuid(uint8_t uuid[16])
 {
-	if (fill_random(uuid, 16)) {
+	if (bs_random_bytes(uuid, 16)) {
 		/* no entropy source: time and address, still unique enough */
 		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)uuid;
 		memcpy(uuid, &t, 8);

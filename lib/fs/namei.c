@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -16,6 +15,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/fs.h>
 
+#include "core/random.h"
 #include "fs/internal.h"
 
 #define NAME_MAX_EXT4 255
@@ -340,7 +340,7 @@ static int do_create(struct bs_fs *fs, uint32_t dir, const char *name,
 	inode.i_mode = LINUX_S_IFREG | (mode & 07777);
 	inode.i_links_count = 1;
 	fs_now(&now);
-	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
+	if (bs_random_bytes(&inode.i_generation, sizeof(inode.i_generation)))
 		inode.i_generation = (__u32)now.tv_nsec ^ (__u32)now.tv_sec;
 	/* an empty extent tree in i_block, EXTENTS_FL set */
 	ret = ext2fs_extent_open2(fs->e2, child, &inode, &h);
@@ -521,7 +521,7 @@ static int do_mknod(struct bs_fs *fs, uint32_t dir, const char *name,
 	inode.i_mode = (__u16)(type | (mode & 07777));
 	inode.i_links_count = 1;
 	fs_now(&now);
-	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
+	if (bs_random_bytes(&inode.i_generation, sizeof(inode.i_generation)))
 		inode.i_generation = (__u32)now.tv_nsec ^ (__u32)now.tv_sec;
 	if (type == LINUX_S_IFCHR || type == LINUX_S_IFBLK) {
 		/* the kernel's old_encode_dev / new_encode_dev */
@@ -619,7 +619,7 @@ static int do_symlink(struct bs_fs *fs, uint32_t dir, const char *name,
 	inode.i_mode = LINUX_S_IFLNK | 0777;
 	inode.i_links_count = 1;
 	fs_now(&now);
-	if (getrandom(&inode.i_generation, sizeof(inode.i_generation), 0) < 0)
+	if (bs_random_bytes(&inode.i_generation, sizeof(inode.i_generation)))
 		inode.i_generation = (__u32)now.tv_nsec ^ (__u32)now.tv_sec;
 	ret = ext2fs_inode_size_set(fs->e2, &inode, len);
 	if (ret)

@@ -46,8 +46,7 @@ struct cl {
 };
 
 struct fix {
-	char dir[64];
-	struct nfs_server *srv;
+	struct nfs_th_fix th;
 	struct cl a, b;
 };
 
@@ -66,18 +65,9 @@ static int fake_send(struct nfs_xprt *x, uint8_t *rec, size_t len)
 
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
+	struct fix *f = NFS_TH_FIX_NEW(struct fix, "/tmp");
 
-	strcpy(f->dir, "/tmp/test_nfs_deleg.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->srv = nfs_th_dir_server(f->dir);
-	if (!f->srv) {
-		rmdir(f->dir);
-		free(f);
-		skip();
-		return 0;
-	}
-	f->srv->delegations = true;
+	f->th.srv->delegations = true;
 	*state = f;
 	return 0;
 }
@@ -85,7 +75,7 @@ static int setup(void **state)
 static void fake_gone(struct fix *f, struct cl *c)
 {
 	if (c->fx.x.id) {
-		nfs_xprt_del(f->srv, &c->fx.x);
+		nfs_xprt_del(f->th.srv, &c->fx.x);
 		c->fx.x.id = 0;
 	}
 	free(c->fx.rec);
@@ -95,14 +85,10 @@ static void fake_gone(struct fix *f, struct cl *c)
 static int teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[128];
 
 	fake_gone(f, &f->a);
 	fake_gone(f, &f->b);
-	nfs_server_put(f->srv);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
-	free(f);
+	nfs_th_fix_free(f);
 	return 0;
 }
 
@@ -110,7 +96,7 @@ static int teardown(void **state)
 static uint32_t run(struct fix *f, struct cl *c, struct xdr_enc *e,
 		    struct xdr_dec *d)
 {
-	return nfs_th_run_on(f->srv, 1, c->fx.x.id, e, d, out, sizeof(out));
+	return nfs_th_run_on(f->th.srv, 1, c->fx.x.id, e, d, out, sizeof(out));
 }
 
 static void head(struct xdr_enc *e, uint8_t *b, size_t cap, uint32_t nops)
@@ -150,7 +136,7 @@ static void client(struct fix *f, struct cl *c, const char *owner,
 
 	c->fx.x.id = conn;
 	c->fx.x.send = fake_send;
-	nfs_xprt_add(f->srv, &c->fx.x);
+	nfs_xprt_add(f->th.srv, &c->fx.x);
 	head(&e, b, sizeof(b), 1);
 	nfs_th_put_exchange_id(&e, verf, owner);
 	assert_int_equal(run(f, c, &e, &d), NFS4_OK);
@@ -177,7 +163,7 @@ static uint32_t seq_flags(struct fix *f, struct cl *c)
 	struct xdr_dec d;
 
 	seq_head(c, &e, b, sizeof(b), 0);
-	assert_int_equal(nfs_th_run_on(f->srv, 1, c->fx.x.id, &e, &d, sout,
+	assert_int_equal(nfs_th_run_on(f->th.srv, 1, c->fx.x.id, &e, &d, sout,
 				       sizeof(sout)), NFS4_OK);
 	xdr_skip(&d, 32);
 	return xdr_get_u32(&d);
@@ -187,7 +173,7 @@ static struct nfs_session *session_of(struct fix *f, struct cl *c)
 {
 	struct nfs_session *s;
 
-	for (s = f->srv->sessions; s; s = s->next)
+	for (s = f->th.srv->sessions; s; s = s->next)
 		if (!memcmp(s->id, c->sid, NFS4_SESSIONID_SIZE))
 			return s;
 	fail();
@@ -278,7 +264,7 @@ static void answer(struct fix *f, struct cl *c, uint32_t op, uint32_t st,
 	if (blen)
 		xdr_put_fixed(&e, body, blen);
 	assert_int_equal(xdr_enc_err(&e), 0);
-	nfs_cb_reply(f->srv, c->fx.x.id, b, xdr_enc_len(&e));
+	nfs_cb_reply(f->th.srv, c->fx.x.id, b, xdr_enc_len(&e));
 }
 
 /* ---- the back channel ---------------------------------------------------- */
@@ -295,37 +281,37 @@ static void callback_round_trip(void **state)
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	assert_int_equal(seq_flags(f, &f->a), 0);
 	s = session_of(f, &f->a);
-	assert_true(nfs_cb_up(f->srv, s->cb));
+	assert_true(nfs_cb_up(f->th.srv, s->cb));
 
-	assert_int_equal(nfs_cb_start(f->srv, s->cb, OP_CB_RECALL, put_word,
+	assert_int_equal(nfs_cb_start(f->th.srv, s->cb, OP_CB_RECALL, put_word,
 				      &word, 5000, &call), 0);
 	open_call(&f->a, &d, &seqid);
 	assert_int_equal(seqid, 1);
 	assert_int_equal(xdr_get_u32(&d), OP_CB_RECALL);
 	assert_int_equal(xdr_get_u32(&d), 0x1234);
 	assert_int_equal(xdr_dec_left(&d), 0);
-	assert_int_equal(nfs_cb_poll(f->srv, call, &st), -EINPROGRESS);
+	assert_int_equal(nfs_cb_poll(f->th.srv, call, &st), -EINPROGRESS);
 	/* one back-channel slot: one call at a time */
-	assert_int_equal(nfs_cb_start(f->srv, s->cb, OP_CB_RECALL, put_word,
+	assert_int_equal(nfs_cb_start(f->th.srv, s->cb, OP_CB_RECALL, put_word,
 				      &word, 5000, &call2), -EBUSY);
 
 	xdr_set_be32(body, 77);
 	answer(f, &f->a, OP_CB_RECALL, NFS4_OK, body, 4);
-	assert_int_equal(nfs_cb_poll(f->srv, call, &st), 0);
+	assert_int_equal(nfs_cb_poll(f->th.srv, call, &st), 0);
 	assert_int_equal(st, NFS4_OK);
 	nfs_cb_result(call, &d);
 	assert_int_equal(xdr_get_u32(&d), 77);
-	nfs_cb_call_put(f->srv, call);
+	nfs_cb_call_put(f->th.srv, call);
 
 	/* the slot is free and its sequence moved on */
-	assert_int_equal(nfs_cb_start(f->srv, s->cb, OP_CB_RECALL, put_word,
+	assert_int_equal(nfs_cb_start(f->th.srv, s->cb, OP_CB_RECALL, put_word,
 				      &word, 5000, &call), 0);
 	open_call(&f->a, &d, &seqid);
 	assert_int_equal(seqid, 2);
 	answer(f, &f->a, OP_CB_RECALL, NFS4ERR_BADHANDLE, NULL, 0);
-	assert_int_equal(nfs_cb_poll(f->srv, call, &st), 0);
+	assert_int_equal(nfs_cb_poll(f->th.srv, call, &st), 0);
 	assert_int_equal(st, NFS4ERR_BADHANDLE);
-	nfs_cb_call_put(f->srv, call);
+	nfs_cb_call_put(f->th.srv, call);
 	assert_int_equal(seq_flags(f, &f->a), 0);
 }
 
@@ -357,15 +343,15 @@ static void path_down(void **state)
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	s = session_of(f, &f->a);
 	/* unanswered within its time: the path is down */
-	assert_int_equal(nfs_cb_start(f->srv, s->cb, OP_CB_RECALL, put_word,
+	assert_int_equal(nfs_cb_start(f->th.srv, s->cb, OP_CB_RECALL, put_word,
 				      &word, 0, &call), 0);
 	usleep(2000);
-	assert_int_equal(nfs_cb_wait(f->srv, call, &st), -ETIMEDOUT);
+	assert_int_equal(nfs_cb_wait(f->th.srv, call, &st), -ETIMEDOUT);
 	assert_int_equal(seq_flags(f, &f->a), down);
 	/* a late answer changes nothing */
 	answer(f, &f->a, OP_CB_RECALL, NFS4_OK, NULL, 0);
-	assert_int_equal(nfs_cb_poll(f->srv, call, &st), -ETIMEDOUT);
-	nfs_cb_call_put(f->srv, call);
+	assert_int_equal(nfs_cb_poll(f->th.srv, call, &st), -ETIMEDOUT);
+	nfs_cb_call_put(f->th.srv, call);
 	/* binding a connection again brings it back, as both directions */
 	assert_int_equal(bind_conn(f, &f->a, CDFC4_BACK_OR_BOTH), CDFS4_BOTH);
 	assert_int_equal(seq_flags(f, &f->a), 0);
@@ -373,19 +359,19 @@ static void path_down(void **state)
 	assert_int_equal(seq_flags(f, &f->a), 0);
 
 	/* the connection closes under a call: it fails, the path is down */
-	assert_int_equal(nfs_cb_start(f->srv, s->cb, OP_CB_RECALL, put_word,
+	assert_int_equal(nfs_cb_start(f->th.srv, s->cb, OP_CB_RECALL, put_word,
 				      &word, 5000, &call), 0);
 	fake_gone(f, &f->a);
-	assert_int_equal(nfs_cb_poll(f->srv, call, &st), -EPIPE);
-	nfs_cb_call_put(f->srv, call);
-	assert_int_equal(nfs_cb_start(f->srv, s->cb, OP_CB_RECALL, put_word,
+	assert_int_equal(nfs_cb_poll(f->th.srv, call, &st), -EPIPE);
+	nfs_cb_call_put(f->th.srv, call);
+	assert_int_equal(nfs_cb_start(f->th.srv, s->cb, OP_CB_RECALL, put_word,
 				      &word, 5000, &call), -ENOTCONN);
-	assert_false(nfs_cb_up(f->srv, s->cb));
+	assert_false(nfs_cb_up(f->th.srv, s->cb));
 
 	/* a session that never asked for a back channel: no flag */
 	client(f, &f->b, "b", 12, 0);
 	assert_int_equal(seq_flags(f, &f->b), 0);
-	assert_false(nfs_cb_up(f->srv, session_of(f, &f->b)->cb));
+	assert_false(nfs_cb_up(f->th.srv, session_of(f, &f->b)->cb));
 }
 
 struct waiter {
@@ -399,7 +385,7 @@ static void *wait_thread(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->ret = nfs_cb_wait(w->f->srv, w->call, &w->st);
+	w->ret = nfs_cb_wait(w->f->th.srv, w->call, &w->st);
 	return NULL;
 }
 
@@ -415,7 +401,7 @@ static void waiter_wakes(void **state)
 
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	s = session_of(f, &f->a);
-	assert_int_equal(nfs_cb_start(f->srv, s->cb, OP_CB_GETATTR, put_word,
+	assert_int_equal(nfs_cb_start(f->th.srv, s->cb, OP_CB_GETATTR, put_word,
 				      &word, 20000, &w.call), 0);
 	assert_int_equal(pthread_create(&th, NULL, wait_thread, &w), 0);
 	usleep(10000);
@@ -424,7 +410,7 @@ static void waiter_wakes(void **state)
 	assert_int_equal(w.ret, 0);
 	assert_int_equal(w.st, NFS4_OK);
 	assert_true(nfs_now_ms() - t0 < 10000);
-	nfs_cb_call_put(f->srv, w.call);
+	nfs_cb_call_put(f->th.srv, w.call);
 }
 
 /* ---- delegations --------------------------------------------------------- */
@@ -646,10 +632,10 @@ static void no_grant(void **state)
 	assert_int_equal(a.why, WND4_RESOURCE);
 	/* delegations = 0 */
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
-	f->srv->delegations = false;
+	f->th.srv->delegations = false;
 	assert_int_equal(granted(f, &f->b, "f", RD | W_ANY, &a),
 			 OPEN_DELEGATE_NONE_EXT);
-	f->srv->delegations = true;
+	f->th.srv->delegations = true;
 	assert_int_equal(granted(f, &f->b, "f", RD | W_ANY, &a),
 			 OPEN_DELEGATE_READ);
 	assert_int_equal(granted(f, &f->b, "f", RD | W_NO, &a),
@@ -663,7 +649,7 @@ static void revoke_after_lease(void **state)
 	struct fix *f = *state;
 	struct deleg a, b;
 
-	f->srv->lease = 4;
+	f->th.srv->lease = 4;
 	client(f, &f->a, "a", 11, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	assert_int_equal(granted(f, &f->a, "f", RD | W_RD, &a),
@@ -759,9 +745,9 @@ static void await_sent(struct fix *f, struct cl *c, unsigned n)
 	unsigned i, sent = 0;
 
 	for (i = 0; i < 5000; i++) {
-		pthread_mutex_lock(&f->srv->cb_lock);
+		pthread_mutex_lock(&f->th.srv->cb_lock);
 		sent = c->fx.sent;
-		pthread_mutex_unlock(&f->srv->cb_lock);
+		pthread_mutex_unlock(&f->th.srv->cb_lock);
 		if (sent >= n)
 			return;
 		usleep(1000);
@@ -804,10 +790,10 @@ static void cb_getattr(void **state)
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	assert_int_equal(granted(f, &f->a, "g", WR | W_WR, &a),
 			 OPEN_DELEGATE_WRITE);
-	pthread_mutex_lock(&f->srv->lock);
-	assert_int_equal(f->srv->be.ops->getattr(&f->srv->be,
+	pthread_mutex_lock(&f->th.srv->lock);
+	assert_int_equal(f->th.srv->be.ops->getattr(&f->th.srv->be,
 						 a_file(f), &at), 0);
-	pthread_mutex_unlock(&f->srv->lock);
+	pthread_mutex_unlock(&f->th.srv->lock);
 
 	assert_int_equal(pthread_create(&th, NULL, getattr_thread, &j), 0);
 	await_sent(f, &f->a, 1);
@@ -863,11 +849,11 @@ static void cb_getattr_inline(void **state)
 	client(f, &f->b, "b", 12, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	assert_int_equal(granted(f, &f->a, "g", WR | W_WR, &a),
 			 OPEN_DELEGATE_WRITE);
-	pthread_mutex_lock(&f->srv->lock);
-	assert_int_equal(f->srv->be.ops->getattr(&f->srv->be,
+	pthread_mutex_lock(&f->th.srv->lock);
+	assert_int_equal(f->th.srv->be.ops->getattr(&f->th.srv->be,
 						 a_file(f), &at), 0);
-	nfs_fh_wrap(f->srv, a_file(f), &wire);
-	pthread_mutex_unlock(&f->srv->lock);
+	nfs_fh_wrap(f->th.srv, a_file(f), &wire);
+	pthread_mutex_unlock(&f->th.srv->lock);
 
 	seq_head(&f->b, &e, b, sizeof(b), 2);
 	xdr_put_u32(&e, OP_PUTFH);
@@ -877,7 +863,7 @@ static void cb_getattr_inline(void **state)
 	xdr_put_u32(&e, 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE);
 	xdr_dec_init(&args, b, xdr_enc_len(&e));
 	xdr_enc_init(&r, res, sizeof(res));
-	assert_int_equal(nfs_compound_begin(&p, f->srv, &cred, f->b.fx.x.id,
+	assert_int_equal(nfs_compound_begin(&p, f->th.srv, &cred, f->b.fx.x.id,
 					    &args, &r), 0);
 	assert_int_equal(nfs_compound_run(&p, true), -EAGAIN);
 	assert_int_equal(p.i, 2);

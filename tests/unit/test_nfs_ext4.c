@@ -90,50 +90,18 @@ static int sh(const char *cmd)
 
 static void start(struct fix *f)
 {
-	uint8_t b[256], verf[8] = { 2 };
+	static const struct nfs_th_chan chan = { 65536, 65536, 8192, 16, 4 };
+	const uint8_t verf[8] = { 2 };
+	uint8_t b[256];
 	struct xdr_enc e;
 	struct xdr_dec d;
-	uint64_t id;
-	uint32_t seq, i;
 
 	f->srv = nfs_th_ext4_server(f->dev);
 	if (!f->srv)
 		fail_msg("ext4 server: %s", bs_last_error());
 	f->seq = 0;
-	xdr_enc_init(&e, b, sizeof(b));
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, 2);
-	xdr_put_u32(&e, 1);
-	xdr_put_u32(&e, OP_EXCHANGE_ID);
-	xdr_put_fixed(&e, verf, sizeof(verf));
-	xdr_put_cstring(&e, "ext4", 64);
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, SP4_NONE);
-	xdr_put_u32(&e, 0);
-	assert_int_equal(run(f, &e, &d), NFS4_OK);
-	id = xdr_get_u64(&d);
-	seq = xdr_get_u32(&d);
-	xdr_enc_init(&e, b, sizeof(b));
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, 2);
-	xdr_put_u32(&e, 1);
-	xdr_put_u32(&e, OP_CREATE_SESSION);
-	xdr_put_u64(&e, id);
-	xdr_put_u32(&e, seq);
-	xdr_put_u32(&e, 0);
-	for (i = 0; i < 2; i++) {
-		xdr_put_u32(&e, 0);
-		xdr_put_u32(&e, 65536);
-		xdr_put_u32(&e, 65536);
-		xdr_put_u32(&e, 8192);
-		xdr_put_u32(&e, 16);
-		xdr_put_u32(&e, 4);
-		xdr_put_u32(&e, 0);
-	}
-	xdr_put_u32(&e, 0x40000000);
-	xdr_put_u32(&e, 0);
-	assert_int_equal(run(f, &e, &d), NFS4_OK);
-	xdr_get_fixed(&d, f->sid, sizeof(f->sid));
+	/* on connection 2, the one run() uses */
+	nfs_th_session(f->srv, 2, verf, "ext4", &chan, f->sid);
 	head(f, &e, b, sizeof(b), 1);
 	xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
 	xdr_put_bool(&e, false);

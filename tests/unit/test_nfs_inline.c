@@ -70,8 +70,7 @@ static int w_write_nowait(struct nfs_backend *b, const struct nfs_fh *fh,
 }
 
 struct fix {
-	char dir[64];
-	struct nfs_server *srv;
+	struct nfs_th_fix th;
 	uint64_t clid;
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint32_t seq;
@@ -82,27 +81,20 @@ static uint8_t pattern[4096];
 
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
+	struct fix *f = NFS_TH_FIX_NEW(struct fix, "/tmp");
 	char path[128];
 	unsigned i;
 
-	strcpy(f->dir, "/tmp/test_nfs_inline.XXXXXX");
-	f->srv = nfs_th_tmp_server(f->dir);
-	if (!f->srv) {
-		free(f);
-		skip();
-		return 0;
-	}
 	for (i = 0; i < sizeof(pattern); i++)
 		pattern[i] = (uint8_t)(i * 7 + 1);
-	snprintf(path, sizeof(path), "%s/f", f->dir);
+	snprintf(path, sizeof(path), "%s/f", f->th.dir);
 	th_write_file(path, pattern, sizeof(pattern));
-	ops = orig = *f->srv->be.ops;
+	ops = orig = *f->th.srv->be.ops;
 	ops.read = w_read;
 	ops.write = w_write;
 	ops.read_nowait = w_read_nowait;
 	ops.write_nowait = w_write_nowait;
-	f->srv->be.ops = &ops;
+	f->th.srv->be.ops = &ops;
 	memset(&be, 0, sizeof(be));
 	*state = f;
 	return 0;
@@ -110,10 +102,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct fix *f = *state;
-
-	nfs_th_tmp_drop(f->srv, f->dir);
-	free(f);
+	nfs_th_fix_free(*state);
 	return 0;
 }
 
@@ -183,27 +172,27 @@ static void client(struct fix *f)
 
 	head(&e, b, sizeof(b), 1, 1);
 	nfs_th_put_exchange_id(&e, verf, "inline");
-	assert_int_equal(nfs_th_run(f->srv, 1, &e, &d, out, sizeof(out)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e, &d, out, sizeof(out)),
 			 NFS4_OK);
 	f->clid = xdr_get_u64(&d);
 	seq = xdr_get_u32(&d);
 	head(&e, b, sizeof(b), 1, 1);
 	nfs_th_put_create_session(&e, f->clid, seq, &fore, &back, 0x40000123);
-	assert_int_equal(nfs_th_run(f->srv, 1, &e, &d, out, sizeof(out)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e, &d, out, sizeof(out)),
 			 NFS4_OK);
 	xdr_get_fixed(&d, f->sid, NFS4_SESSIONID_SIZE);
 	f->seq = 0;
 	seq_head(f, ++f->seq, &e, b, sizeof(b), 1);
 	xdr_put_u32(&e, OP_RECLAIM_COMPLETE);
 	xdr_put_bool(&e, false);
-	assert_int_equal(nfs_th_run(f->srv, 1, &e, &d, out, sizeof(out)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e, &d, out, sizeof(out)),
 			 NFS4_OK);
 	seq_head(f, ++f->seq, &e, b, sizeof(b), 3);
 	xdr_put_u32(&e, OP_PUTROOTFH);
 	xdr_put_u32(&e, OP_LOOKUP);
 	xdr_put_opaque(&e, "f", 1, NFS_NAME_MAX);
 	xdr_put_u32(&e, OP_GETFH);
-	assert_int_equal(nfs_th_run(f->srv, 1, &e, &d, out, sizeof(out)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e, &d, out, sizeof(out)),
 			 NFS4_OK);
 	f->fh.len = xdr_get_opaque(&d, f->fh.data, sizeof(f->fh.data),
 				   NFS4_FHSIZE);
@@ -226,8 +215,8 @@ static void step_begin(struct fix *f, struct step *s, struct xdr_enc *e)
 	s->cred.flavor = RPC_AUTH_SYS;
 	xdr_dec_init(&s->a, e->buf, xdr_enc_len(e));
 	xdr_enc_init(&s->r, s->out, sizeof(s->out));
-	assert_int_equal(nfs_compound_begin(&s->p, f->srv, &s->cred, 1, &s->a,
-					    &s->r), 0);
+	assert_int_equal(nfs_compound_begin(&s->p, f->th.srv, &s->cred, 1,
+					    &s->a, &s->r), 0);
 }
 
 /* the reply's status and number of results; @d after the count */
@@ -244,7 +233,7 @@ static uint32_t reply(struct step *s, struct xdr_dec *d, uint32_t *n)
 
 static struct nfs_slot *slot0(struct fix *f)
 {
-	struct nfs_session *s = nfs_session_find(f->srv, f->sid);
+	struct nfs_session *s = nfs_session_find(f->th.srv, f->sid);
 
 	assert_non_null(s);
 	return &s->slots[0];
@@ -252,8 +241,8 @@ static struct nfs_slot *slot0(struct fix *f)
 
 static void lock_is_free(struct fix *f)
 {
-	assert_int_equal(pthread_mutex_trylock(&f->srv->lock), 0);
-	pthread_mutex_unlock(&f->srv->lock);
+	assert_int_equal(pthread_mutex_trylock(&f->th.srv->lock), 0);
+	pthread_mutex_unlock(&f->th.srv->lock);
 }
 
 /* SEQUENCE (the next seqid), PUTFH "f", READ of its 4 KiB, begun */
@@ -345,7 +334,7 @@ static void write_continues_on_worker(void **state)
 	assert_null(sl->reply);
 	lock_is_free(f);
 	/* a retry meanwhile waits, and takes nothing of the slot */
-	assert_int_equal(nfs_th_run(f->srv, 1, &e, &d, again, sizeof(again)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e, &d, again, sizeof(again)),
 			 NFS4ERR_DELAY);
 	assert_int_equal(sl->seqid, seq);
 	/* the worker goes on from the WRITE */
@@ -373,7 +362,7 @@ static void write_continues_on_worker(void **state)
 	assert_memory_equal(again, s.out, n);
 	assert_int_equal(be.writes, 1);
 	assert_int_equal(be.nowait_writes, 1);
-	snprintf(path, sizeof(path), "%s/f", f->dir);
+	snprintf(path, sizeof(path), "%s/f", f->th.dir);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, got, sizeof(got), 8192), 4096);
@@ -437,9 +426,9 @@ static void taken_lock_stops_first(void **state)
 	client(f);
 	before = slot0(f)->seqid;
 	read_step(f, &s);
-	pthread_mutex_lock(&f->srv->lock);
+	pthread_mutex_lock(&f->th.srv->lock);
 	assert_int_equal(nfs_compound_run(&s.p, true), -EAGAIN);
-	pthread_mutex_unlock(&f->srv->lock);
+	pthread_mutex_unlock(&f->th.srv->lock);
 	/* nothing happened */
 	assert_false(s.p.started);
 	assert_int_equal(slot0(f)->seqid, before);
@@ -466,13 +455,13 @@ static void session_destroyed_while_stopped(void **state)
 	head(&e2, (uint8_t[64]){ 0 }, 64, 1, 1);
 	xdr_put_u32(&e2, OP_DESTROY_SESSION);
 	xdr_put_fixed(&e2, f->sid, NFS4_SESSIONID_SIZE);
-	assert_int_equal(nfs_th_run(f->srv, 1, &e2, &d, out, sizeof(out)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e2, &d, out, sizeof(out)),
 			 NFS4_OK);
 	assert_int_equal(nfs_compound_run(&s.p, false), 0);
 	assert_int_equal(reply(&s, &d, &n), NFS4ERR_BADSESSION);
 	assert_int_equal(n, 3);
 	assert_int_equal(be.writes, 0);
-	assert_null(f->srv->sessions);
+	assert_null(f->th.srv->sessions);
 	lock_is_free(f);
 }
 

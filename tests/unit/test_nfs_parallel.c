@@ -96,40 +96,29 @@ static int gated_write(struct nfs_backend *b, const struct nfs_fh *fh,
 }
 
 struct fix {
-	char dir[64];
-	struct nfs_server *srv;
+	struct nfs_th_fix th;
 	struct cl a, b;
 };
 
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
+	struct fix *f = NFS_TH_FIX_NEW(struct fix, "/tmp");
 	char path[128];
 	int fd;
 
-	strcpy(f->dir, "/tmp/test_nfs_parallel.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->srv = nfs_th_dir_server(f->dir);
-	if (!f->srv) {
-		/* open_by_handle_at needs CAP_DAC_READ_SEARCH */
-		rmdir(f->dir);
-		free(f);
-		skip();
-		return 0;
-	}
-	snprintf(path, sizeof(path), "%s/f", f->dir);
+	snprintf(path, sizeof(path), "%s/f", f->th.dir);
 	fd = open(path, O_CREAT | O_WRONLY, 0644);
 	assert_true(fd >= 0);
 	close(fd);
-	ops = orig = *f->srv->be.ops;
+	ops = orig = *f->th.srv->be.ops;
 	gate.write = ops.write;
 	ops.write = gated_write;
 	ops.read = noted_read;
 	ops.seek = noted_seek;
 	ops.commit = noted_commit;
 	ops.with_ws_sink = noted_ws;
-	f->srv->be.ops = &ops;
-	gate.srv = f->srv;
+	f->th.srv->be.ops = &ops;
+	gate.srv = f->th.srv;
 	gate.stop = gate.entered = gate.go = gate.held = false;
 	*state = f;
 	return 0;
@@ -137,13 +126,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct fix *f = *state;
-	char cmd[128];
-
-	nfs_server_put(f->srv);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
-	free(f);
+	nfs_th_fix_free(*state);
 	return 0;
 }
 
@@ -173,7 +156,7 @@ static uint32_t run(struct fix *f, struct xdr_enc *e, uint8_t *out,
 {
 	struct xdr_dec d;
 
-	return nfs_th_run(f->srv, 1, e, &d, out, cap);
+	return nfs_th_run(f->th.srv, 1, e, &d, out, cap);
 }
 
 static void client(struct fix *f, struct cl *c, const char *owner)
@@ -188,13 +171,13 @@ static void client(struct fix *f, struct cl *c, const char *owner)
 
 	head(&e, b, sizeof(b), 1);
 	nfs_th_put_exchange_id(&e, verf, owner);
-	assert_int_equal(nfs_th_run(f->srv, 1, &e, &d, out, sizeof(out)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e, &d, out, sizeof(out)),
 			 NFS4_OK);
 	c->clid = xdr_get_u64(&d);
 	seq = xdr_get_u32(&d);
 	head(&e, b, sizeof(b), 1);
 	nfs_th_put_create_session(&e, c->clid, seq, &fore, &back, 0x40000123);
-	assert_int_equal(nfs_th_run(f->srv, 1, &e, &d, out, sizeof(out)),
+	assert_int_equal(nfs_th_run(f->th.srv, 1, &e, &d, out, sizeof(out)),
 			 NFS4_OK);
 	xdr_get_fixed(&d, c->sid, NFS4_SESSIONID_SIZE);
 	c->seq = 0;
@@ -293,8 +276,8 @@ static void write_without_lock(void **state)
 	start_stopped_write(f, &f->a, ++f->a.seq, &g);
 	/* the lock is free while the backend writes */
 	assert_false(gate.held);
-	assert_int_equal(pthread_mutex_trylock(&f->srv->lock), 0);
-	pthread_mutex_unlock(&f->srv->lock);
+	assert_int_equal(pthread_mutex_trylock(&f->th.srv->lock), 0);
+	pthread_mutex_unlock(&f->th.srv->lock);
 	/* another client is served meanwhile */
 	file_op(&f->b, ++f->b.seq, &e, b, sizeof(b), OP_GETATTR);
 	assert_int_equal(run(f, &e, out, sizeof(out)), NFS4_OK);
@@ -329,7 +312,7 @@ static void session_destroyed_meanwhile(void **state)
 	assert_int_equal(run(f, &e, out, sizeof(out)), NFS4_OK);
 	let_go(&g);
 	assert_int_equal(g.status, NFS4ERR_BADSESSION);
-	assert_null(f->srv->sessions);
+	assert_null(f->th.srv->sessions);
 }
 
 /* SEQUENCE, PUTROOTFH, LOOKUP "f", then READ, READ_PLUS, COMMIT or
@@ -387,7 +370,7 @@ static void io_ops_without_lock(void **state)
 		gate.held = false;
 		io_op(&f->a, opsl[i], &e, b, sizeof(b));
 		/* WRITE_SAME is 4.2 */
-		assert_int_equal(nfs_th_run(f->srv, 2, &e, &d, out,
+		assert_int_equal(nfs_th_run(f->th.srv, 2, &e, &d, out,
 					    sizeof(out)), NFS4_OK);
 		assert_false(gate.held);
 	}
@@ -396,7 +379,7 @@ static void io_ops_without_lock(void **state)
 	for (i = 0; i < sizeof(opsl) / sizeof(opsl[0]); i++) {
 		gate.held = false;
 		io_op(&f->a, opsl[i], &e, b, sizeof(b));
-		assert_int_equal(nfs_th_run(f->srv, 2, &e, &d, out,
+		assert_int_equal(nfs_th_run(f->th.srv, 2, &e, &d, out,
 					    sizeof(out)), NFS4_OK);
 		assert_true(gate.held);
 	}

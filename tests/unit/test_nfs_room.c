@@ -23,38 +23,19 @@
 static uint8_t out[NFS_MAX_REPLY];
 static uint8_t req[NFS_MAX_RECORD];
 
-struct fix {
-	struct nfs_server *srv;
-	char dir[64];
-};
-
 #define FILE_LEN 12000u
 
+/* nfs_th_fix (helpers/nfs_th.h) with a file "f" of FILE_LEN bytes */
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
+	struct nfs_th_fix *f = nfs_th_fix_alloc(sizeof(*f), "/tmp");
 	char path[128];
 	uint8_t buf[FILE_LEN];
 
-	strcpy(f->dir, "/tmp/test_nfs_room.XXXXXX");
-	f->srv = nfs_th_tmp_server(f->dir);
-	if (!f->srv) {
-		free(f);
-		skip();
-	}
 	snprintf(path, sizeof(path), "%s/f", f->dir);
 	memset(buf, 'r', sizeof(buf));
 	th_write_file(path, buf, sizeof(buf));
 	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fix *f = *state;
-
-	nfs_th_tmp_drop(f->srv, f->dir);
-	free(f);
 	return 0;
 }
 
@@ -84,7 +65,7 @@ static void anon_stateid(struct xdr_enc *e)
 
 /* run the call; the room it got and the reply's length; the COMPOUND's
  * status in *@st (when it is one) */
-static size_t run(struct fix *f, struct xdr_enc *e, size_t *reply,
+static size_t run(struct nfs_th_fix *f, struct xdr_enc *e, size_t *reply,
 		  uint32_t *st)
 {
 	size_t room = nfs_reply_room(req, xdr_enc_len(e));
@@ -106,7 +87,7 @@ static size_t run(struct fix *f, struct xdr_enc *e, size_t *reply,
 
 static void room_holds_the_reply(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	struct xdr_enc e;
 	struct xdr_dec d;
 	uint32_t st, n, words, i, alen;
@@ -202,7 +183,7 @@ static void room_holds_the_reply(void **state)
 
 static void anything_else_gets_the_largest(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	struct xdr_enc e;
 	size_t reply, len;
 
@@ -242,9 +223,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(room_holds_the_reply, setup,
-						teardown),
+						nfs_th_fix_teardown),
 		cmocka_unit_test_setup_teardown(anything_else_gets_the_largest,
-						setup, teardown),
+						setup, nfs_th_fix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,36 +191,7 @@ static void rm_oversize(void **state)
 
 /* ---- a server over a temporary directory --------------------------------- */
 
-struct fix {
-	char dir[64];
-	struct nfs_server *srv;
-};
-
-static int setup(void **state)
-{
-	struct fix *f = calloc(1, sizeof(*f));
-
-	strcpy(f->dir, "/tmp/test_nfs_rpc.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->srv = nfs_th_dir_server(f->dir);
-	if (!f->srv) {
-		rmdir(f->dir);
-		free(f);
-		skip();
-	}
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fix *f = *state;
-
-	nfs_server_put(f->srv);
-	rmdir(f->dir);
-	free(f);
-	return 0;
-}
+/* the fixture: nfs_th_fix (helpers/nfs_th.h) */
 
 /* an RPC call header; the caller appends the arguments */
 static void call(struct xdr_enc *e, uint8_t *buf, size_t cap, uint32_t rpcv,
@@ -248,7 +219,7 @@ static void call(struct xdr_enc *e, uint8_t *buf, size_t cap, uint32_t rpcv,
 	xdr_put_u32(e, 0);
 }
 
-static struct xdr_dec run(struct fix *f, struct xdr_enc *e)
+static struct xdr_dec run(struct nfs_th_fix *f, struct xdr_enc *e)
 {
 	struct xdr_dec d;
 
@@ -272,7 +243,7 @@ static uint32_t accepted(struct xdr_dec *d)
 
 static void rpc_refusals(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t b[256];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -346,7 +317,7 @@ static uint32_t res_head(struct xdr_dec *d, uint32_t *n)
 
 static void compound_decode(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t b[512];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -417,7 +388,7 @@ static void compound_decode(void **state)
 	assert_int_equal(res_head(&d, &n), NFS4ERR_STALE);
 }
 
-static void exchange_and_session(struct fix *f, uint8_t *sid)
+static void exchange_and_session(struct nfs_th_fix *f, uint8_t *sid)
 {
 	static const struct nfs_th_chan chan = { 65536, 65536, 4096, 8, 4 };
 	uint8_t b[512];
@@ -460,7 +431,7 @@ static void sequence(struct xdr_enc *e, uint8_t *b, size_t cap,
 
 static void slots_and_replay(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE], b[512], first[1024];
 	size_t first_len;
 	struct xdr_enc e;
@@ -532,11 +503,9 @@ int main(void)
 		cmocka_unit_test(rm_direct),
 		cmocka_unit_test(rm_admission),
 		cmocka_unit_test(rm_oversize),
-		cmocka_unit_test_setup_teardown(rpc_refusals, setup, teardown),
-		cmocka_unit_test_setup_teardown(compound_decode, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(slots_and_replay, setup,
-						teardown),
+		nfs_th_fix_test(rpc_refusals),
+		nfs_th_fix_test(compound_decode),
+		nfs_th_fix_test(slots_and_replay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,41 +21,10 @@
 #include "helpers/nfs_th.h"
 #include "helpers/th.h"
 
-struct fix {
-	char dir[64];
-	struct nfs_server *srv;
-};
-
 static uint8_t out[NFS_MAX_REPLY];
 
-static int setup(void **state)
-{
-	struct fix *f = calloc(1, sizeof(*f));
-
-	strcpy(f->dir, "/tmp/test_nfs_session.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->srv = nfs_th_dir_server(f->dir);
-	if (!f->srv) {
-		rmdir(f->dir);
-		free(f);
-		skip();
-	}
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fix *f = *state;
-
-	nfs_server_put(f->srv);
-	rmdir(f->dir);
-	free(f);
-	return 0;
-}
-
 /* run the COMPOUND args in @e as @uid; the reply's first op status */
-static uint32_t run(struct fix *f, struct xdr_enc *e, uint32_t uid,
+static uint32_t run(struct nfs_th_fix *f, struct xdr_enc *e, uint32_t uid,
 		    struct xdr_dec *d)
 {
 	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS, .uid = uid };
@@ -84,7 +53,7 @@ static void head(struct xdr_enc *e, uint8_t *b, size_t cap, uint32_t nops)
 	xdr_put_u32(e, nops);
 }
 
-static uint32_t exchange_id(struct fix *f, const char *owner, uint8_t v,
+static uint32_t exchange_id(struct nfs_th_fix *f, const char *owner, uint8_t v,
 			    uint32_t uid, uint64_t *id, uint32_t *seq)
 {
 	uint8_t b[256], verf[8];
@@ -103,7 +72,7 @@ static uint32_t exchange_id(struct fix *f, const char *owner, uint8_t v,
 	return st;
 }
 
-static uint32_t create_session(struct fix *f, uint64_t id, uint32_t seq,
+static uint32_t create_session(struct nfs_th_fix *f, uint64_t id, uint32_t seq,
 			       uint32_t uid, uint32_t back_maxreq,
 			       uint32_t cached, uint8_t *sid)
 {
@@ -135,7 +104,7 @@ static void put_sequence(struct xdr_enc *e, const uint8_t *sid, uint32_t seq,
 }
 
 /* [DESTROY_SESSION(@sid)] alone: its status */
-static uint32_t destroy_session(struct fix *f, const uint8_t *sid)
+static uint32_t destroy_session(struct nfs_th_fix *f, const uint8_t *sid)
 {
 	uint8_t b[64];
 	struct xdr_enc e;
@@ -148,7 +117,8 @@ static uint32_t destroy_session(struct fix *f, const uint8_t *sid)
 }
 
 /* [SEQUENCE(@sid, @seq), RECLAIM_COMPLETE]: new opens may follow */
-static void reclaim_complete(struct fix *f, const uint8_t *sid, uint32_t seq)
+static void reclaim_complete(struct nfs_th_fix *f, const uint8_t *sid,
+			     uint32_t seq)
 {
 	uint8_t b[128];
 	struct xdr_enc e;
@@ -163,7 +133,7 @@ static void reclaim_complete(struct fix *f, const uint8_t *sid, uint32_t seq)
 
 static void principals(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint64_t id, id2;
 	uint32_t seq, seq2;
 
@@ -184,7 +154,7 @@ static void principals(void **state)
 
 static void replace_stateless(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint64_t id, id2;
 	uint32_t seq, seq2;
@@ -209,7 +179,7 @@ static void replace_stateless(void **state)
  */
 static void solo_ops_alone(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE], b[256];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -246,7 +216,7 @@ static void solo_ops_alone(void **state)
  */
 static void confirm_not_under_own_session(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE], b[512];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -282,7 +252,7 @@ static void confirm_not_under_own_session(void **state)
 
 /* [SEQUENCE, PUTROOTFH, OPEN(CREATE UNCHECKED4 "f")]: OPEN's status.
  * @trunc: with size 0 in the create attributes. */
-static uint32_t open_f(struct fix *f, const uint8_t *sid, uint32_t seq,
+static uint32_t open_f(struct nfs_th_fix *f, const uint8_t *sid, uint32_t seq,
 		       const char *owner, uint32_t access, uint32_t deny,
 		       bool trunc)
 {
@@ -327,7 +297,7 @@ static uint32_t open_f(struct fix *f, const uint8_t *sid, uint32_t seq,
  */
 static void denied_open_truncates_nothing(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	char path[128];
 	struct stat st;
@@ -356,7 +326,7 @@ static void denied_open_truncates_nothing(void **state)
  */
 static void session_ids_unguessable(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t a[NFS4_SESSIONID_SIZE], b[NFS4_SESSIONID_SIZE];
 	unsigned bits = 0, i;
 	uint64_t id;
@@ -378,7 +348,7 @@ static void session_ids_unguessable(void **state)
 /* NFS_MAX_CLIENT_SESSIONS per client, then NOSPC until one goes */
 static void sessions_bounded(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint64_t id;
 	uint32_t seq, i;
@@ -395,7 +365,7 @@ static void sessions_bounded(void **state)
 }
 
 /* [SEQUENCE(slot 0, @seq, @cachethis), PUTROOTFH, LOOKUP "r", READ 4 KiB] */
-static uint32_t read_r(struct fix *f, const uint8_t *sid, uint32_t seq,
+static uint32_t read_r(struct nfs_th_fix *f, const uint8_t *sid, uint32_t seq,
 		       bool cachethis, struct xdr_dec *d)
 {
 	uint8_t b[256];
@@ -422,7 +392,7 @@ static uint32_t read_r(struct fix *f, const uint8_t *sid, uint32_t seq,
  */
 static void slot_cache_bounded(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE], b[256];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -477,7 +447,7 @@ static void slot_cache_bounded(void **state)
  */
 static void clients_bounded(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint64_t id, first = 0, idn;
 	uint32_t seq, seq1 = 0, seqn, i;
@@ -513,7 +483,7 @@ static void clients_bounded(void **state)
 /* Open states per client are bounded (one per open owner of a file) */
 static void states_bounded(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	char owner[32], path[128];
 	uint64_t id;
@@ -548,7 +518,7 @@ static void states_bounded(void **state)
 
 static void back_channel_too_small(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint64_t id;
 	uint32_t seq;
 
@@ -562,7 +532,7 @@ static void back_channel_too_small(void **state)
 
 static void too_big_to_cache(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t sid[NFS4_SESSIONID_SIZE], b[128];
 	struct xdr_enc e;
 	struct xdr_dec d;
@@ -585,29 +555,18 @@ static void too_big_to_cache(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(principals, setup, teardown),
-		cmocka_unit_test_setup_teardown(solo_ops_alone, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(confirm_not_under_own_session,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(denied_open_truncates_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(session_ids_unguessable,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(sessions_bounded, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(slot_cache_bounded, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(clients_bounded, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(states_bounded, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(replace_stateless, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(back_channel_too_small, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(too_big_to_cache, setup,
-						teardown),
+		nfs_th_fix_test(principals),
+		nfs_th_fix_test(solo_ops_alone),
+		nfs_th_fix_test(confirm_not_under_own_session),
+		nfs_th_fix_test(denied_open_truncates_nothing),
+		nfs_th_fix_test(session_ids_unguessable),
+		nfs_th_fix_test(sessions_bounded),
+		nfs_th_fix_test(slot_cache_bounded),
+		nfs_th_fix_test(clients_bounded),
+		nfs_th_fix_test(states_bounded),
+		nfs_th_fix_test(replace_stateless),
+		nfs_th_fix_test(back_channel_too_small),
+		nfs_th_fix_test(too_big_to_cache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

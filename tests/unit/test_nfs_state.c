@@ -26,42 +26,14 @@ struct cl {
 	uint32_t seq;			/* slot 0's next sequence id */
 };
 
-struct fix {
-	char dir[64];
-	struct nfs_server *srv;
-};
-
 static uint8_t out[1 << 16];
-
-static int setup(void **state)
-{
-	struct fix *f = calloc(1, sizeof(*f));
-
-	strcpy(f->dir, "/tmp/test_nfs_state.XXXXXX");
-	f->srv = nfs_th_tmp_server(f->dir);
-	if (!f->srv) {
-		free(f);
-		skip();
-	}
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fix *f = *state;
-
-	nfs_th_tmp_drop(f->srv, f->dir);
-	free(f);
-	return 0;
-}
 
 /*
  * Run the COMPOUND in @e at @minor: the status of its last result, @d
  * after it (where that result's body starts). Results before the last
  * have no body but SEQUENCE's.
  */
-static uint32_t run(struct fix *f, uint32_t minor, struct xdr_enc *e,
+static uint32_t run(struct nfs_th_fix *f, uint32_t minor, struct xdr_enc *e,
 		    struct xdr_dec *d)
 {
 	struct nfs_cred cred = { .flavor = RPC_AUTH_SYS };
@@ -133,7 +105,7 @@ static void get_sid(struct xdr_dec *d, struct nfs_stateid *sid)
 }
 
 /* a 4.1 client @owner with one session, RECLAIM_COMPLETE done */
-static void client(struct fix *f, struct cl *c, const char *owner)
+static void client(struct nfs_th_fix *f, struct cl *c, const char *owner)
 {
 	static const struct nfs_th_chan fore = { 65536, 65536, 8192, 16, 1 };
 	static const struct nfs_th_chan back = { 8192, 8192, 8192, 2, 1 };
@@ -159,7 +131,7 @@ static void client(struct fix *f, struct cl *c, const char *owner)
 }
 
 /* DESTROY_SESSION and DESTROY_CLIENTID of @c */
-static void client_end(struct fix *f, struct cl *c)
+static void client_end(struct nfs_th_fix *f, struct cl *c)
 {
 	uint8_t b[128];
 	struct xdr_enc e;
@@ -176,7 +148,7 @@ static void client_end(struct fix *f, struct cl *c)
 }
 
 /* OPEN @name (created when missing) by @owner: its status, *@sid */
-static uint32_t open_file(struct fix *f, struct cl *c, const char *name,
+static uint32_t open_file(struct nfs_th_fix *f, struct cl *c, const char *name,
 			  const char *owner, uint32_t access, uint32_t deny,
 			  struct nfs_stateid *sid)
 {
@@ -206,7 +178,7 @@ static uint32_t open_file(struct fix *f, struct cl *c, const char *name,
 }
 
 /* WRITE one byte to @name with @sid */
-static uint32_t write_file(struct fix *f, struct cl *c, const char *name,
+static uint32_t write_file(struct nfs_th_fix *f, struct cl *c, const char *name,
 			   const struct nfs_stateid *sid)
 {
 	uint8_t b[512];
@@ -223,7 +195,7 @@ static uint32_t write_file(struct fix *f, struct cl *c, const char *name,
 	return run(f, 1, &e, &d);
 }
 
-static uint32_t close_file(struct fix *f, struct cl *c, const char *name,
+static uint32_t close_file(struct nfs_th_fix *f, struct cl *c, const char *name,
 			   const struct nfs_stateid *sid)
 {
 	uint8_t b[512];
@@ -239,7 +211,7 @@ static uint32_t close_file(struct fix *f, struct cl *c, const char *name,
 }
 
 /* TEST_STATEID of @n stateids: their statuses in @st */
-static void test_sids(struct fix *f, struct cl *c,
+static void test_sids(struct nfs_th_fix *f, struct cl *c,
 		      const struct nfs_stateid *sid, uint32_t n, uint32_t *st)
 {
 	static uint8_t b[32768];
@@ -262,7 +234,7 @@ static void test_sids(struct fix *f, struct cl *c,
 
 /* LOCK [0, 10) of @name for write: by new lock owner @owner of the open
  * @osid when @owner is given, else with the lock stateid *@lsid */
-static uint32_t lock_file(struct fix *f, uint32_t minor, struct cl *c,
+static uint32_t lock_file(struct nfs_th_fix *f, uint32_t minor, struct cl *c,
 			  const char *name, const struct nfs_stateid *osid,
 			  const char *owner, struct nfs_stateid *lsid)
 {
@@ -300,7 +272,7 @@ static uint32_t lock_file(struct fix *f, uint32_t minor, struct cl *c,
 	return st;
 }
 
-static uint32_t unlock_file(struct fix *f, uint32_t minor, struct cl *c,
+static uint32_t unlock_file(struct nfs_th_fix *f, uint32_t minor, struct cl *c,
 			    const char *name, struct nfs_stateid *lsid)
 {
 	uint8_t b[512];
@@ -326,7 +298,7 @@ static uint32_t unlock_file(struct fix *f, uint32_t minor, struct cl *c,
 }
 
 /* every bucket of every table empty (after all state went) */
-static void tables_empty(struct fix *f)
+static void tables_empty(struct nfs_th_fix *f)
 {
 	struct nfs_tables *t = f->srv->tab;
 	unsigned i;
@@ -354,7 +326,7 @@ static void tables_empty(struct fix *f)
  */
 static void many_opens(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	static struct nfs_stateid sid[NFILES], shared[NOWNERS];
 	static uint32_t st[NFILES];
 	struct nfs_stateid again, old, lsid;
@@ -469,7 +441,7 @@ static void many_opens(void **state)
  */
 static void limits_hold(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	const unsigned nc = NFS_MAX_STATES / NFS_MAX_CLIENT_STATES;
 	struct nfs_stateid sid, first, lsid;
 	struct cl c[9];
@@ -521,7 +493,7 @@ static void limits_hold(void **state)
  */
 static void release_lockowner(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	uint8_t b[512], confirm[NFS4_VERIFIER_SIZE];
 	struct nfs_stateid osid, lsid, other;
 	struct xdr_enc e;
@@ -595,7 +567,7 @@ static void release_lockowner(void **state)
 }
 
 /* [SEQUENCE] of @c: its status */
-static uint32_t sequence(struct fix *f, struct cl *c)
+static uint32_t sequence(struct nfs_th_fix *f, struct cl *c)
 {
 	uint8_t b[128];
 	struct xdr_enc e;
@@ -612,7 +584,7 @@ static uint32_t sequence(struct fix *f, struct cl *c)
  */
 static void lease_expiry(void **state)
 {
-	struct fix *f = *state;
+	struct nfs_th_fix *f = *state;
 	struct nfs_stateid sid;
 	struct cl quiet, busy;
 	time_t before, after, gone;
@@ -640,11 +612,10 @@ static void lease_expiry(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(many_opens, setup, teardown),
-		cmocka_unit_test_setup_teardown(limits_hold, setup, teardown),
-		cmocka_unit_test_setup_teardown(release_lockowner, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(lease_expiry, setup, teardown),
+		nfs_th_fix_test(many_opens),
+		nfs_th_fix_test(limits_hold),
+		nfs_th_fix_test(release_lockowner),
+		nfs_th_fix_test(lease_expiry),
 	};
 
 	return cmocka_run_group_tests_name("nfs_state", tests, NULL, NULL);

@@ -28,8 +28,8 @@ static uint8_t out[NFS_MAX_REPLY];
 static size_t out_len;
 
 struct fix {
-	char dir[64], file[96];
-	struct nfs_server *srv;
+	struct nfs_th_fix th;
+	char file[96];
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint32_t seq;
 };
@@ -50,7 +50,7 @@ static struct xdr_dec run(struct fix *f, struct xdr_enc *e, uint32_t *st,
 	uint32_t l;
 
 	assert_int_equal(xdr_enc_err(e), 0);
-	assert_int_equal(nfs_rpc_process(f->srv, 1, e->buf, xdr_enc_len(e),
+	assert_int_equal(nfs_rpc_process(f->th.srv, 1, e->buf, xdr_enc_len(e),
 					 out, sizeof(out), &out_len), 0);
 	xdr_dec_init(&d, out, out_len);
 	assert_int_equal(xdr_get_u32(&d), 0xabcd);
@@ -95,21 +95,11 @@ static void session(struct fix *f)
 
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
+	struct fix *f = NFS_TH_FIX_NEW(struct fix, "/tmp");
 
-	strcpy(f->dir, "/tmp/test_nfs_ws.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->file, sizeof(f->file), "%s/f", f->dir);
+	snprintf(f->file, sizeof(f->file), "%s/f", f->th.dir);
 	th_write_file(f->file, NULL, 0);
-	f->srv = nfs_th_dir_server(f->dir);
-	if (!f->srv) {
-		unlink(f->file);
-		rmdir(f->dir);
-		free(f);
-		skip();
-		return 0;
-	}
-	memcpy(f->srv->boot_verf, "bootverf", 8);
+	memcpy(f->th.srv->boot_verf, "bootverf", 8);
 	*state = f;
 	session(f);
 	return 0;
@@ -117,12 +107,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct fix *f = *state;
-
-	nfs_server_put(f->srv);
-	unlink(f->file);
-	rmdir(f->dir);
-	free(f);
+	nfs_th_fix_free(*state);
 	return 0;
 }
 

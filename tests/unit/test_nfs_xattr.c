@@ -17,8 +17,7 @@
 #include "helpers/th.h"
 
 struct fix {
-	char dir[64];
-	struct nfs_server *srv;
+	struct nfs_th_fix th;
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint32_t seq;
 };
@@ -27,7 +26,7 @@ static uint8_t out[NFS_MAX_REPLY];
 
 static uint32_t run(struct fix *f, struct xdr_enc *e, struct xdr_dec *d)
 {
-	return nfs_th_run(f->srv, 1, e, d, out, sizeof(out));
+	return nfs_th_run(f->th.srv, 1, e, d, out, sizeof(out));
 }
 
 /* a COMPOUND of SEQUENCE, PUTROOTFH and one op the caller appends */
@@ -48,55 +47,24 @@ static void head(struct fix *f, struct xdr_enc *e, uint8_t *b, size_t cap)
 
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
+	struct fix *f = NFS_TH_FIX_NEW(struct fix, "/var/tmp");
 	static const struct nfs_th_chan chan = { 8192, 8192, 8192, 16, 4 };
-	uint8_t b[256], verf[8] = { 1 };
-	struct xdr_enc e;
-	struct xdr_dec d;
-	uint64_t id;
-	uint32_t seq, l;
+	const uint8_t verf[8] = { 1 };
 
-	strcpy(f->dir, "/var/tmp/test_nfs_xattr.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	if (setxattr(f->dir, "user.probe", "x", 1, 0) < 0 ||
-	    removexattr(f->dir, "user.probe") < 0) {
-		rmdir(f->dir);
-		free(f);
+	if (setxattr(f->th.dir, "user.probe", "x", 1, 0) < 0 ||
+	    removexattr(f->th.dir, "user.probe") < 0) {
+		nfs_th_fix_free(f);
 		skip();
 	}
-	f->srv = nfs_th_dir_server(f->dir);
-	if (!f->srv) {
-		rmdir(f->dir);
-		free(f);
-		skip();
-	}
-	xdr_enc_init(&e, b, sizeof(b));
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, 2);
-	xdr_put_u32(&e, 1);
-	nfs_th_put_exchange_id(&e, verf, "x");
-	assert_int_equal(run(f, &e, &d), NFS4_OK);
-	id = xdr_get_u64(&d);
-	seq = xdr_get_u32(&d);
-	xdr_enc_init(&e, b, sizeof(b));
-	xdr_put_u32(&e, 0);
-	xdr_put_u32(&e, 2);
-	xdr_put_u32(&e, 1);
-	nfs_th_put_create_session(&e, id, seq, &chan, &chan, 0x40000000);
-	assert_int_equal(run(f, &e, &d), NFS4_OK);
-	xdr_get_fixed(&d, f->sid, sizeof(f->sid));
-	(void)l;
+	/* on connection 1, the one run() uses */
+	nfs_th_session(f->th.srv, 1, verf, "x", &chan, f->sid);
 	*state = f;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fix *f = *state;
-
-	nfs_server_put(f->srv);
-	rmdir(f->dir);
-	free(f);
+	nfs_th_fix_free(*state);
 	return 0;
 }
 
@@ -155,7 +123,7 @@ static void set_get_remove(void **state)
 	assert_int_equal(set(f, 7, "b", "3"), NFS4ERR_INVAL);
 	assert_int_equal(set(f, SETXATTR4_EITHER, "", "3"), NFS4ERR_INVAL);
 	/* the host's name */
-	assert_int_equal(getxattr(f->dir, "user.a", v, sizeof(v)), 2);
+	assert_int_equal(getxattr(f->th.dir, "user.a", v, sizeof(v)), 2);
 
 	head(f, &e, b, sizeof(b));
 	xdr_put_u32(&e, OP_REMOVEXATTR);
@@ -165,7 +133,7 @@ static void set_get_remove(void **state)
 	xdr_put_u32(&e, OP_REMOVEXATTR);
 	xdr_put_cstring(&e, "a", 255);
 	assert_int_equal(run(f, &e, &d), NFS4ERR_NOXATTR);
-	removexattr(f->dir, "user.b");
+	removexattr(f->th.dir, "user.b");
 }
 
 /* LISTXATTRS from @cookie: names in @names ("k1,k2,"), *next, *eof */
@@ -212,7 +180,7 @@ static void listing(void **state)
 	assert_int_equal(set(f, SETXATTR4_CREATE, "k1", "v"), NFS4_OK);
 	assert_int_equal(set(f, SETXATTR4_CREATE, "k2", "v"), NFS4_OK);
 	/* a name in another namespace (when root may set it) is not listed */
-	(void)setxattr(f->dir, "trusted.t", "v", 1, 0);
+	(void)setxattr(f->th.dir, "trusted.t", "v", 1, 0);
 	assert_int_equal(list(f, 0, 8192, names, &next, &eof), NFS4_OK);
 	assert_true(!strcmp(names, "k1,k2,") || !strcmp(names, "k2,k1,"));
 	assert_true(eof);
@@ -226,9 +194,9 @@ static void listing(void **state)
 	assert_true(eof);
 	assert_int_equal(list(f, 0, 16, names, &next, &eof),
 			 NFS4ERR_TOOSMALL);
-	removexattr(f->dir, "user.k1");
-	removexattr(f->dir, "user.k2");
-	removexattr(f->dir, "trusted.t");
+	removexattr(f->th.dir, "user.k1");
+	removexattr(f->th.dir, "user.k2");
+	removexattr(f->th.dir, "trusted.t");
 }
 
 int main(void)

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
-#include <sys/random.h>
 
 #include <blkstack/loop.h>
 
+#include "core/random.h"
 #include "export/iscsi/pdu.h"
 #include "export/iscsi/target.h"
 
@@ -101,17 +101,14 @@ static uint16_t ops_tsih(void *arg)
 	return (uint16_t)v;
 }
 
+/* The op cannot fail and a CHAP challenge must be random: a failure is
+ * retried (getrandom() without flags fails only for a bad buffer or a
+ * kernel without it). */
 static void ops_random(void *arg, void *buf, size_t len)
 {
-	size_t got = 0;
-
 	(void)arg;
-	while (got < len) {
-		ssize_t n = getrandom((char *)buf + got, len - got, 0);
-
-		if (n > 0)
-			got += (size_t)n;
-	}
+	while (bs_random_bytes(buf, len))
+		;
 }
 
 static void ops_each_target(void *arg,

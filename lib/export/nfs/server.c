@@ -23,11 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <blkstack/opts.h>
 #include <blkstack/workers.h>
 
+#include "core/random.h"
 #include "export/nfs/nfs.h"
 
 extern const struct bs_export_type nfs_export_type;
@@ -236,10 +236,8 @@ static int nfs_open(struct bs_export *exp, struct bs_opts *opts)
 	srv->devices_ok = o.devices;
 	srv->boot = nfs_now();
 	srv->export_id = name_hash(exp->name);
-	if (getrandom(srv->boot_verf, sizeof(srv->boot_verf), 0) !=
-	    sizeof(srv->boot_verf) ||
-	    getrandom(&srv->boot_tag, sizeof(srv->boot_tag), 0) !=
-	    sizeof(srv->boot_tag)) {
+	if (bs_random_bytes(srv->boot_verf, sizeof(srv->boot_verf)) ||
+	    bs_random_bytes(&srv->boot_tag, sizeof(srv->boot_tag))) {
 		free(srv);
 		return bs_error(-EIO, "export %s: getrandom failed",
 				exp->name);

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "core/random.h"
 #include "export/nfs/nfs.h"
 
 time_t nfs_now(void)
@@ -384,7 +384,7 @@ uint32_t nfs_op_create_session(struct nfs_compound *c, struct xdr_dec *a,
 	xdr_set_be32(s->id, srv->boot_tag);
 	xdr_set_be32(s->id + 12, srv->export_id);
 	do {
-		if (getrandom(s->id + 4, 8, 0) != 8) {
+		if (bs_random_bytes(s->id + 4, 8)) {
 			free(s);
 			return NFS4ERR_SERVERFAULT;
 		}

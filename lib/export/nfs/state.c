@@ -17,8 +17,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "core/random.h"
 #include "export/nfs/nfs.h"
 
 static const uint8_t zeros[NFS4_OTHER_SIZE];
@@ -63,7 +63,7 @@ struct nfs_state *nfs_state_new(struct nfs_server *srv,
 	 * another client's cannot be guessed from one's own */
 	xdr_set_be32(st->sid.other, srv->boot_tag);
 	do {
-		if (getrandom(st->sid.other + 4, 8, 0) != 8) {
+		if (bs_random_bytes(st->sid.other + 4, 8)) {
 			free(st);
 			return NULL;
 		}

@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "core/random.h"
 #include "core/siphash.h"
 #include "export/nfs/nfs.h"
 
@@ -25,7 +25,7 @@ int nfs_tables_get(struct nfs_server *srv)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	if (getrandom(t->key, sizeof(t->key), 0) != sizeof(t->key)) {
+	if (bs_random_bytes(t->key, sizeof(t->key))) {
 		free(t);
 		return -EIO;
 	}

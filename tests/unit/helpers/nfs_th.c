@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,6 +72,42 @@ void nfs_th_tmp_drop(struct nfs_server *srv, const char *dir)
 	nfs_server_put(srv);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
+}
+
+void *nfs_th_fix_alloc(size_t size, const char *base)
+{
+	struct nfs_th_fix *f = calloc(1, size);
+
+	assert_non_null(f);
+	assert_in_range(snprintf(f->dir, sizeof(f->dir), "%s/%s.XXXXXX", base,
+				 program_invocation_short_name),
+			1, sizeof(f->dir) - 1);
+	f->srv = nfs_th_tmp_server(f->dir);
+	if (!f->srv) {
+		free(f);
+		skip();
+	}
+	return f;
+}
+
+void nfs_th_fix_free(void *fix)
+{
+	struct nfs_th_fix *f = fix;
+
+	nfs_th_tmp_drop(f->srv, f->dir);
+	free(f);
+}
+
+int nfs_th_fix_setup(void **state)
+{
+	*state = nfs_th_fix_alloc(sizeof(struct nfs_th_fix), "/tmp");
+	return 0;
+}
+
+int nfs_th_fix_teardown(void **state)
+{
+	nfs_th_fix_free(*state);
+	return 0;
 }
 
 struct nfs_server *nfs_th_ext4_server(struct bs_dev *dev)
@@ -175,6 +212,37 @@ void nfs_th_put_create_session(struct xdr_enc *e, uint64_t clid,
 {
 	nfs_th_put_create_session_cb(e, clid, seq, fore, back, cb_prog, 0,
 				     UINT32_MAX);
+}
+
+void nfs_th_session(struct nfs_server *srv, uint64_t conn_id,
+		    const void *verf, const char *owner,
+		    const struct nfs_th_chan *chan, uint8_t *sid)
+{
+	uint8_t b[256], *out = malloc(NFS_MAX_REPLY);
+	struct xdr_enc e;
+	struct xdr_dec d;
+	uint64_t id;
+	uint32_t seq;
+
+	assert_non_null(out);
+	xdr_enc_init(&e, b, sizeof(b));
+	xdr_put_u32(&e, 0);			/* no tag */
+	xdr_put_u32(&e, 2);			/* minor version */
+	xdr_put_u32(&e, 1);			/* ops */
+	nfs_th_put_exchange_id(&e, verf, owner);
+	assert_int_equal(nfs_th_run_on(srv, 2, conn_id, &e, &d, out,
+				       NFS_MAX_REPLY), NFS4_OK);
+	id = xdr_get_u64(&d);
+	seq = xdr_get_u32(&d);
+	xdr_enc_init(&e, b, sizeof(b));
+	xdr_put_u32(&e, 0);
+	xdr_put_u32(&e, 2);
+	xdr_put_u32(&e, 1);
+	nfs_th_put_create_session(&e, id, seq, chan, chan, 0x40000000);
+	assert_int_equal(nfs_th_run_on(srv, 2, conn_id, &e, &d, out,
+				       NFS_MAX_REPLY), NFS4_OK);
+	xdr_get_fixed(&d, sid, NFS4_SESSIONID_SIZE);
+	free(out);
 }
 
 uint32_t nfs_th_run(struct nfs_server *srv, uint32_t minor,
