@@ -51,6 +51,7 @@ struct bs_budget {
 	uint32_t stall_ms;
 	uint32_t age_ms;			/* 0: the default rule */
 	int timer;				/* watchdog, > 0 while armed */
+	int turn_timer;		/* a woken waiter's turn ends, > 0 while armed */
 	struct bs_budget_holder *holders;	/* holders with bytes */
 	struct bs_budget_holder *whead, *wtail;	/* wait queue */
 };
@@ -89,6 +90,8 @@ void bs_budget_free(struct bs_budget *b)
 		return;
 	if (b->timer > 0)
 		bs_loop_cancel_timer(b->loop, b->timer);
+	if (b->turn_timer > 0)
+		bs_loop_cancel_timer(b->loop, b->turn_timer);
 	if (b->arm_sent)
 		bs_loop_cancel_work(b->loop, &b->arm_work);
 	pthread_mutex_destroy(&b->lock);
@@ -289,7 +292,12 @@ static bool may_take(const struct bs_budget *b,
 	return h->queued ? n <= sm->want : n < sm->want;
 }
 
-/* Wake the overdue waiter and the smallest one, if they may go now. */
+static void arm(struct bs_budget *b);
+
+/*
+ * Wake the overdue waiter and the smallest one, if they may go now; the
+ * turn of one that does not come back ends on the turn timer (arm()).
+ */
 static void wake_head(struct bs_budget *b)
 {
 	struct bs_budget_holder *o = overdue(b), *sm = smallest(b);
@@ -298,9 +306,33 @@ static void wake_head(struct bs_budget *b)
 		send_wake(o);
 	if (sm && sm != o && may_take(b, sm, sm->want))
 		send_wake(sm);
+	arm(b);
 }
 
-static void arm(struct bs_budget *b);
+/* When the first woken waiter's turn ends, if it does not come back
+ * (0: no woken waiter has a turn running). */
+static uint64_t turn_due(const struct bs_budget *b)
+{
+	uint64_t now = bs_now_ns(), due = 0;
+	const struct bs_budget_holder *h;
+
+	for (h = b->whead; h; h = h->wnext)
+		if (h->woken_ns && !quiet(h, now) &&
+		    (!due || h->woken_ns + WAKE_GRACE_NS < due))
+			due = h->woken_ns + WAKE_GRACE_NS;
+	return due;
+}
+
+/* On the main loop: a woken waiter's turn is up; the next one's begins. */
+static void turn_over(void *arg)
+{
+	struct bs_budget *b = arg;
+
+	pthread_mutex_lock(&b->lock);
+	b->turn_timer = 0;
+	wake_head(b);		/* skips the quiet one now; arms for the rest */
+	pthread_mutex_unlock(&b->lock);
+}
 
 static void watchdog(void *arg)
 {
@@ -356,15 +388,21 @@ static void arm_main(void *arg)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Under the lock: the watchdog runs while someone waits. */
+/*
+ * Under the lock: the watchdog runs while someone waits (with a stall
+ * timeout), the turn timer while a woken waiter's turn runs (always).
+ */
 static void arm(struct bs_budget *b)
 {
+	bool dog = b->timer <= 0 && b->whead && b->stall_ms;
+	uint64_t due = b->turn_timer > 0 ? 0 : turn_due(b), now;
 	int id;
 
-	if (b->timer > 0 || !b->whead || !b->stall_ms)
+	if (!dog && !due)
 		return;
 	if (!bs_loop_is_current(b->loop)) {
-		/* timers belong to the main loop: ask it */
+		/* timers belong to the main loop: ask it (once: it arms
+		 * both, for what is due when it runs) */
 		if (!b->arm_sent) {
 			b->arm_sent = true;
 			b->arm_work.fn = arm_main;
@@ -373,10 +411,22 @@ static void arm(struct bs_budget *b)
 		}
 		return;
 	}
-	id = bs_loop_add_timer(b->loop, b->stall_ms / 2 ? b->stall_ms / 2 : 1,
-			       watchdog, b);
-	if (id > 0)
-		b->timer = id;
+	if (dog) {
+		id = bs_loop_add_timer(b->loop,
+				       b->stall_ms / 2 ? b->stall_ms / 2 : 1,
+				       watchdog, b);
+		if (id > 0)
+			b->timer = id;
+	}
+	if (due) {
+		/* rounded up: when it fires, that waiter is quiet() */
+		now = bs_now_ns();
+		id = bs_loop_add_timer(b->loop, due > now ?
+				       (due - now + 999999) / 1000000 : 1,
+				       turn_over, b);
+		if (id > 0)
+			b->turn_timer = id;
+	}
 }
 
 /* Under the lock: @h's wake/evict loop, the first time it takes. */
