@@ -455,10 +455,11 @@ static void charge_locked(struct bs_budget *b, struct bs_budget_holder *h,
 bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n)
 {
-	bool ok = true;
+	bool ok = true, had_turn;
 
 	pthread_mutex_lock(&b->lock);
 	bind_loop(b, h);
+	had_turn = h->woken_ns != 0;
 	h->woken_ns = 0;	/* it came back */
 	if (may_take(b, h, n)) {
 		dequeue(b, h);
@@ -479,6 +480,10 @@ bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		b->wtail = h;
 		b->waits++;
 	}
+	/* woken, came back and still cannot go (it asks for more now, or
+	 * the room went to a smaller newcomer): the next one's turn */
+	if (had_turn)
+		wake_head(b);
 	arm(b);
 out:
 	pthread_mutex_unlock(&b->lock);

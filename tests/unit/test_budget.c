@@ -514,6 +514,41 @@ static void quiet_turn_passes_across_threads(void **state)
 }
 
 /*
+ * A woken waiter that comes back and still cannot take (it asks for
+ * more than it waited for) hands its turn on at once: c, now the
+ * smallest, fits and is woken. Before, c waited for the next give or
+ * the watchdog.
+ */
+static void failed_retake_passes_on(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, x, c;
+
+	init(&a);
+	init(&x);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	give_settled(b, &a.h, 44 * MiB);	/* 16 used: both would fit */
+	assert_int_equal(x.woken, 1);
+	assert_int_equal(c.woken, 0);
+	assert_false(take_settled(b, &x.h, 56 * MiB));
+	assert_int_equal(c.woken, 1);
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	assert_int_equal(x.woken, 1);	/* 32 + 56 > 64: not yet */
+	give_settled(b, &c.h, 16 * MiB);
+	assert_int_equal(x.woken, 1);	/* 16 + 56 > 64: not yet */
+	give_settled(b, &a.h, 16 * MiB);
+	assert_int_equal(x.woken, 2);
+	assert_true(take_settled(b, &x.h, 56 * MiB));
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	leave_settled(b, &x.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
  * A woken waiter whose session closes before it took (the close is late:
  * the wake was already sent) passes its turn on as it leaves.
  */
@@ -568,6 +603,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			quiet_turn_passes_across_threads, th_ctx_setup,
 			th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(failed_retake_passes_on,
+						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(woken_waiter_leaves,
 						th_ctx_setup, th_ctx_teardown),
 	};
