@@ -94,6 +94,14 @@ void bs_budget_take_over(struct bs_budget *b, struct bs_budget_holder *h,
 /* Give back @n of @h's bytes. */
 void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n);
+/*
+ * @h waits no more (its session ends but is not freed yet: requests still
+ * in devices; the request it waited for went away): it leaves the queue
+ * and keeps what it holds until it gives it back or leaves. If it was
+ * woken, its turn passes on now (so does the room reserved for it).
+ * Called on @h's loop; nothing when it does not wait.
+ */
+void bs_budget_cancel(struct bs_budget *b, struct bs_budget_holder *h);
 /* @h moved data (received payload, sent a reply): not stalled. */
 void bs_budget_progress(struct bs_budget_holder *h);
 /* @h goes away: leave the queue and give back what it still holds. */

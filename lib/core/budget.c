@@ -520,6 +520,17 @@ void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
 	pthread_mutex_unlock(&b->lock);
 }
 
+void bs_budget_cancel(struct bs_budget *b, struct bs_budget_holder *h)
+{
+	pthread_mutex_lock(&b->lock);
+	if (h->queued) {
+		dequeue(b, h);
+		/* its turn, or the room reserved for it, goes on now */
+		wake_head(b);
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
 void bs_budget_progress(struct bs_budget_holder *h)
 {
 	__atomic_store_n(&h->progress_ns, bs_now_ns(), __ATOMIC_RELAXED);

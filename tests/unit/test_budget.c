@@ -7,7 +7,8 @@
  * only while someone waits; leaving gives everything back; taking above
  * the limit (take_over) never waits, is counted, and wakes nobody. A
  * woken waiter has its turn for a second; if it does not come back, the
- * turn passes on by itself, to one waiter at a time, on any thread.
+ * turn passes on by itself, to one waiter at a time, on any thread; at
+ * once when it comes back and still cannot take, leaves or cancels.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -574,6 +575,60 @@ static void woken_waiter_leaves(void **state)
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
+/*
+ * A waiter that stops waiting without leaving (its session ends but still
+ * has requests in devices) cancels: a woken one's turn passes on at once,
+ * and so does the room reserved for an overdue one. What it holds stays
+ * held until given back.
+ */
+static void cancel_passes_turn_on(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, x, c, big, small;
+
+	init(&a);
+	init(&x);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 56 * MiB));
+	assert_true(take_settled(b, &x.h, 4 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));	/* x waits too */
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	give_settled(b, &a.h, 48 * MiB);		/* 12 used */
+	assert_int_equal(x.woken, 1);
+	assert_int_equal(c.woken, 0);
+	bs_budget_cancel(b, &x.h);			/* x's session ends */
+	settle();
+	assert_int_equal(c.woken, 1);
+	assert_int_equal(bs_budget_used(b), 12 * MiB);	/* x keeps its 4 */
+	bs_budget_cancel(b, &x.h);			/* again: nothing */
+	settle();
+	assert_int_equal(bs_budget_waits(b), 2);
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	leave_settled(b, &x.h);
+	leave_settled(b, &c.h);
+	leave_settled(b, &a.h);
+	assert_int_equal(bs_budget_used(b), 0);
+
+	/* an overdue waiter that cancels frees the room reserved for it */
+	bs_budget_set_age(b, 200);
+	init(&a);
+	init(&big);
+	init(&small);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &big.h, 32 * MiB));
+	run_ms(*state, 250);				/* big is overdue */
+	assert_false(take_settled(b, &small.h, 2 * MiB));	/* 62 + 32 */
+	assert_int_equal(small.woken, 0);
+	bs_budget_cancel(b, &big.h);
+	settle();
+	assert_int_equal(small.woken, 1);
+	assert_true(take_settled(b, &small.h, 2 * MiB));
+	leave_settled(b, &big.h);
+	leave_settled(b, &small.h);
+	leave_settled(b, &a.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +661,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(failed_retake_passes_on,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(woken_waiter_leaves,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(cancel_passes_turn_on,
 						th_ctx_setup, th_ctx_teardown),
 	};
 
