@@ -11,6 +11,11 @@
  * client; this bounds all of them together, so that many sessions cannot
  * take the machine's memory.
  *
+ * A wake is a turn: one waiter at a time (and the overdue one) is woken.
+ * If it does not take, the turn passes on to the next at once when it is
+ * refused again, cancels or leaves, and after a second when it does not
+ * come back at all (lib/core/budget.c has the rule).
+ *
  * A client can hold bytes and stall (send half a write payload and stop,
  * or not read its replies). While others wait, a holder that made no
  * progress for the stall timeout is evicted: its evict callback ends the
@@ -40,7 +45,8 @@ struct bs_budget;
 #define BS_BUDGET_AGE_MS 60000u
 
 struct bs_budget_holder {
-	/* Bytes may be free again: try once more (queue a retry, no more). */
+	/* Bytes may be free again: try once more (queue a retry, no more).
+	 * A holder that will not (it ended) calls bs_budget_cancel(). */
 	void (*wake)(struct bs_budget_holder *h);
 	/* Stalled while holding bytes others wait for: end the holder. */
 	void (*evict)(struct bs_budget_holder *h, const char *why);

@@ -14,13 +14,31 @@
  * all come of age together, and would then keep a bystander out for as
  * many eviction rounds as there are of them.
  *
- * A waiter that was woken and has not come back for its bytes within
- * WAKE_GRACE_NS (its session cannot go on: a client that reads none of
- * its replies) keeps its place but no longer holds the others back; if
- * it also holds bytes and makes no progress, it is evicted like a holder
- * that does not wait. Without both, one such client at the head of the
- * queue stopped every larger request of every session for good. A
- * waiter not woken yet is never evicted (its held bytes may wait for
+ * A wake is a turn. Bytes given back wake the waiter whose turn it is
+ * (the smallest that fits, and the overdue one): one or two, never the
+ * whole queue. The others wait while it has its turn, and the turn
+ * passes on, wake_head() choosing again by the rules above, as soon as
+ * the budget learns it is not being used, by whichever comes first:
+ *   - the waiter takes (and the next one is woken if room is left);
+ *   - it comes back and is refused (it asks for more now, or a smaller
+ *     newcomer took the room): bs_budget_take();
+ *   - it stops waiting: bs_budget_cancel() (its session ended, saw EOF
+ *     or was freed with requests still in devices) or bs_budget_leave();
+ *   - WAKE_GRACE_NS passes without any of these (its session cannot go
+ *     on: a client that reads none of its replies; or its I/O thread is
+ *     slow to run the wake): the turn timer fires. It runs on the main
+ *     loop, not the waiter's, so a stuck I/O thread cannot hold it up,
+ *     and it runs whether or not there is a stall timeout.
+ * Nobody behind a turn that is not used waits for another give or for
+ * the watchdog (before the turn timer, that was up to half the stall
+ * timeout, and for good with none).
+ *
+ * A waiter whose turn passed ("quiet") keeps its place and age: when it
+ * does come back it takes like any other. It no longer holds the others
+ * back; if it also holds bytes and makes no progress, it is evicted like
+ * a holder that does not wait. Without both, one such client at the head
+ * of the queue stopped every larger request of every session for good.
+ * A waiter not woken yet is never evicted (its held bytes may wait for
  * input it reads only when its turn comes), nor is anyone while every
  * waiter has gone quiet (nobody could use the room).
  */
@@ -38,8 +56,9 @@
 /*
  * Threads: holders live on the I/O loops; everything here is under @lock.
  * A holder is woken or evicted on its own loop (h->loop) by a work item
- * sent there, never called from another thread; the watchdog timer runs
- * on the main loop (b->loop).
+ * sent there, never called from another thread; the watchdog and the
+ * turn timer run on the main loop (b->loop), armed from an I/O thread
+ * through arm_work.
  */
 struct bs_budget {
 	struct bs_loop *loop;
@@ -347,7 +366,8 @@ static void watchdog(void *arg)
 		pthread_mutex_unlock(&b->lock);
 		return;
 	}
-	/* waiters behind one that went quiet since the last wake */
+	/* the turn timer passes turns on; this only backs it up (a timer
+	 * that could not be added: no memory) */
 	wake_head(b);
 	/*
 	 * Only while someone who can use the room waits (every waiter gone
