@@ -10,7 +10,9 @@
  * more, no input wanted) until bytes are given back; then it goes on. A
  * connection closed in the middle of a record, or with a reply unsent,
  * gives everything back, and a callback's reply from the client is given
- * back as soon as it has been matched.
+ * back as soon as it has been matched. One closed while it waits at a
+ * header (calls still on workers) passes its turn to the next waiter at
+ * once.
  */
 #include <stdatomic.h>
 #include <stdlib.h>

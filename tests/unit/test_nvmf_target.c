@@ -19,7 +19,8 @@
  * H2CData PDU's data goes straight into the write's buffer (zero-copy
  * input), its data digest checked where it landed; a read that finds the
  * server budget full waits, and its queue takes no input, until bytes
- * are given back; a queue holding a write's bytes without sending its
+ * are given back (and a queue that ends meanwhile passes its turn on at
+ * once); a queue holding a write's bytes without sending its
  * data is evicted while another holder waits; a Compare holds only its
  * own data from the budget and reads the device by chunks into its
  * queue's scratch, which the queue's Compares take in turn.
