@@ -70,7 +70,7 @@ struct bs_budget {
 	uint32_t stall_ms;
 	uint32_t age_ms;			/* 0: the default rule */
 	int timer;				/* watchdog, > 0 while armed */
-	int turn_timer;		/* a woken waiter's turn ends, > 0 while armed */
+	int turn_timer;		/* end of a woken waiter's turn, > 0: armed */
 	struct bs_budget_holder *holders;	/* holders with bytes */
 	struct bs_budget_holder *whead, *wtail;	/* wait queue */
 };
