@@ -11,6 +11,11 @@
  * client; this bounds all of them together, so that many sessions cannot
  * take the machine's memory.
  *
+ * A wake is a turn: one waiter at a time (and the overdue one) is woken.
+ * If it does not take, the turn passes on to the next at once when it is
+ * refused again, cancels or leaves, and after a second when it does not
+ * come back at all (lib/core/budget.c has the rule).
+ *
  * A client can hold bytes and stall (send half a write payload and stop,
  * or not read its replies). While others wait, a holder that made no
  * progress for the stall timeout is evicted: its evict callback ends the
@@ -40,7 +45,8 @@ struct bs_budget;
 #define BS_BUDGET_AGE_MS 60000u
 
 struct bs_budget_holder {
-	/* Bytes may be free again: try once more (queue a retry, no more). */
+	/* Bytes may be free again: try once more (queue a retry, no more).
+	 * A holder that will not (it ended) calls bs_budget_cancel(). */
 	void (*wake)(struct bs_budget_holder *h);
 	/* Stalled while holding bytes others wait for: end the holder. */
 	void (*evict)(struct bs_budget_holder *h, const char *why);
@@ -94,6 +100,14 @@ void bs_budget_take_over(struct bs_budget *b, struct bs_budget_holder *h,
 /* Give back @n of @h's bytes. */
 void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n);
+/*
+ * @h waits no more (its session ends but is not freed yet: requests still
+ * in devices; the request it waited for went away): it leaves the queue
+ * and keeps what it holds until it gives it back or leaves. If it was
+ * woken, its turn passes on now (so does the room reserved for it).
+ * Called on @h's loop; nothing when it does not wait.
+ */
+void bs_budget_cancel(struct bs_budget *b, struct bs_budget_holder *h);
 /* @h moved data (received payload, sent a reply): not stalled. */
 void bs_budget_progress(struct bs_budget_holder *h);
 /* @h goes away: leave the queue and give back what it still holds. */

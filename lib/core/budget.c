@@ -14,13 +14,31 @@
  * all come of age together, and would then keep a bystander out for as
  * many eviction rounds as there are of them.
  *
- * A waiter that was woken and has not come back for its bytes within
- * WAKE_GRACE_NS (its session cannot go on: a client that reads none of
- * its replies) keeps its place but no longer holds the others back; if
- * it also holds bytes and makes no progress, it is evicted like a holder
- * that does not wait. Without both, one such client at the head of the
- * queue stopped every larger request of every session for good. A
- * waiter not woken yet is never evicted (its held bytes may wait for
+ * A wake is a turn. Bytes given back wake the waiter whose turn it is
+ * (the smallest that fits, and the overdue one): one or two, never the
+ * whole queue. The others wait while it has its turn, and the turn
+ * passes on, wake_head() choosing again by the rules above, as soon as
+ * the budget learns it is not being used, by whichever comes first:
+ *   - the waiter takes (and the next one is woken if room is left);
+ *   - it comes back and is refused (it asks for more now, or a smaller
+ *     newcomer took the room): bs_budget_take();
+ *   - it stops waiting: bs_budget_cancel() (its session ended, saw EOF
+ *     or was freed with requests still in devices) or bs_budget_leave();
+ *   - WAKE_GRACE_NS passes without any of these (its session cannot go
+ *     on: a client that reads none of its replies; or its I/O thread is
+ *     slow to run the wake): the turn timer fires. It runs on the main
+ *     loop, not the waiter's, so a stuck I/O thread cannot hold it up,
+ *     and it runs whether or not there is a stall timeout.
+ * Nobody behind a turn that is not used waits for another give or for
+ * the watchdog (before the turn timer, that was up to half the stall
+ * timeout, and for good with none).
+ *
+ * A waiter whose turn passed ("quiet") keeps its place and age: when it
+ * does come back it takes like any other. It no longer holds the others
+ * back; if it also holds bytes and makes no progress, it is evicted like
+ * a holder that does not wait. Without both, one such client at the head
+ * of the queue stopped every larger request of every session for good.
+ * A waiter not woken yet is never evicted (its held bytes may wait for
  * input it reads only when its turn comes), nor is anyone while every
  * waiter has gone quiet (nobody could use the room).
  */
@@ -38,8 +56,9 @@
 /*
  * Threads: holders live on the I/O loops; everything here is under @lock.
  * A holder is woken or evicted on its own loop (h->loop) by a work item
- * sent there, never called from another thread; the watchdog timer runs
- * on the main loop (b->loop).
+ * sent there, never called from another thread; the watchdog and the
+ * turn timer run on the main loop (b->loop), armed from an I/O thread
+ * through arm_work.
  */
 struct bs_budget {
 	struct bs_loop *loop;
@@ -51,6 +70,7 @@ struct bs_budget {
 	uint32_t stall_ms;
 	uint32_t age_ms;			/* 0: the default rule */
 	int timer;				/* watchdog, > 0 while armed */
+	int turn_timer;		/* end of a woken waiter's turn, > 0: armed */
 	struct bs_budget_holder *holders;	/* holders with bytes */
 	struct bs_budget_holder *whead, *wtail;	/* wait queue */
 };
@@ -89,6 +109,8 @@ void bs_budget_free(struct bs_budget *b)
 		return;
 	if (b->timer > 0)
 		bs_loop_cancel_timer(b->loop, b->timer);
+	if (b->turn_timer > 0)
+		bs_loop_cancel_timer(b->loop, b->turn_timer);
 	if (b->arm_sent)
 		bs_loop_cancel_work(b->loop, &b->arm_work);
 	pthread_mutex_destroy(&b->lock);
@@ -289,7 +311,12 @@ static bool may_take(const struct bs_budget *b,
 	return h->queued ? n <= sm->want : n < sm->want;
 }
 
-/* Wake the overdue waiter and the smallest one, if they may go now. */
+static void arm(struct bs_budget *b);
+
+/*
+ * Wake the overdue waiter and the smallest one, if they may go now; the
+ * turn of one that does not come back ends on the turn timer (arm()).
+ */
 static void wake_head(struct bs_budget *b)
 {
 	struct bs_budget_holder *o = overdue(b), *sm = smallest(b);
@@ -298,9 +325,33 @@ static void wake_head(struct bs_budget *b)
 		send_wake(o);
 	if (sm && sm != o && may_take(b, sm, sm->want))
 		send_wake(sm);
+	arm(b);
 }
 
-static void arm(struct bs_budget *b);
+/* When the first woken waiter's turn ends, if it does not come back
+ * (0: no woken waiter has a turn running). */
+static uint64_t turn_due(const struct bs_budget *b)
+{
+	uint64_t now = bs_now_ns(), due = 0;
+	const struct bs_budget_holder *h;
+
+	for (h = b->whead; h; h = h->wnext)
+		if (h->woken_ns && !quiet(h, now) &&
+		    (!due || h->woken_ns + WAKE_GRACE_NS < due))
+			due = h->woken_ns + WAKE_GRACE_NS;
+	return due;
+}
+
+/* On the main loop: a woken waiter's turn is up; the next one's begins. */
+static void turn_over(void *arg)
+{
+	struct bs_budget *b = arg;
+
+	pthread_mutex_lock(&b->lock);
+	b->turn_timer = 0;
+	wake_head(b);		/* skips the quiet one now; arms for the rest */
+	pthread_mutex_unlock(&b->lock);
+}
 
 static void watchdog(void *arg)
 {
@@ -315,7 +366,8 @@ static void watchdog(void *arg)
 		pthread_mutex_unlock(&b->lock);
 		return;
 	}
-	/* waiters behind one that went quiet since the last wake */
+	/* the turn timer passes turns on; this only backs it up (a timer
+	 * that could not be added: no memory) */
 	wake_head(b);
 	/*
 	 * Only while someone who can use the room waits (every waiter gone
@@ -356,15 +408,21 @@ static void arm_main(void *arg)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Under the lock: the watchdog runs while someone waits. */
+/*
+ * Under the lock: the watchdog runs while someone waits (with a stall
+ * timeout), the turn timer while a woken waiter's turn runs (always).
+ */
 static void arm(struct bs_budget *b)
 {
+	bool dog = b->timer <= 0 && b->whead && b->stall_ms;
+	uint64_t due = b->turn_timer > 0 ? 0 : turn_due(b), now;
 	int id;
 
-	if (b->timer > 0 || !b->whead || !b->stall_ms)
+	if (!dog && !due)
 		return;
 	if (!bs_loop_is_current(b->loop)) {
-		/* timers belong to the main loop: ask it */
+		/* timers belong to the main loop: ask it (once: it arms
+		 * both, for what is due when it runs) */
 		if (!b->arm_sent) {
 			b->arm_sent = true;
 			b->arm_work.fn = arm_main;
@@ -373,10 +431,22 @@ static void arm(struct bs_budget *b)
 		}
 		return;
 	}
-	id = bs_loop_add_timer(b->loop, b->stall_ms / 2 ? b->stall_ms / 2 : 1,
-			       watchdog, b);
-	if (id > 0)
-		b->timer = id;
+	if (dog) {
+		id = bs_loop_add_timer(b->loop,
+				       b->stall_ms / 2 ? b->stall_ms / 2 : 1,
+				       watchdog, b);
+		if (id > 0)
+			b->timer = id;
+	}
+	if (due) {
+		/* rounded up: when it fires, that waiter is quiet() */
+		now = bs_now_ns();
+		id = bs_loop_add_timer(b->loop, due > now ?
+				       (due - now + 999999) / 1000000 : 1,
+				       turn_over, b);
+		if (id > 0)
+			b->turn_timer = id;
+	}
 }
 
 /* Under the lock: @h's wake/evict loop, the first time it takes. */
@@ -405,10 +475,11 @@ static void charge_locked(struct bs_budget *b, struct bs_budget_holder *h,
 bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		    uint64_t n)
 {
-	bool ok = true;
+	bool ok = true, had_turn;
 
 	pthread_mutex_lock(&b->lock);
 	bind_loop(b, h);
+	had_turn = h->woken_ns != 0;
 	h->woken_ns = 0;	/* it came back */
 	if (may_take(b, h, n)) {
 		dequeue(b, h);
@@ -429,6 +500,10 @@ bool bs_budget_take(struct bs_budget *b, struct bs_budget_holder *h,
 		b->wtail = h;
 		b->waits++;
 	}
+	/* woken, came back and still cannot go (it asks for more now, or
+	 * the room went to a smaller newcomer): the next one's turn */
+	if (had_turn)
+		wake_head(b);
 	arm(b);
 out:
 	pthread_mutex_unlock(&b->lock);
@@ -462,6 +537,17 @@ void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
 {
 	pthread_mutex_lock(&b->lock);
 	give_locked(b, h, n);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void bs_budget_cancel(struct bs_budget *b, struct bs_budget_holder *h)
+{
+	pthread_mutex_lock(&b->lock);
+	if (h->queued) {
+		dequeue(b, h);
+		/* its turn, or the room reserved for it, goes on now */
+		wake_head(b);
+	}
 	pthread_mutex_unlock(&b->lock);
 }
 

@@ -5,7 +5,10 @@
  * bytes come back; a
  * request bigger than the limit goes alone; a stalled holder is evicted
  * only while someone waits; leaving gives everything back; taking above
- * the limit (take_over) never waits, is counted, and wakes nobody.
+ * the limit (take_over) never waits, is counted, and wakes nobody. A
+ * woken waiter has its turn for a second; if it does not come back, the
+ * turn passes on by itself, to one waiter at a time, on any thread; at
+ * once when it comes back and still cannot take, leaves or cancels.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include <blkstack/bdev.h>
 #include <blkstack/budget.h>
 #include <blkstack/loop.h>
+#include <blkstack/threads.h>
 
 #include "helpers/th.h"
 
@@ -383,6 +387,248 @@ static void quiet_waiters_evict_nobody(void **state)
 	leave_settled(b, &x.h);
 }
 
+/* Run the loop until *@flag is set or @ms passed; true if it was set. */
+static bool run_until(struct bs_ctx *ctx, const int *flag, int ms)
+{
+	uint64_t end = bs_now_ns() + (uint64_t)ms * 1000000;
+
+	while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE) && bs_now_ns() < end)
+		bs_loop_run_once(bs_ctx_loop(ctx), 10);
+	return __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0;
+}
+
+/*
+ * A woken waiter that does not come back has its turn for a second
+ * (WAKE_GRACE_NS); then the turn passes on by itself, with no other
+ * give and no watchdog (a stall timeout of 0 means there is none), to
+ * one waiter at a time in the usual order. Before, the waiters behind it
+ * waited for the next give or the watchdog's round: half the stall
+ * timeout, and for good without one.
+ */
+static void quiet_turn_passes_on(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, x, c, d;
+
+	init(&a);
+	init(&x);
+	init(&c);
+	init(&d);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	assert_false(take_settled(b, &d.h, 32 * MiB));
+	give_settled(b, &a.h, 60 * MiB);
+	/* x's turn (the smallest): one wake, not one for everyone */
+	assert_int_equal(x.woken, 1);
+	assert_int_equal(c.woken, 0);
+	assert_int_equal(d.woken, 0);
+	run_ms(*state, 500);
+	assert_int_equal(c.woken, 0);	/* still x's turn */
+	/* x never comes back: c is woken without anything given back */
+	assert_true(run_until(*state, &c.woken, 5000));
+	assert_int_equal(c.woken, 1);
+	assert_int_equal(d.woken, 0);	/* the next one only */
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	assert_int_equal(d.woken, 1);	/* c took: d's turn */
+	assert_true(take_settled(b, &d.h, 32 * MiB));
+	/* x comes back late: it takes as usual (8 + 16 + 32 <= 64) */
+	assert_true(take_settled(b, &x.h, 8 * MiB));
+	assert_int_equal(x.woken, 1);
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	leave_settled(b, &d.h);
+	leave_settled(b, &x.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
+ * The same with each waiter on its own I/O thread: wakes are work items
+ * sent to the waiter's loop, the turn's timer runs on the main loop. c,
+ * woken on its loop once x's second is up, takes there.
+ */
+struct mt {
+	struct bs_budget_holder h;	/* first */
+	struct bs_budget *b;
+	uint64_t want;
+	bool take_on_wake;
+	int woken, tries, got;		/* atomic */
+};
+
+static void mt_try(void *arg)
+{
+	struct mt *m = arg;
+
+	__atomic_add_fetch(&m->tries, 1, __ATOMIC_RELAXED);
+	if (bs_budget_take(m->b, &m->h, m->want))
+		__atomic_store_n(&m->got, 1, __ATOMIC_RELEASE);
+}
+
+static void mt_wake(struct bs_budget_holder *h)
+{
+	struct mt *m = (struct mt *)h;
+
+	__atomic_store_n(&m->woken, 1, __ATOMIC_RELEASE);
+	if (m->take_on_wake)
+		mt_try(m);
+}
+
+static void mt_leave(void *arg)
+{
+	struct mt *m = arg;
+
+	bs_budget_leave(m->b, &m->h);
+}
+
+static void quiet_turn_passes_across_threads(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct bs_loop *l1, *l2;
+	struct th a;
+	struct mt x = { .b = b, .want = 8 * MiB };
+	struct mt c = { .b = b, .want = 16 * MiB, .take_on_wake = true };
+
+	assert_int_equal(bs_ctx_start_threads(ctx, 2), 0);
+	l1 = bs_ctx_loop_at(ctx, 1);
+	l2 = bs_ctx_loop_at(ctx, 2);
+	x.h.wake = mt_wake;
+	c.h.wake = mt_wake;
+	init(&a);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	bs_loop_call(l1, mt_try, &x);	/* x waits, bound to l1 */
+	bs_loop_call(l2, mt_try, &c);	/* c waits, bound to l2 */
+	assert_int_equal(__atomic_load_n(&x.got, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(__atomic_load_n(&c.got, __ATOMIC_ACQUIRE), 0);
+	give_settled(b, &a.h, 60 * MiB);
+	assert_true(run_until(ctx, &x.woken, 5000));
+	/* x never asks again; c is woken on l2 and takes there */
+	assert_true(run_until(ctx, &c.got, 5000));
+	assert_int_equal(__atomic_load_n(&c.tries, __ATOMIC_RELAXED), 2);
+	assert_int_equal(__atomic_load_n(&x.got, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(bs_budget_used(b), 16 * MiB);
+	bs_loop_call(l1, mt_leave, &x);
+	bs_loop_call(l2, mt_leave, &c);
+	leave_settled(b, &a.h);
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_ctx_stop_threads(ctx);
+}
+
+/*
+ * A woken waiter that comes back and still cannot take (it asks for
+ * more than it waited for) hands its turn on at once: c, now the
+ * smallest, fits and is woken. Before, c waited for the next give or
+ * the watchdog.
+ */
+static void failed_retake_passes_on(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, x, c;
+
+	init(&a);
+	init(&x);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	give_settled(b, &a.h, 44 * MiB);	/* 16 used: both would fit */
+	assert_int_equal(x.woken, 1);
+	assert_int_equal(c.woken, 0);
+	assert_false(take_settled(b, &x.h, 56 * MiB));
+	assert_int_equal(c.woken, 1);
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	assert_int_equal(x.woken, 1);	/* 32 + 56 > 64: not yet */
+	give_settled(b, &c.h, 16 * MiB);
+	assert_int_equal(x.woken, 1);	/* 16 + 56 > 64: not yet */
+	give_settled(b, &a.h, 16 * MiB);
+	assert_int_equal(x.woken, 2);
+	assert_true(take_settled(b, &x.h, 56 * MiB));
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	leave_settled(b, &x.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
+ * A woken waiter whose session closes before it took (the close is late:
+ * the wake was already sent) passes its turn on as it leaves.
+ */
+static void woken_waiter_leaves(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, x, c;
+
+	init(&a);
+	init(&x);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	give_settled(b, &a.h, 56 * MiB);	/* 4 used */
+	assert_int_equal(x.woken, 1);
+	assert_int_equal(c.woken, 0);
+	leave_settled(b, &x.h);
+	assert_int_equal(c.woken, 1);
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
+ * A waiter that stops waiting without leaving (its session ends but still
+ * has requests in devices) cancels: a woken one's turn passes on at once,
+ * and so does the room reserved for an overdue one. What it holds stays
+ * held until given back.
+ */
+static void cancel_passes_turn_on(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct th a, x, c, big, small;
+
+	init(&a);
+	init(&x);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 56 * MiB));
+	assert_true(take_settled(b, &x.h, 4 * MiB));
+	assert_false(take_settled(b, &x.h, 8 * MiB));	/* x waits too */
+	assert_false(take_settled(b, &c.h, 16 * MiB));
+	give_settled(b, &a.h, 48 * MiB);		/* 12 used */
+	assert_int_equal(x.woken, 1);
+	assert_int_equal(c.woken, 0);
+	bs_budget_cancel(b, &x.h);			/* x's session ends */
+	settle();
+	assert_int_equal(c.woken, 1);
+	assert_int_equal(bs_budget_used(b), 12 * MiB);	/* x keeps its 4 */
+	bs_budget_cancel(b, &x.h);			/* again: nothing */
+	settle();
+	assert_int_equal(bs_budget_waits(b), 2);
+	assert_true(take_settled(b, &c.h, 16 * MiB));
+	leave_settled(b, &x.h);
+	leave_settled(b, &c.h);
+	leave_settled(b, &a.h);
+	assert_int_equal(bs_budget_used(b), 0);
+
+	/* an overdue waiter that cancels frees the room reserved for it */
+	bs_budget_set_age(b, 200);
+	init(&a);
+	init(&big);
+	init(&small);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &big.h, 32 * MiB));
+	run_ms(*state, 250);				/* big is overdue */
+	assert_false(take_settled(b, &small.h, 2 * MiB));	/* 62 + 32 */
+	assert_int_equal(small.woken, 0);
+	bs_budget_cancel(b, &big.h);
+	settle();
+	assert_int_equal(small.woken, 1);
+	assert_true(take_settled(b, &small.h, 2 * MiB));
+	leave_settled(b, &big.h);
+	leave_settled(b, &small.h);
+	leave_settled(b, &a.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +652,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(quiet_waiters_evict_nobody,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(leave_while_queued,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(quiet_turn_passes_on,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(
+			quiet_turn_passes_across_threads, th_ctx_setup,
+			th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(failed_retake_passes_on,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(woken_waiter_leaves,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(cancel_passes_turn_on,
 						th_ctx_setup, th_ctx_teardown),
 	};
 

@@ -995,6 +995,56 @@ static void read_charged_by_cdb(void **state)
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
+struct waiter {
+	struct bs_budget_holder h;	/* first */
+	int woken;
+};
+
+static void waiter_wake(struct bs_budget_holder *h)
+{
+	((struct waiter *)h)->woken++;
+}
+
+/*
+ * A session holding a command for the budget, woken for its turn, that
+ * sees the initiator's EOF before its wake ran (or ends, or is freed
+ * with commands still in the core) waits no more: the next waiter is
+ * woken then, not a second later nor when the session is gone.
+ */
+static void budget_turn_passed_on_at_eof(void **state)
+{
+	struct h *h = *state;
+	struct bs_budget *b = bs_ctx_budget(h->ctx);
+	uint64_t held = BS_BUDGET_MIN - 16 * KiB;
+	struct bs_budget_holder other;
+	struct waiter next;
+	uint8_t cdb[16];
+
+	LOGIN(h, "InitialR2T=Yes\0", false, false);
+	clear_ua(h);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, held));
+	/* READ(10) of 32 KiB does not fit: the command is held */
+	cdb10(cdb, 0x28, 0, 64);
+	cmd(h, 9, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, 64 * 512, NULL, 0);
+	expect_none(h);
+	assert_int_equal(bs_budget_waits(b), 1);
+	memset(&next, 0, sizeof(next));
+	next.h.wake = waiter_wake;
+	assert_false(bs_budget_take(b, &next.h, 8u << 20));
+	/* room for both: the session's turn (the smaller); EOF comes
+	 * before its wake runs */
+	bs_budget_give(b, &other, 16u << 20);
+	iscsi_session_eof(h->s);
+	bs_loop_run_once(bs_ctx_loop(h->ctx), 0);
+	assert_int_equal(next.woken, 1);
+	assert_true(bs_budget_take(b, &next.h, 8u << 20));
+	bs_budget_leave(b, &next.h);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1022,6 +1072,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(read_charged_by_cdb, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(budget_turn_passed_on_at_eof,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(login_first_then_nothing_else,
 						setup, teardown),
 	};

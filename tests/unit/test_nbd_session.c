@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <blkstack/attr.h>
+#include <blkstack/budget.h>
 #include <blkstack/export.h>
 #include <blkstack/opts.h>
 
@@ -2442,6 +2443,61 @@ static void byte_at_a_time(void **state)
 	h_fini(&h);
 }
 
+struct waiter {
+	struct bs_budget_holder h;	/* first */
+	int woken;
+};
+
+static void waiter_wake(struct bs_budget_holder *h)
+{
+	((struct waiter *)h)->woken++;
+}
+
+/*
+ * A session waiting at a READ's header for the server-wide budget, woken
+ * for its turn, that sees the client's EOF before it took (or ends, or
+ * is freed with requests still in the device) waits no more: the next
+ * waiter is woken then, not a second later nor when the session is gone.
+ */
+static void budget_turn_passed_on_at_eof(void **state)
+{
+	struct bs_budget_holder other;
+	struct waiter next;
+	struct bs_budget *b;
+	uint8_t r[28];
+	uint64_t held = BS_BUDGET_MIN - 512 * KiB;
+	struct h h;
+
+	(void)state;
+	h_init(&h, "mem:8M", false);
+	h_go(&h, "vol0", 0);
+	b = bs_ctx_budget(h.ctx);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, held));
+	/* a 1 MiB READ does not fit: the session waits at its header */
+	put_req(r, 0, NBD_CMD_READ, 1, 0, 1 * MiB);
+	nbd_session_feed(h.s, r, sizeof(r));
+	assert_int_equal(nbd_session_inflight(h.s), 0);
+	assert_int_equal(bs_budget_waits(b), 1);
+	memset(&next, 0, sizeof(next));
+	next.h.wake = waiter_wake;
+	assert_false(bs_budget_take(b, &next.h, 8 * MiB));
+	/* room for both: the session's turn (the smaller); it is kicked
+	 * but never feeds again */
+	bs_budget_give(b, &other, 16 * MiB);
+	h_run(&h);
+	assert_int_equal(next.woken, 0);
+	nbd_session_eof(h.s);
+	h_run(&h);
+	assert_int_equal(next.woken, 1);
+	assert_true(bs_budget_take(b, &next.h, 8 * MiB));
+	bs_budget_leave(b, &next.h);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
+	h_fini(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2486,6 +2542,7 @@ int main(void)
 		cmocka_unit_test(request_cap),
 		cmocka_unit_test(eof_mid_write),
 		cmocka_unit_test(eof_with_inflight),
+		cmocka_unit_test(budget_turn_passed_on_at_eof),
 		cmocka_unit_test(free_with_inflight),
 		cmocka_unit_test(shutdown_session),
 		cmocka_unit_test(shutdown_handshake),

@@ -10,7 +10,9 @@
  * more, no input wanted) until bytes are given back; then it goes on. A
  * connection closed in the middle of a record, or with a reply unsent,
  * gives everything back, and a callback's reply from the client is given
- * back as soon as it has been matched.
+ * back as soon as it has been matched. One closed while it waits at a
+ * header (calls still on workers) passes its turn to the next waiter at
+ * once.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -25,6 +27,8 @@
 #include "export/nfs/nfs.h"
 #include "helpers/nfs_th.h"
 #include "helpers/th.h"
+
+#define MiB (1ull << 20)
 
 /* what conn.c takes for a reply before it is made */
 #define ROOM (NFS_MAX_REPLY + 4u)
@@ -277,6 +281,78 @@ static void the_room_shrinks_to_the_call_when_its_record_is_in(void **state)
 	nfs_net_proto.close(f->sess, NULL);
 }
 
+struct waiter {
+	struct bs_budget_holder h;	/* first */
+	int woken;
+};
+
+static void waiter_wake(struct bs_budget_holder *h)
+{
+	((struct waiter *)h)->woken++;
+}
+
+/*
+ * A connection closed while it waits at a header, with a call still on a
+ * worker (it is freed only when that call is done), was woken for its
+ * turn just before: the turn goes to the next waiter at the close, not a
+ * second later when the budget gives up on it, nor when the call ends.
+ */
+static void closed_while_waiting_passes_the_turn_on(void **state)
+{
+	struct fx *f = *state;
+	struct bs_workers *w = bs_ctx_workers(f->ctx);
+	struct bs_budget_holder other;
+	struct waiter next;
+	/* static: the workers still use them if an assertion fails */
+	static atomic_bool gate;
+	static struct gate_job g[2];
+	uint8_t rec[64], rec2[64];
+	uint64_t held;
+	int i;
+
+	f->srv->inline_io = false;	/* every call to a worker */
+	atomic_store(&gate, false);
+	memset(g, 0, sizeof(g));
+	for (i = 0; i < 2; i++) {	/* the pool's two threads held */
+		g[i].gate = &gate;
+		g[i].job.run = gate_run;
+		g[i].job.done = gate_done;
+		bs_workers_submit(w, &g[i].job);
+	}
+	/* a call on a worker: the connection cannot be freed yet */
+	record(rec, 8, RPC_CALL);
+	assert_int_equal(nfs_net_proto.input(f->sess, rec, 4 + CALL_LEN),
+			 4 + CALL_LEN);
+	/* the budget full: the next call waits at its header */
+	memset(&other, 0, sizeof(other));
+	held = BS_BUDGET_MIN - bs_budget_used(f->b) - 512 * 1024;
+	assert_true(bs_budget_take(f->b, &other, held));
+	record(rec2, 9, RPC_CALL);
+	assert_int_equal(nfs_net_proto.input(f->sess, rec2, 4 + CALL_LEN), 4);
+	/* and behind it, someone who wants more */
+	memset(&next, 0, sizeof(next));
+	next.h.wake = waiter_wake;
+	assert_false(bs_budget_take(f->b, &next.h, 8 * MiB));
+	/* room for both: the connection's turn (the smaller) */
+	bs_budget_give(f->b, &other, 16 * MiB);
+	held -= 16 * MiB;
+	/* closed before its wake ran */
+	nfs_net_proto.close(f->sess, "test over");
+	bs_loop_run_once(bs_ctx_loop(f->ctx), 0);
+	assert_int_equal(next.woken, 1);
+	assert_true(bs_budget_take(f->b, &next.h, 8 * MiB));
+	/* the call done, the connection goes with all it held */
+	atomic_store(&gate, true);
+	for (i = 0; i < 500 && bs_budget_used(f->b) != held + 8 * MiB; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_int_equal(bs_budget_used(f->b), held + 8 * MiB);
+	for (i = 0; i < 500 && !(g[0].done && g[1].done); i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	bs_budget_leave(f->b, &next.h);
+	bs_budget_leave(f->b, &other);
+	assert_int_equal(bs_budget_used(f->b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +367,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			the_room_shrinks_to_the_call_when_its_record_is_in,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			closed_while_waiting_passes_the_turn_on, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

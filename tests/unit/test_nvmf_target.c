@@ -19,7 +19,8 @@
  * H2CData PDU's data goes straight into the write's buffer (zero-copy
  * input), its data digest checked where it landed; a read that finds the
  * server budget full waits, and its queue takes no input, until bytes
- * are given back; a queue holding a write's bytes without sending its
+ * are given back (and a queue that ends meanwhile passes its turn on at
+ * once); a queue holding a write's bytes without sending its
  * data is evicted while another holder waits; a Compare holds only its
  * own data from the budget and reads the device by chunks into its
  * queue's scratch, which the queue's Compares take in turn.
@@ -597,6 +598,59 @@ static void read_waits_for_the_budget(void **state)
 	ops_close(q);
 	assert_int_equal(bs_budget_used(b), 0);
 	bs_budget_leave(b, &other);
+}
+
+struct waiter {
+	struct bs_budget_holder h;	/* first */
+	int woken;
+};
+
+static void waiter_wake(struct bs_budget_holder *h)
+{
+	((struct waiter *)h)->woken++;
+}
+
+/*
+ * A queue with a read waiting for the budget, woken for its turn, that
+ * ends before its wake ran (a fatal transport error, the host's
+ * Disconnect, an eviction) waits no more: the next waiter is woken then,
+ * not a second later nor when the queue is freed.
+ */
+static void ended_queue_passes_the_turn_on(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	uint64_t held = BS_BUDGET_MIN - 512 * 1024;
+	struct bs_budget_holder other;
+	struct waiter next;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	int i;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 0), 0);
+	memset(&other, 0, sizeof(other));
+	assert_true(bs_budget_take(b, &other, held));
+	q = ops_queue(f, &port, false);
+	put_capsule(f, q, BS_NVME_CMD_READ, 3, MiB);
+	for (i = 0; i < 20; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 1);
+	assert_non_null(q->cmds);
+	assert_false(q->cmds->in_core);
+	memset(&next, 0, sizeof(next));
+	next.h.wake = waiter_wake;
+	assert_false(bs_budget_take(b, &next.h, 8 * MiB));
+	/* room for both: the queue's turn (the smaller); it ends before
+	 * its wake runs */
+	bs_budget_give(b, &other, 16 * MiB);
+	nvmf_queue_end(q, "test: ended");
+	bs_loop_run_once(bs_ctx_loop(f->ctx), 0);
+	assert_int_equal(next.woken, 1);
+	assert_true(bs_budget_take(b, &next.h, 8 * MiB));
+	assert_int_equal(last_status(q), -1);	/* the read never ran */
+	ops_close(q);
+	bs_budget_leave(b, &next.h);
+	bs_budget_leave(b, &other);
+	assert_int_equal(bs_budget_used(b), 0);
 }
 
 /* A queue that holds a write's bytes (R2T sent) and never sends its data
@@ -2040,6 +2094,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(h2c_data_zero_copy_bad_digest,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(read_waits_for_the_budget,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(ended_queue_passes_the_turn_on,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(incapsule_ahead_of_granted_data,
 						setup, teardown),

@@ -33,6 +33,18 @@
 #define RBUF_LEN (ISCSI_AHS_MAX + ISCSI_DIGEST_LEN + ISCSI_MAX_RECV_DSL + 3 + \
 		  ISCSI_DIGEST_LEN)
 
+/*
+ * No more input (ended, EOF, freed): the PDU held for the budget is
+ * dropped, so the session waits no more; its turn goes on now, not when
+ * the session is freed after its commands in the core.
+ */
+static void drop_held(struct iscsi_session *s)
+{
+	s->held = false;
+	if (s->budget)
+		bs_budget_cancel(s->budget, &s->bh);
+}
+
 void iscsi_log(struct iscsi_session *s, const char *fmt, ...)
 {
 	char msg[512];
@@ -57,7 +69,7 @@ void iscsi_end(struct iscsi_session *s, const char *fmt, ...)
 	}
 	s->ended = true;
 	s->in = IN_NONE;
-	s->held = false;
+	drop_held(s);
 	iscsi_tasks_drop(s);
 	iscsi_kick(s);
 }
@@ -996,7 +1008,7 @@ void iscsi_session_eof(struct iscsi_session *s)
 			 "initiator vanished in the middle of a PDU" :
 			 "initiator closed without logout");
 	s->in = IN_NONE;
-	s->held = false;
+	drop_held(s);
 	iscsi_tasks_drop(s);
 	iscsi_kick(s);
 }
@@ -1117,7 +1129,7 @@ void iscsi_session_free(struct iscsi_session *s)
 	while (s->out_head)
 		out_pop(s);
 	s->in = IN_NONE;
-	s->held = false;
+	drop_held(s);
 	iscsi_tasks_drop(s);
 	if (executing(s) || s->tmf.core_wait) {
 		/* the core still has commands (or a reset waits for other

@@ -16,6 +16,7 @@
 #include "export/nbd/internal.h"
 
 static void out_pop(struct nbd_session *s);
+static void budget_stop_waiting(struct nbd_session *s);
 
 #define SESSION_OF(h) \
 	((struct nbd_session *)((char *)(h) - offsetof(struct nbd_session, bh)))
@@ -46,6 +47,7 @@ void nbd_end(struct nbd_session *s, const char *fmt, ...)
 	s->in = IN_NONE;
 	/* a write still receiving its payload never reaches the device */
 	nbd_tx_drop_partial(s);
+	budget_stop_waiting(s);
 	nbd_kick(s);
 }
 
@@ -110,6 +112,17 @@ void nbd_budget_give(struct nbd_session *s, size_t n)
 {
 	if (n && s->budget)
 		bs_budget_give(s->budget, &s->bh, n);
+}
+
+/*
+ * No more input (ended, EOF, freed): a header that waited for the budget
+ * is dropped, so the session waits no more; its turn goes on now, not
+ * when the session is freed after its requests in the devices.
+ */
+static void budget_stop_waiting(struct nbd_session *s)
+{
+	if (s->budget)
+		bs_budget_cancel(s->budget, &s->bh);
 }
 
 static void budget_wake(struct bs_budget_holder *h)
@@ -367,6 +380,7 @@ void nbd_session_eof(struct nbd_session *s)
 	/* a partial write is never submitted: nothing unacknowledged lands */
 	nbd_tx_drop_partial(s);
 	s->in = IN_NONE;
+	budget_stop_waiting(s);
 	nbd_kick(s);
 }
 
@@ -452,6 +466,7 @@ void nbd_session_free(struct nbd_session *s)
 		/* the device still has requests: free on the last one */
 		s->orphan = true;
 		s->in = IN_NONE;
+		budget_stop_waiting(s);
 		if (s->set)
 			bs_exports_hold(s->set);
 		return;

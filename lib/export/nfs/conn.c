@@ -592,6 +592,10 @@ static void c_close(void *sess, const char *why)
 	if (c->loop)
 		nfs_xprt_del(c->srv, &c->xprt);
 	c->closed = true;
+	/* a header held for the budget waits no more: its turn goes on now,
+	 * not when the last call on a worker is done */
+	if (c->budget)
+		bs_budget_cancel(c->budget, &c->bh);
 	if (!c->inflight)
 		conn_free(c);
 }

@@ -312,6 +312,10 @@ void nvmf_queue_end(struct nvmf_queue *q, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(q->reason, sizeof(q->reason), fmt, ap);
 	va_end(ap);
+	/* its commands and header held for the budget wait no more
+	 * (wait_run() stops here): its turn goes on now */
+	if (q->budget)
+		bs_budget_cancel(q->budget, &q->bh);
 	if (q->nc && !q->orphan)
 		bs_net_conn_kick(q->nc);
 }
@@ -1235,6 +1239,8 @@ static void p_close(void *sess, const char *why)
 			(double)(bs_now_ns() - q->start_ns) / 1e9,
 			why ? why : q->reason[0] ? q->reason : "closed");
 	q->ended = true;
+	if (q->budget)
+		bs_budget_cancel(q->budget, &q->bh);
 	nvmf_ctrl_detach(q);
 	/* detached: nothing sends to it any more; take back what was sent */
 	if (q->loop)
