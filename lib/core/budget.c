@@ -379,9 +379,14 @@ static void watchdog(void *arg)
 	if (!smallest(b))
 		goto out;
 	for (h = b->holders; h; h = next) {
+		uint64_t p;
+
 		next = h->next;
-		if (now - __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED) <
-		    limit || (h->queued && !quiet(h, now)))
+		/* progress made on its loop since @now was read is fresh,
+		 * not 2^64 ns old */
+		p = __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED);
+		if (p >= now || now - p < limit ||
+		    (h->queued && !quiet(h, now)))
 			continue;
 		snprintf(h->why, sizeof(h->why),
 			 "no progress for %u s while holding %llu KiB of the "

@@ -4,7 +4,8 @@
  * wait (smallest first, an overdue one before all) and are woken when
  * bytes come back; a
  * request bigger than the limit goes alone; a stalled holder is evicted
- * only while someone waits; leaving gives everything back; taking above
+ * only while someone waits, and not for progress made after the
+ * watchdog read the clock; leaving gives everything back; taking above
  * the limit (take_over) never waits, is counted, and wakes nobody. A
  * woken waiter has its turn for a second; if it does not come back, the
  * turn passes on by itself, to one waiter at a time, on any thread; at
@@ -629,6 +630,33 @@ static void cancel_passes_turn_on(void **state)
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
+/*
+ * Progress a holder makes on its own loop while the watchdog runs (after
+ * the watchdog read the clock) is fresh. Before, the watchdog took such
+ * a holder's last progress for 2^64 ns ago and evicted it: the busier a
+ * holder on another thread, the likelier. Here the holder's progress is
+ * put after the watchdog's clock by hand.
+ */
+static void progress_after_the_watchdog_clock(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, c;
+
+	init(&a);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &c.h, 8 * MiB));
+	a.h.progress_ns = bs_now_ns() + 400ull * 1000000;
+	run_ms(*state, 300);			/* three stall timeouts */
+	assert_int_equal(a.evicted, 0);
+	/* and counted from there: a stall timeout after it, a goes */
+	run_ms(*state, 400);
+	assert_int_equal(a.evicted, 1);
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,6 +692,9 @@ int main(void)
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(cancel_passes_turn_on,
 						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(
+			progress_after_the_watchdog_clock, th_ctx_setup,
+			th_ctx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
