@@ -24,6 +24,7 @@ need python3
 nvmf_peers
 CMP=$(dirname "$0")/lib/nvmf_compare.py
 daemon_setup
+daemon_threads 2	# the queues of the two clients on two I/O threads
 PORT2=$(free_port)
 cat >>"$T/d.ini" <<EOC
 [device da]
