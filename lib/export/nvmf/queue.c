@@ -177,7 +177,7 @@ bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
 
 /* A slow device is not a stalled client: the queue is not evicted while
  * a command of it is in a device (the budget's watchdog passes it over),
- * a Write's and a Compare's chunk reads alike; one coming back is
+ * a Write, a Read and a Compare's chunk reads alike; one coming back is
  * progress. Per command, not per request: a DSM's ranges and a
  * zeroout's pieces are one command in the device until the last is
  * back. */
