@@ -38,6 +38,10 @@ SCRIPTS=(mt_verify ctl_longzero ctl_nofreeze ctl_stream claims nbd_fio
 # threads fail back to them while the device is down (about 15 s under
 # TSan; it found a request read after its context went back home).
 SCRIPTS+=(nvmf_down)
+# NVMe Compare on the target's queues on two I/O threads: the per-queue
+# scratch and each chunk read marked in the device for the budget's
+# watchdog on the main loop (about 2 s)
+SCRIPTS+=(nvmf_compare)
 # event_loop = io_uring (connections on the I/O loops' rings) and epoll
 SCRIPTS+=(daemon_event_loop)
 # Remote leaves: the nbd driver (libnbd's connections and the reconnect

@@ -20,6 +20,8 @@
  * or not read its replies). While others wait, a holder that made no
  * progress for the stall timeout is evicted: its evict callback ends the
  * session, which frees what it held. Nobody waiting: nobody is evicted.
+ * A holder with requests in a device (bs_budget_dev_begin()) is not
+ * stalled: its client is not what it waits for.
  *
  * Thread-safe: holders on any loop share one budget (a mutex inside).
  * A holder's wake and evict callbacks run on the loop it first took bytes
@@ -58,6 +60,7 @@ struct bs_budget_holder {
 	uint64_t held;
 	uint64_t want;		/* bytes asked for while queued */
 	uint64_t progress_ns;	/* last bs_budget_progress() */
+	unsigned in_dev;	/* atomic: requests in a device */
 	uint64_t queued_ns;	/* when it began to wait */
 	uint64_t woken_ns;	/* a wake it has not come back from (0: none) */
 	bool queued, listed;
@@ -110,6 +113,16 @@ void bs_budget_give(struct bs_budget *b, struct bs_budget_holder *h,
 void bs_budget_cancel(struct bs_budget *b, struct bs_budget_holder *h);
 /* @h moved data (received payload, sent a reply): not stalled. */
 void bs_budget_progress(struct bs_budget_holder *h);
+/*
+ * @h gave a request to a device / has it back (in pairs, on @h's loop).
+ * While any of its requests is in a device @h is not stalled, however
+ * long the device takes: its bytes wait for the device (a slow disk, a
+ * remote target), not for its client, and ending the session would not
+ * give back the bytes of requests in the device any sooner. A request
+ * coming back is progress: the stall timeout starts again from there.
+ */
+void bs_budget_dev_begin(struct bs_budget_holder *h);
+void bs_budget_dev_end(struct bs_budget_holder *h);
 /* @h goes away: leave the queue and give back what it still holds. */
 void bs_budget_leave(struct bs_budget *b, struct bs_budget_holder *h);
 

@@ -41,6 +41,13 @@
  * A waiter not woken yet is never evicted (its held bytes may wait for
  * input it reads only when its turn comes), nor is anyone while every
  * waiter has gone quiet (nobody could use the room).
+ *
+ * Nor is a holder with requests in a device (bs_budget_dev_begin()): a
+ * slow device is not a stalled client, and the bytes of requests in the
+ * device come back only when the device is done, evicted or not. Its
+ * last request back is progress; from then on its client's part counts
+ * again. A front end that does not say when its requests are in a device
+ * has the device's time counted against its client, as all did before.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -379,9 +386,18 @@ static void watchdog(void *arg)
 	if (!smallest(b))
 		goto out;
 	for (h = b->holders; h; h = next) {
+		uint64_t p;
+
 		next = h->next;
-		if (now - __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED) <
-		    limit || (h->queued && !quiet(h, now)))
+		/* in_dev first: a request that came back recorded its
+		 * progress before it left in_dev (bs_budget_dev_end()) */
+		if (__atomic_load_n(&h->in_dev, __ATOMIC_ACQUIRE))
+			continue;
+		/* progress made on its loop since @now was read is fresh,
+		 * not 2^64 ns old */
+		p = __atomic_load_n(&h->progress_ns, __ATOMIC_RELAXED);
+		if (p >= now || now - p < limit ||
+		    (h->queued && !quiet(h, now)))
 			continue;
 		snprintf(h->why, sizeof(h->why),
 			 "no progress for %u s while holding %llu KiB of the "
@@ -554,6 +570,18 @@ void bs_budget_cancel(struct bs_budget *b, struct bs_budget_holder *h)
 void bs_budget_progress(struct bs_budget_holder *h)
 {
 	__atomic_store_n(&h->progress_ns, bs_now_ns(), __ATOMIC_RELAXED);
+}
+
+void bs_budget_dev_begin(struct bs_budget_holder *h)
+{
+	__atomic_add_fetch(&h->in_dev, 1, __ATOMIC_RELAXED);
+}
+
+void bs_budget_dev_end(struct bs_budget_holder *h)
+{
+	/* the progress first: the watchdog reads in_dev, then progress_ns */
+	bs_budget_progress(h);
+	__atomic_sub_fetch(&h->in_dev, 1, __ATOMIC_RELEASE);
 }
 
 void bs_budget_leave(struct bs_budget *b, struct bs_budget_holder *h)

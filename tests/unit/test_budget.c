@@ -4,11 +4,13 @@
  * wait (smallest first, an overdue one before all) and are woken when
  * bytes come back; a
  * request bigger than the limit goes alone; a stalled holder is evicted
- * only while someone waits; leaving gives everything back; taking above
- * the limit (take_over) never waits, is counted, and wakes nobody. A
- * woken waiter has its turn for a second; if it does not come back, the
- * turn passes on by itself, to one waiter at a time, on any thread; at
- * once when it comes back and still cannot take, leaves or cancels.
+ * only while someone waits, not while its requests are in a device, and
+ * not for progress made after the watchdog read the clock; leaving gives
+ * everything back; taking above the limit (take_over) never waits, is
+ * counted, and wakes nobody. A woken waiter has its turn for a second;
+ * if it does not come back, the turn passes on by itself, to one waiter
+ * at a time, on any thread; at once when it comes back and still cannot
+ * take, leaves or cancels.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -629,6 +631,68 @@ static void cancel_passes_turn_on(void **state)
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
+/*
+ * Progress a holder makes on its own loop while the watchdog runs (after
+ * the watchdog read the clock) is fresh. Before, the watchdog took such
+ * a holder's last progress for 2^64 ns ago and evicted it: the busier a
+ * holder on another thread, the likelier. Here the holder's progress is
+ * put after the watchdog's clock by hand.
+ */
+static void progress_after_the_watchdog_clock(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, c;
+
+	init(&a);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &c.h, 8 * MiB));
+	a.h.progress_ns = bs_now_ns() + 400ull * 1000000;
+	run_ms(*state, 300);			/* three stall timeouts */
+	assert_int_equal(a.evicted, 0);
+	/* and counted from there: a stall timeout after it, a goes */
+	run_ms(*state, 400);
+	assert_int_equal(a.evicted, 1);
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
+ * A holder whose requests are in a device is not stalled, however long
+ * the device takes, while others wait: its client is not what it waits
+ * for. Its last request back counts as progress, and from then on it is
+ * the client's part again: a stall timeout after that, with no progress,
+ * it is evicted. Before, a session whose writes waited on a slow device
+ * for a stall timeout was evicted.
+ */
+static void device_requests_are_not_a_stall(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, c;
+
+	init(&a);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));
+	assert_false(take_settled(b, &c.h, 8 * MiB));
+	bs_budget_dev_begin(&a.h);
+	bs_budget_dev_begin(&a.h);
+	run_ms(*state, 300);			/* three stall timeouts */
+	bs_budget_dev_end(&a.h);
+	run_ms(*state, 300);			/* one still in the device */
+	assert_int_equal(a.evicted, 0);
+	bs_budget_dev_end(&a.h);		/* progress: counted from here */
+	run_ms(*state, 50);
+	assert_int_equal(a.evicted, 0);
+	for (int i = 0; i < 30 && !a.evicted; i++)
+		run_ms(*state, 20);
+	assert_int_equal(a.evicted, 1);
+	assert_int_equal(c.evicted, 0);
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +727,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(woken_waiter_leaves,
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(cancel_passes_turn_on,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(
+			progress_after_the_watchdog_clock, th_ctx_setup,
+			th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(device_requests_are_not_a_stall,
 						th_ctx_setup, th_ctx_teardown),
 	};
 

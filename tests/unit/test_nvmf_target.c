@@ -20,10 +20,11 @@
  * input), its data digest checked where it landed; a read that finds the
  * server budget full waits, and its queue takes no input, until bytes
  * are given back (and a queue that ends meanwhile passes its turn on at
- * once); a queue holding a write's bytes without sending its
- * data is evicted while another holder waits; a Compare holds only its
- * own data from the budget and reads the device by chunks into its
- * queue's scratch, which the queue's Compares take in turn.
+ * once); a queue holding a write's bytes without sending its data is
+ * evicted while another holder waits, but not one whose commands wait in
+ * a slow device; a Compare holds only its own data from the budget and
+ * reads the device by chunks into its queue's scratch, which the queue's
+ * Compares take in turn.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -1967,6 +1968,142 @@ static void compare_read_error(void **state)
 	free(zero);
 }
 
+/* ---- a slow device: its requests wait until the test lets them go ------- */
+
+static const struct bs_dev_type *slow_orig;
+static struct bs_dev_type slow_type;
+static struct bs_req *slow_held[8];
+static unsigned slow_n;
+
+static void slow_submit(struct bs_dev *dev, struct bs_req *req)
+{
+	(void)dev;
+	assert_true(slow_n < 8);
+	slow_held[slow_n++] = req;
+}
+
+/* From now on the fixture's device holds every request it is given. */
+static void slow_begin(struct fx *f)
+{
+	slow_orig = f->dev->type;
+	slow_type = *slow_orig;
+	slow_type.submit = slow_submit;
+	f->dev->type = &slow_type;
+	slow_n = 0;
+}
+
+static void slow_end(struct fx *f)
+{
+	assert_int_equal(slow_n, 0);
+	f->dev->type = slow_orig;
+}
+
+/* Run the loop for @ms milliseconds. */
+static void run_for(struct fx *f, unsigned ms)
+{
+	uint64_t end = bs_now_ns() + ms * 1000000ull;
+
+	while (bs_now_ns() < end)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 5);
+}
+
+/* One request reaches the device, which holds it for @ms milliseconds
+ * (while the loop runs, the budget's watchdog too) and then carries it
+ * out; @q is not ended meanwhile. */
+static void slow_one(struct fx *f, struct nvmf_queue *q, unsigned ms)
+{
+	struct bs_req *req;
+	int i;
+
+	for (i = 0; i < 200 && !slow_n; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 5);
+	assert_int_equal(slow_n, 1);
+	run_for(f, ms);
+	assert_false(q->ended);
+	req = slow_held[--slow_n];
+	slow_orig->submit(f->dev, req);
+}
+
+/* Run the loop until @q answered @cid (or a second went by). */
+static int answer_of(struct fx *f, struct nvmf_queue *q, uint16_t cid)
+{
+	int i;
+
+	for (i = 0; i < 200 && status_of(q, cid) < 0; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 5);
+	return status_of(q, cid);
+}
+
+/*
+ * A slow device is not a stalled client. With a stall timeout of 20 ms
+ * and another holder waiting for the budget, a queue whose commands wait
+ * in the device keeps its bytes however long that takes: the device
+ * holds each request for five stall timeouts, and a 1 MiB Write (its data
+ * received by R2T), a 256 KiB Compare (four chunk reads, each held) and
+ * a 1 MiB Read all complete. Before, the queue was evicted ("no progress
+ * for ...") a stall timeout after the Write's data was in, and a Compare
+ * the same way in any chunk: the device's work counted for nothing. Once
+ * the device is done the client's part counts again: the Read's data,
+ * which this client never takes, gets the queue evicted.
+ */
+static void slow_device_is_not_a_stall(void **state)
+{
+	struct fx *f = *state;
+	struct bs_budget *b = bs_ctx_budget(f->ctx);
+	struct bs_budget_holder other;
+	struct nvmf_port port;
+	struct nvmf_queue *q;
+	const uint32_t clen = 256 * 1024;
+	uint8_t *data = malloc(MiB), *wire;
+	size_t total;
+	int i;
+
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
+	th_fill(data, MiB, 71);
+	q = ops_queue(f, &port, false);
+	slow_begin(f);
+
+	/* a 1 MiB Write by R2T: its bytes held; the other holder waits */
+	wire = cmd_pdu(f, BS_NVME_CMD_WRITE, 1, 0, MiB, NULL, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	memset(&other, 0, sizeof(other));
+	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
+	wire = h2c_pdu(q, 1, data, MiB, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	slow_one(f, q, 100);
+	assert_int_equal(answer_of(f, q, 1), 0);
+
+	/* a 256 KiB Compare of what was written, each chunk read slowly */
+	wire = cmd_pdu(f, BS_NVME_CMD_COMPARE, 2, 0, clen, NULL, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	wire = h2c_pdu(q, 2, data, clen, &total);
+	feed_all(f, q, wire, total);
+	free(wire);
+	for (i = 0; i < 4; i++)
+		slow_one(f, q, 100);
+	assert_int_equal(answer_of(f, q, 2), 0);
+
+	/* a 1 MiB Read, slowly */
+	put_capsule(f, q, BS_NVME_CMD_READ, 3, MiB);
+	slow_one(f, q, 100);
+	assert_int_equal(answer_of(f, q, 3), 0);
+	assert_false(q->ended);
+	slow_end(f);
+
+	/* its data is never taken, the device is done: evicted */
+	for (i = 0; i < 500 && !q->ended; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	assert_true(q->ended);
+	assert_non_null(strstr(q->reason, "no progress for"));
+	ops_close(q);
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_budget_leave(b, &other);
+	free(data);
+}
+
 /* Abort: success, Dword 0 bit 0 (IANP) set: no immediate abort was
  * performed (NVMe Base 2.1 5.1.1, Figure 144); the command named goes on. */
 static void abort_answers_not_aborted(void **state)
@@ -2142,6 +2279,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_read_error,
 						setup_read_error, teardown),
+		cmocka_unit_test_setup_teardown(slow_device_is_not_a_stall,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(abort_answers_not_aborted,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(no_discard_device,

@@ -11,7 +11,9 @@
  * Opcode. On a port where the
  * namespace's ANA group is inaccessible, in persistent loss or in change
  * every one of them gets the path status of that state (ana.c), without
- * DNR.
+ * DNR. A command is marked in the device while it is (nvmf_cmd_core()),
+ * so that the budget's stall watchdog does not take a slow device for a
+ * stalled host: a Write, a Read and each chunk read of a Compare alike.
  *
  * Compare holds only its own data from the server budget, as a Write
  * does (in its capsule, or behind its R2T). What the device holds is
@@ -57,7 +59,7 @@ static void cmd_result(struct nvmf_cmd *c, int result)
 		c->err = result;
 	if (--c->pending)
 		return;
-	c->in_core = false;
+	nvmf_cmd_core(c, false);
 	sf = nvmf_errno_sf(c->err, op != BS_NVME_CMD_READ);
 	if (op == BS_NVME_CMD_DSM && c->err == -EOPNOTSUPP)
 		sf = 0;		/* deallocate is advisory */
@@ -80,7 +82,7 @@ static void zero_done(void *arg, int result)
 
 static void submit(struct nvmf_cmd *c, struct bs_req *req)
 {
-	c->in_core = true;
+	nvmf_cmd_core(c, true);
 	c->pending++;
 	bs_submit(c->ns->unit->dev, req);
 }
@@ -126,7 +128,7 @@ static void cmp_read_done(struct bs_req *req)
 	uint16_t sf = 0;
 
 	c->pending--;
-	c->in_core = false;
+	nvmf_cmd_core(c, false);
 	if (req->result)
 		sf = nvmf_errno_sf(req->result, false);
 	else if (memcmp(c->buf + c->cmp_done, q->cmp_buf, n))
@@ -279,13 +281,13 @@ static void write_zeroes(struct nvmf_cmd *c)
 	 * Zeroes wherever the device zeroes at all, also where the core
 	 * writes zero buffers (no write-zeroes command, or one that
 	 * answered EOPNOTSUPP) */
-	c->in_core = true;
+	nvmf_cmd_core(c, true);
 	c->pending++;
 	err = bs_zeroout(c->ns->unit->dev, off, len, flags, NULL, zero_done,
 			 c);
 	if (err) {
 		c->pending--;
-		c->in_core = false;
+		nvmf_cmd_core(c, false);
 		nvmf_cmd_done(c, nvmf_errno_sf(err, true), 0, NULL, 0);
 	}
 }
@@ -343,7 +345,7 @@ static void dsm(struct nvmf_cmd *c)
 		return;
 	}
 	c->pending = n;
-	c->in_core = true;
+	nvmf_cmd_core(c, true);
 	for (i = 0; i < nr; i++) {
 		uint64_t off = bs_nvme_le64(r[i].slba) * lbs;
 		uint64_t len = (uint64_t)bs_nvme_le32(r[i].nlb) * lbs;

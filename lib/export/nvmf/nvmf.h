@@ -181,7 +181,8 @@ struct nvmf_cmd {
 	uint32_t r2t_len;		/* bytes of the outstanding R2T */
 	uint16_t ttag;
 	bool wants_data;		/* waiting for H2CData */
-	bool in_core;			/* requests in the device */
+	bool in_core;			/* requests in the device (set by
+					   nvmf_cmd_core()) */
 	unsigned pending;		/* device requests outstanding */
 	int err;			/* first error of the requests */
 	uint16_t sf;			/* status field to answer */
@@ -314,6 +315,11 @@ bool nvmf_cmp_scratch_take(struct nvmf_cmd *c, uint32_t len,
  * next Compare waiting for it takes it. Before nvmf_cmd_done(), which
  * may free @c and its queue. */
 void nvmf_cmp_scratch_put(struct nvmf_cmd *c);
+/* @c goes to the device (@in) or is back from it: c->in_core. While any
+ * command of the queue is in a device the budget's watchdog does not
+ * take the queue for stalled (its client waits for the device, not the
+ * other way round); one coming back counts as progress. */
+void nvmf_cmd_core(struct nvmf_cmd *c, bool in);
 /* Free a queued output PDU (and its data); all of @q's output. */
 void nvmf_out_free(struct nvmf_queue *q, struct nvmf_out *o);
 void nvmf_out_drop_all(struct nvmf_queue *q);

@@ -175,6 +175,27 @@ bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
 	return true;
 }
 
+/* A slow device is not a stalled client: the queue is not evicted while
+ * a command of it is in a device (the budget's watchdog passes it over),
+ * a Write, a Read and a Compare's chunk reads alike; one coming back is
+ * progress. Per command, not per request: a DSM's ranges and a
+ * zeroout's pieces are one command in the device until the last is
+ * back. */
+void nvmf_cmd_core(struct nvmf_cmd *c, bool in)
+{
+	struct nvmf_queue *q = c->q;
+
+	if (c->in_core == in)
+		return;
+	c->in_core = in;
+	if (!q->budget)
+		return;
+	if (in)
+		bs_budget_dev_begin(&q->bh);
+	else
+		bs_budget_dev_end(&q->bh);
+}
+
 /* Commands waiting for the budget try again, oldest first, until one is
  * refused. */
 static void wait_run(struct nvmf_queue *q)
