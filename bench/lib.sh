@@ -219,6 +219,7 @@ tgt_adm() {	# TGTADM_ARGS...
 # 127.0.0.1:PORT, thin provisioned (WRITE SAME UNMAP and UNMAP punch
 # holes), open to every initiator. tgtd ignores SIGTERM while it has
 # targets: stop it with STOP_SIGNAL=KILL.
+# TGT_BSOFLAGS=direct opens the backing file O_DIRECT (tgtadm --bsoflags).
 start_tgtd() {	# IMG PORT
 	local i
 	mkdir -p "$BENCH_DIR/tgt-run"
@@ -233,7 +234,8 @@ start_tgtd() {	# IMG PORT
 		sleep 0.1
 	done
 	tgt_adm --op new --mode target --tid 1 -T "$BENCH_IQN" &&
-		tgt_adm --op new --mode logicalunit --tid 1 --lun 1 -b "$1" &&
+		tgt_adm --op new --mode logicalunit --tid 1 --lun 1 -b "$1" \
+			${TGT_BSOFLAGS:+--bsoflags "$TGT_BSOFLAGS"} &&
 		tgt_adm --op update --mode logicalunit --tid 1 --lun 1 \
 			--params thin_provisioning=1 &&
 		tgt_adm --op bind --mode target --tid 1 -I ALL
