@@ -207,9 +207,12 @@ static void send_wake(struct bs_budget_holder *h)
 #define WAKE_GRACE_NS (1000ull * 1000000)
 
 /* @h was woken that long ago and did not come back: others go on */
+/* A wake stamped after @now was read (another thread, or wake_head()
+ * called since) is fresh, not 2^64 ns old. */
 static bool quiet(const struct bs_budget_holder *h, uint64_t now)
 {
-	return h->woken_ns && now - h->woken_ns >= WAKE_GRACE_NS;
+	return h->woken_ns && now > h->woken_ns &&
+	       now - h->woken_ns >= WAKE_GRACE_NS;
 }
 
 static void list_add(struct bs_budget *b, struct bs_budget_holder *h)
@@ -363,7 +366,7 @@ static void turn_over(void *arg)
 static void watchdog(void *arg)
 {
 	struct bs_budget *b = arg;
-	uint64_t now = bs_now_ns(), limit;
+	uint64_t now, limit;
 	struct bs_budget_holder *h, *next;
 
 	pthread_mutex_lock(&b->lock);
@@ -376,6 +379,8 @@ static void watchdog(void *arg)
 	/* the turn timer passes turns on; this only backs it up (a timer
 	 * that could not be added: no memory) */
 	wake_head(b);
+	/* after the wakes: one woken just now is not quiet (quiet()) */
+	now = bs_now_ns();
 	/*
 	 * Only while someone who can use the room waits (every waiter gone
 	 * quiet: nobody); and not a holder that waits for more and was not
@@ -420,7 +425,10 @@ static void arm_main(void *arg)
 
 	pthread_mutex_lock(&b->lock);
 	b->arm_sent = false;
-	arm(b);
+	/* not arm() alone: run late (a busy main loop), the turn that
+	 * asked for the timer may be over already, and nobody else would
+	 * pass it on (no watchdog with stall_timeout = 0) */
+	wake_head(b);
 	pthread_mutex_unlock(&b->lock);
 }
 

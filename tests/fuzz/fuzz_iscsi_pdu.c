@@ -102,13 +102,14 @@ static uint16_t fz_tsih(void *arg)
 	return 1;
 }
 
-static void fz_random(void *arg, void *buf, size_t len)
+static int fz_random(void *arg, void *buf, size_t len)
 {
 	struct fz *x = arg;
 	uint8_t *p = buf;
 
 	while (len--)
 		*p++ = x->rnd++;
+	return 0;
 }
 
 static void fz_each(void *arg, void (*fn)(void *fa, const char *name,

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <blkstack/bdev.h>
 #include <blkstack/budget.h>
@@ -516,6 +517,55 @@ static void quiet_turn_passes_across_threads(void **state)
 	bs_ctx_stop_threads(ctx);
 }
 
+static void mt_give_all(void *arg)
+{
+	struct mt *m = arg;
+
+	bs_budget_give(m->b, &m->h, m->want);
+}
+
+/*
+ * A give on an I/O thread asks the main loop to arm the turn timer; if
+ * the main loop runs that request only after the woken waiter's turn is
+ * over (it was busy for a second: an open, a restack), the turn must
+ * still pass on then. Before, it armed nothing (no turn running any
+ * more) and, with no watchdog, the waiters behind waited for good.
+ */
+static void late_main_loop_passes_turn_on(void **state)
+{
+	struct bs_ctx *ctx = *state;
+	struct bs_budget *b = budget(state, 64 * MiB, 0);
+	struct bs_loop *l1, *l2;
+	struct mt g = { .b = b, .want = 60 * MiB };
+	struct mt x = { .b = b, .want = 8 * MiB };
+	struct mt c = { .b = b, .want = 16 * MiB, .take_on_wake = true };
+	struct timespec busy = { 1, 200000000 };
+
+	assert_int_equal(bs_ctx_start_threads(ctx, 2), 0);
+	l1 = bs_ctx_loop_at(ctx, 1);
+	l2 = bs_ctx_loop_at(ctx, 2);
+	g.h.wake = mt_wake;
+	x.h.wake = mt_wake;
+	c.h.wake = mt_wake;
+	bs_loop_call(l1, mt_try, &g);	/* g holds 60 MiB, on l1 */
+	assert_int_equal(__atomic_load_n(&g.got, __ATOMIC_ACQUIRE), 1);
+	bs_loop_call(l1, mt_try, &x);	/* x waits, on l1 */
+	bs_loop_call(l2, mt_try, &c);	/* c waits, on l2 */
+	bs_loop_call(l1, mt_give_all, &g);	/* x woken; main asked to arm */
+	/* the main loop does not run for 1.2 s: x's turn is over by then,
+	 * and x never comes back */
+	nanosleep(&busy, NULL);
+	assert_int_equal(__atomic_load_n(&x.woken, __ATOMIC_ACQUIRE), 1);
+	assert_int_equal(__atomic_load_n(&c.woken, __ATOMIC_ACQUIRE), 0);
+	assert_true(run_until(ctx, &c.got, 3000));
+	assert_int_equal(__atomic_load_n(&x.got, __ATOMIC_ACQUIRE), 0);
+	bs_loop_call(l1, mt_leave, &x);
+	bs_loop_call(l1, mt_leave, &g);
+	bs_loop_call(l2, mt_leave, &c);
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_ctx_stop_threads(ctx);
+}
+
 /*
  * A woken waiter that comes back and still cannot take (it asks for
  * more than it waited for) hands its turn on at once: c, now the
@@ -666,6 +716,47 @@ static void progress_after_the_watchdog_clock(void **state)
  * it is evicted. Before, a session whose writes waited on a slow device
  * for a stall timeout was evicted.
  */
+/*
+ * The watchdog itself wakes an overdue waiter (room appeared while a
+ * smaller one's turn ran, and no give since): the waiter's bytes have
+ * seen no progress (an iSCSI write whose Data-Out waits behind it), but
+ * being woken in that same pass is not "woken and gone quiet": a wake
+ * stamped after the watchdog read its clock once counted as 2^64 ns old.
+ */
+static void watchdog_wake_is_not_quiet(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, w, s2;
+
+	bs_budget_set_age(b, 200);
+	init(&a);
+	init(&w);
+	init(&s2);
+	assert_true(take_settled(b, &a.h, 40 * MiB));
+	assert_true(take_settled(b, &w.h, 8 * MiB));
+	assert_false(take_settled(b, &w.h, 20 * MiB));	/* 68: queued first */
+	assert_false(take_settled(b, &s2.h, 17 * MiB));	/* 65: queued */
+	give_settled(b, &a.h, 10 * MiB);	/* 38: s2 (smaller) woken */
+	assert_int_equal(s2.woken, 1);
+	assert_int_equal(w.woken, 0);
+	/* s2 does not come back within this test's 400 ms (its turn is a
+	 * second); w turns overdue at 200 ms and the watchdog wakes it */
+	for (int i = 0; i < 20 && !w.woken; i++) {
+		bs_budget_progress(&a.h);
+		run_ms(*state, 20);
+	}
+	assert_int_equal(w.woken, 1);
+	settle();
+	assert_int_equal(w.evicted, 0);
+	assert_true(take_settled(b, &w.h, 20 * MiB));
+	bs_budget_cancel(b, &s2.h);
+	settle();
+	leave_settled(b, &s2.h);
+	leave_settled(b, &w.h);
+	leave_settled(b, &a.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
 static void device_requests_are_not_a_stall(void **state)
 {
 	struct bs_budget *b = budget(state, 64 * MiB, 100);
@@ -731,6 +822,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			progress_after_the_watchdog_clock, th_ctx_setup,
 			th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(late_main_loop_passes_turn_on,
+						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(watchdog_wake_is_not_quiet,
+						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(device_requests_are_not_a_stall,
 						th_ctx_setup, th_ctx_teardown),
 	};

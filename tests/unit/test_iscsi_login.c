@@ -32,6 +32,7 @@ static const struct iscsi_target_params tp = {
 struct fx {
 	bool chap, mutual;
 	uint8_t rnd;
+	int rnd_err;		/* what the random op fails with (0: none) */
 	struct iscsi_login l;
 	uint8_t rsp[ISCSI_BHS_LEN];
 	struct iscsi_text_out out;
@@ -64,13 +65,16 @@ static const struct iscsi_target_params *f_dparams(void *arg)
 }
 
 /* Deterministic "random": 0, 1, 2, ... (CHAP_I 0, challenge 01..10). */
-static void f_random(void *arg, void *buf, size_t len)
+static int f_random(void *arg, void *buf, size_t len)
 {
 	struct fx *x = arg;
 	uint8_t *p = buf;
 
+	if (x->rnd_err)
+		return x->rnd_err;
 	while (len--)
 		*p++ = x->rnd++;
+	return 0;
 }
 
 static uint16_t f_tsih(void *arg)
@@ -362,6 +366,27 @@ static void chap_login(void **state)
 	fx_free(&x);
 }
 
+/* No random bytes for the challenge (no getrandom(), a seccomp filter):
+ * the login is refused with a target error, not retried for ever on the
+ * I/O thread nor sent a predictable challenge. */
+static void chap_without_random_bytes(void **state)
+{
+	struct fx x;
+
+	(void)state;
+	fx_init(&x, true, false);
+	x.rnd_err = -ENOSYS;
+	assert_int_equal(REQ(&x, T | STAGE(0, 1),
+			     "InitiatorName=iqn.i\0TargetName=" TGT "\0"
+			     "AuthMethod=CHAP,None\0"), 0);
+	assert_string_equal(key(&x, "AuthMethod"), "CHAP");
+	assert_int_equal(REQ(&x, STAGE(0, 1), "CHAP_A=5\0"), -EACCES);
+	assert_int_equal(status(&x), ISCSI_LOGIN_TARGET_ERROR);
+	assert_null(key(&x, "CHAP_C"));
+	assert_non_null(strstr(x.l.why, "no random bytes"));
+	fx_free(&x);
+}
+
 static void mutual_chap(void **state)
 {
 	char r[40], keys[300];
@@ -489,6 +514,7 @@ int main(void)
 		cmocka_unit_test(refusals_have_their_status),
 		cmocka_unit_test(chap_vectors_and_values),
 		cmocka_unit_test(chap_login),
+		cmocka_unit_test(chap_without_random_bytes),
 		cmocka_unit_test(mutual_chap),
 		cmocka_unit_test(continued_request),
 		cmocka_unit_test(continued_first_request_resolves),

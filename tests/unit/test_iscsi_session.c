@@ -77,10 +77,11 @@ static const struct iscsi_target_params *o_dparams(void *arg)
 
 static uint16_t o_tsih(void *arg) { (void)arg; return 3; }
 
-static void o_random(void *arg, void *buf, size_t len)
+static int o_random(void *arg, void *buf, size_t len)
 {
 	(void)arg;
 	memset(buf, 0x5a, len);
+	return 0;
 }
 
 static void o_each(void *arg, void (*fn)(void *, const char *, const char *),

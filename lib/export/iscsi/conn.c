@@ -101,14 +101,13 @@ static uint16_t ops_tsih(void *arg)
 	return (uint16_t)v;
 }
 
-/* The op cannot fail and a CHAP challenge must be random: a failure is
- * retried (getrandom() without flags fails only for a bad buffer or a
- * kernel without it). */
-static void ops_random(void *arg, void *buf, size_t len)
+/* A CHAP challenge must be random: no bytes (a kernel without
+ * getrandom(), a seccomp filter) refuses the login, never a guess or a
+ * spin on the I/O thread. */
+static int ops_random(void *arg, void *buf, size_t len)
 {
 	(void)arg;
-	while (bs_random_bytes(buf, len))
-		;
+	return bs_random_bytes(buf, len);
 }
 
 static void ops_each_target(void *arg,

@@ -218,7 +218,7 @@ static int chap_step(struct iscsi_login *l, const struct chap_keys *ck,
 	char hex[2 + 2 * ISCSI_CHAP_DIGEST_LEN + 1];
 	char chal[2 + 2 * ISCSI_CHAP_CHALLENGE_LEN + 1];
 	uint64_t id;
-	int n;
+	int n, err;
 
 	if (ck->a) {
 		if (l->auth != AUTH_CHAP_WAIT_A)
@@ -230,8 +230,12 @@ static int chap_step(struct iscsi_login *l, const struct chap_keys *ck,
 				      "CHAP_A=%s: only MD5 (5) is offered",
 				      ck->a);
 		}
-		l->ops->random(l->arg, &l->chap_id, 1);
-		l->ops->random(l->arg, l->chap_chal, sizeof(l->chap_chal));
+		if ((err = l->ops->random(l->arg, &l->chap_id, 1)) ||
+		    (err = l->ops->random(l->arg, l->chap_chal,
+					  sizeof(l->chap_chal))))
+			return refuse(l, rsp, out, ISCSI_LOGIN_TARGET_ERROR,
+				      "no random bytes for the CHAP challenge: "
+				      "%s", strerror(-err));
 		iscsi_chap_hex(l->chap_chal, sizeof(l->chap_chal), chal);
 		iscsi_text_add(out, "CHAP_A", "%d", ISCSI_CHAP_MD5);
 		iscsi_text_add(out, "CHAP_I", "%u", l->chap_id);

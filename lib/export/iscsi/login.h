@@ -33,8 +33,8 @@ struct iscsi_login_ops {
 	int (*find)(void *arg, const char *name, struct iscsi_login_target *t);
 	/* The parameters of a discovery session. */
 	const struct iscsi_target_params *(*discovery_params)(void *arg);
-	/* Fill @buf with random bytes (CHAP challenges). */
-	void (*random)(void *arg, void *buf, size_t len);
+	/* Fill @buf with random bytes (CHAP challenges): 0 or -errno. */
+	int (*random)(void *arg, void *buf, size_t len);
 	/* A new session identifying handle, non-zero. */
 	uint16_t (*tsih)(void *arg);
 };

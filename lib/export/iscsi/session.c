@@ -341,11 +341,11 @@ static const struct iscsi_target_params *l_dparams(void *arg)
 	return s->ops->discovery_params(s->arg);
 }
 
-static void l_random(void *arg, void *buf, size_t len)
+static int l_random(void *arg, void *buf, size_t len)
 {
 	struct iscsi_session *s = arg;
 
-	s->ops->random(s->arg, buf, len);
+	return s->ops->random(s->arg, buf, len);
 }
 
 static uint16_t l_tsih(void *arg)

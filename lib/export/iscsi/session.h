@@ -57,7 +57,7 @@ struct iscsi_session_ops {
 	void (*release)(const struct iscsi_login_target *t);
 	const struct iscsi_target_params *(*discovery_params)(void *arg);
 	uint16_t (*tsih)(void *arg);
-	void (*random)(void *arg, void *buf, size_t len);
+	int (*random)(void *arg, void *buf, size_t len);
 	/*
 	 * SendTargets: call @fn for each target reachable here with its
 	 * portal "ADDR:PORT,TPGT" (NULL: the one the initiator is on).
