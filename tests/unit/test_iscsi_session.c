@@ -1046,6 +1046,289 @@ static void budget_turn_passed_on_at_eof(void **state)
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
+/* ---- a slow device: its requests wait until the test lets them go ------- */
+
+static const struct bs_dev_type *slow_orig;
+static struct bs_dev_type slow_type;
+static struct bs_req *slow_held[8];
+static unsigned slow_n;
+
+static void slow_submit(struct bs_dev *dev, struct bs_req *req)
+{
+	(void)dev;
+	assert_true(slow_n < 8);
+	slow_held[slow_n++] = req;
+}
+
+/* From now on the fixture's device holds every request it is given. */
+static void slow_begin(struct h *h)
+{
+	slow_orig = h->dev->type;
+	slow_type = *slow_orig;
+	slow_type.submit = slow_submit;
+	h->dev->type = &slow_type;
+	slow_n = 0;
+}
+
+static void slow_end(struct h *h)
+{
+	assert_int_equal(slow_n, 0);
+	h->dev->type = slow_orig;
+}
+
+/* Let the oldest request held go to the real device. */
+static void slow_release(struct h *h)
+{
+	struct bs_req *req;
+
+	assert_true(slow_n > 0);
+	req = slow_held[0];
+	memmove(slow_held, slow_held + 1, --slow_n * sizeof(*slow_held));
+	slow_orig->submit(h->dev, req);
+}
+
+/* Run the loop (the budget's watchdog on it too) for @ms milliseconds. */
+static void run_for(struct h *h, unsigned ms)
+{
+	uint64_t end = bs_now_ns() + ms * 1000000ull;
+
+	while (bs_now_ns() < end)
+		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
+}
+
+/* Run the loop until @n requests are held in the device (or 2 s). */
+static void slow_wait(struct h *h, unsigned n)
+{
+	int i;
+
+	for (i = 0; i < 400 && slow_n < n; i++)
+		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
+	assert_int_equal(slow_n, n);
+}
+
+/* Tasks of the session the budget counts in a device right now. */
+static unsigned in_dev(const struct h *h)
+{
+	return __atomic_load_n(&h->s->bh.in_dev, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The task just sent reaches the device @steps times, one request after
+ * the other (a COMPARE AND WRITE's read, then its write); the device
+ * holds each for @ms milliseconds, the watchdog running and another
+ * holder waiting: the session is not ended meanwhile, and the task is
+ * counted in the device from the first step to its answer.
+ */
+static void slow_steps(struct h *h, unsigned steps, unsigned ms)
+{
+	unsigned i;
+
+	for (i = 0; i < steps; i++) {
+		slow_wait(h, 1);
+		run_for(h, ms);
+		assert_false(h->s->ended);
+		assert_int_equal(in_dev(h), 1);
+		slow_release(h);
+		settle(h);
+	}
+	assert_int_equal(slow_n, 0);
+	assert_int_equal(in_dev(h), 0);
+}
+
+/* The SCSI Response of @itt: its status. */
+static uint8_t status_of(struct h *h, uint32_t itt)
+{
+	struct rx r;
+
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_SCSI_RSP);
+	assert_int_equal(iscsi_itt(r.bhs), itt);
+	return r.bhs[3];
+}
+
+/* A SCSI Command without data, fed without running the loop after it */
+static void cmd_unsettled(struct h *h, uint32_t itt, const uint8_t *cdb,
+			  uint8_t flags, uint32_t edtl)
+{
+	uint8_t bhs[48] = { 0 };
+
+	bhs[0] = ISCSI_OP_SCSI_CMD;
+	bhs[1] = flags | 1;
+	iscsi_put32(bhs + 16, itt);
+	iscsi_put32(bhs + 20, edtl);
+	iscsi_put32(bhs + 24, h->cmdsn++);
+	memcpy(bhs + 32, cdb, 16);
+	assert_int_equal(iscsi_session_feed(h->s, bhs, 48), 48);
+}
+
+static void put_be(uint8_t *p, uint64_t v, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+/*
+ * A slow device is not a stalled initiator. With a stall timeout of 20
+ * ms and another holder waiting for the budget, a session whose commands
+ * wait in the device keeps its bytes however long that takes: the device
+ * holds each request for 100 ms, and a 32 KiB WRITE(10) (its data in as
+ * immediate data, its bytes held), a READ(10) of it, a COMPARE AND WRITE
+ * (its read, then its write, each held), a WRITE SAME(16) of zeroes and
+ * an EXTENDED COPY (its chunk read, then its write) all complete, the
+ * task counted in the device from its first step to its answer. Before,
+ * the session was evicted ("no progress for ...") a stall timeout after
+ * the WRITE reached the device, though its initiator was the one
+ * waiting. Once the device is done the initiator's part counts again: a
+ * READ's Data-In it never takes gets the session evicted.
+ */
+static void slow_device_is_not_a_stall(void **state)
+{
+	struct h *h = *state;
+	struct bs_budget *b = bs_ctx_budget(h->ctx);
+	struct bs_budget_holder other;
+	uint8_t cdb[16], w[32 * KiB], caw[1024], blk[512], pl[64];
+	struct rx r;
+	int i;
+
+	LOGIN(h, "MaxRecvDataSegmentLength=65536\0", false, false);
+	clear_ua(h);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
+	th_fill(w, sizeof(w), 91);
+	slow_begin(h);
+
+	/* WRITE(10) of 32 KiB, all of it immediate data: in the device at
+	 * once, its bytes held; then the other holder waits */
+	cdb10(cdb, 0x2a, 0, 64);
+	cmd(h, 1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(w), w,
+	    sizeof(w));
+	memset(&other, 0, sizeof(other));
+	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
+	slow_steps(h, 1, 100);
+	assert_int_equal(status_of(h, 1), BS_SCSI_GOOD);
+
+	/* READ(10) of it */
+	cdb10(cdb, 0x28, 0, 64);
+	cmd(h, 2, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
+	slow_steps(h, 1, 100);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_DATA_IN);
+	assert_int_equal(r.bhs[3], BS_SCSI_GOOD);
+	assert_int_equal(r.len, sizeof(w));
+	assert_memory_equal(r.data, w, sizeof(w));
+
+	/* COMPARE AND WRITE of block 0: a read, then a write */
+	memset(cdb, 0, 16);
+	cdb[0] = 0x89;
+	cdb[13] = 1;
+	memcpy(caw, w, 512);
+	memset(caw + 512, 0xc3, 512);
+	cmd(h, 3, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(caw), caw,
+	    sizeof(caw));
+	slow_steps(h, 2, 100);
+	assert_int_equal(status_of(h, 3), BS_SCSI_GOOD);
+
+	/* WRITE SAME(16) of a zero block over blocks 64..127: one zeroout */
+	memset(cdb, 0, 16);
+	cdb[0] = 0x93;
+	put_be(cdb + 2, 64, 8);
+	put_be(cdb + 10, 64, 4);
+	memset(blk, 0, sizeof(blk));
+	cmd(h, 4, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(blk), blk,
+	    sizeof(blk));
+	slow_steps(h, 1, 100);
+	assert_int_equal(status_of(h, 4), BS_SCSI_GOOD);
+
+	/* EXTENDED COPY of blocks 0..7 to 200..207 within the unit (CSCD
+	 * descriptor ID FFFFh): a chunk read, then its write */
+	memset(pl, 0, sizeof(pl));
+	pl[1] = 0x18;			/* LIST ID USAGE 11b */
+	put_be(pl + 8, 28, 4);		/* one segment, no target */
+	pl[16] = 0x02;			/* block to block */
+	put_be(pl + 18, 0x18, 2);
+	put_be(pl + 20, 0xffff, 2);
+	put_be(pl + 22, 0xffff, 2);
+	put_be(pl + 26, 8, 2);
+	put_be(pl + 28, 0, 8);
+	put_be(pl + 36, 200, 8);
+	memset(cdb, 0, 16);
+	cdb[0] = 0x83;
+	put_be(cdb + 10, 44, 4);
+	cmd(h, 5, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 44, pl, 44);
+	slow_steps(h, 2, 100);
+	assert_int_equal(status_of(h, 5), BS_SCSI_GOOD);
+	slow_end(h);
+	assert_false(h->s->ended);
+
+	/* what the device holds now: block 0 from the COMPARE AND WRITE,
+	 * 64.. zeroes, 200.. the copy */
+	cdb10(cdb, 0x28, 200, 8);
+	cmd(h, 6, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, 4096, NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.len, 4096);
+	assert_memory_equal(r.data, caw + 512, 512);
+	assert_memory_equal(r.data + 512, w + 512, 4096 - 512);
+	cdb10(cdb, 0x28, 64, 1);
+	cmd(h, 7, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, 512, NULL, 0);
+	assert_true(next_pdu(h, &r));
+	assert_memory_equal(r.data, blk, 512);
+
+	/* the device done, a READ whose Data-In is never taken: evicted */
+	cdb10(cdb, 0x28, 0, 64);
+	cmd_unsettled(h, 8, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ,
+		      sizeof(w));
+	for (i = 0; i < 500 && !h->s->ended; i++)
+		bs_loop_run_once(bs_ctx_loop(h->ctx), 10);
+	assert_true(h->s->evicted);
+	assert_non_null(strstr(iscsi_session_end_reason(h->s),
+			       "no progress for"));
+	assert_int_equal(in_dev(h), 0);
+	iscsi_session_free(h->s);
+	h->s = NULL;
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_budget_leave(b, &other);
+}
+
+/*
+ * A session freed with tasks in a slow device: each is counted in the
+ * device until it is back, and the session goes (its budget with it)
+ * only when the last one is.
+ */
+static void freed_with_tasks_in_a_slow_device(void **state)
+{
+	struct h *h = *state;
+	struct bs_budget *b = bs_ctx_budget(h->ctx);
+	uint8_t cdb[16], w[4 * KiB];
+	int i;
+
+	LOGIN(h, "MaxRecvDataSegmentLength=65536\0", false, false);
+	clear_ua(h);
+	th_fill(w, sizeof(w), 92);
+	slow_begin(h);
+	cdb10(cdb, 0x2a, 0, 8);
+	cmd(h, 1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(w), w,
+	    sizeof(w));
+	cdb10(cdb, 0x28, 8, 8);
+	cmd(h, 2, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
+	slow_wait(h, 2);
+	assert_int_equal(in_dev(h), 2);
+	assert_int_equal(bs_budget_used(b), 2 * sizeof(w));
+	iscsi_session_free(h->s);	/* orphaned until they are back */
+	h->s = NULL;
+	assert_int_equal(bs_budget_used(b), 2 * sizeof(w));
+	slow_release(h);
+	for (i = 0; i < 50; i++)
+		bs_loop_run_once(bs_ctx_loop(h->ctx), 0);
+	assert_int_equal(bs_budget_used(b), sizeof(w));
+	slow_release(h);
+	for (i = 0; i < 50; i++)
+		bs_loop_run_once(bs_ctx_loop(h->ctx), 0);
+	slow_end(h);
+	assert_int_equal(bs_budget_used(b), 0);
+	assert_int_equal(n_attached, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1075,6 +1358,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(budget_turn_passed_on_at_eof,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(slow_device_is_not_a_stall,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			freed_with_tasks_in_a_slow_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(login_first_then_nothing_else,
 						setup, teardown),
 	};

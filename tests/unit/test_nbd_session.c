@@ -2498,6 +2498,220 @@ static void budget_turn_passed_on_at_eof(void **state)
 	h_fini(&h);
 }
 
+/* ---- a slow device: its requests wait until the test lets them go ------- */
+
+static const struct bs_dev_type *slow_orig;
+static struct bs_dev_type slow_type;
+static struct bs_req *slow_held[8];
+static unsigned slow_n;
+
+static void slow_submit(struct bs_dev *dev, struct bs_req *req)
+{
+	(void)dev;
+	assert_true(slow_n < 8);
+	slow_held[slow_n++] = req;
+}
+
+/* From now on the harness's device holds every request it is given. */
+static void slow_begin(struct h *h)
+{
+	slow_orig = h->dev->type;
+	slow_type = *slow_orig;
+	slow_type.submit = slow_submit;
+	h->dev->type = &slow_type;
+	slow_n = 0;
+}
+
+static void slow_end(struct h *h)
+{
+	assert_int_equal(slow_n, 0);
+	h->dev->type = slow_orig;
+}
+
+/* Let the oldest request held go to the real device. */
+static void slow_release(struct h *h)
+{
+	struct bs_req *req;
+
+	assert_true(slow_n > 0);
+	req = slow_held[0];
+	memmove(slow_held, slow_held + 1, --slow_n * sizeof(*slow_held));
+	slow_orig->submit(h->dev, req);
+}
+
+/* Run the loop (the budget's watchdog on it too) for @ms milliseconds. */
+static void run_for(struct h *h, unsigned ms)
+{
+	uint64_t end = bs_now_ns() + ms * 1000000ull;
+
+	while (bs_now_ns() < end)
+		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
+}
+
+/* Run the loop until @n requests are held in the device (or 2 s). */
+static void slow_wait(struct h *h, unsigned n)
+{
+	int i;
+
+	for (i = 0; i < 400 && slow_n < n; i++)
+		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
+	assert_int_equal(slow_n, n);
+}
+
+/* Requests of the session the budget counts in a device right now. */
+static unsigned in_dev(const struct h *h)
+{
+	return __atomic_load_n(&h->s->bh.in_dev, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * One request (header + @payload of @len, if any) fed whole; the device
+ * holds it for @ms milliseconds (five stall timeouts and more, the
+ * watchdog running, another holder waiting) and then carries it out:
+ * the session is not ended meanwhile, and the request is counted in the
+ * device until it comes back.
+ */
+static void slow_request(struct h *h, uint16_t type, uint64_t cookie,
+			 uint64_t off, uint32_t len, const void *payload,
+			 unsigned ms)
+{
+	uint8_t r[28];
+
+	put_req(r, 0, type, cookie, off, len);
+	assert_int_equal(nbd_session_feed(h->s, r, 28), 28);
+	if (payload)
+		assert_int_equal(nbd_session_feed(h->s, payload, len), len);
+	slow_wait(h, 1);
+	run_for(h, ms);
+	assert_false(h->s->ended);
+	assert_int_equal(in_dev(h), 1);
+	slow_release(h);
+}
+
+/*
+ * A slow device is not a stalled client. With a stall timeout of 20 ms
+ * and another holder waiting for the budget, a session whose requests
+ * wait in the device keeps its bytes however long that takes: the device
+ * holds each request for 100 ms, and a 1 MiB WRITE (its payload in, its
+ * bytes held), a 1 MiB READ (its buffer held), and a FLUSH, a TRIM and a
+ * WRITE_ZEROES (each counted in the device while it is there) all
+ * complete. Before, the session was evicted ("no progress for ...") a
+ * stall timeout after the WRITE's payload was in, though its client was
+ * the one waiting. Once the device is done the client's part counts
+ * again: a READ's reply that the client never reads gets the session
+ * evicted.
+ */
+static void slow_device_is_not_a_stall(void **state)
+{
+	struct bs_budget_holder other;
+	struct bs_budget *b;
+	uint8_t *data = malloc(MiB), *rd = malloc(MiB), r[28];
+	struct h h;
+	int i;
+
+	(void)state;
+	h_init(&h, "mem:64M,write_cache=1", false);
+	h_go(&h, "vol0", 0);
+	b = bs_ctx_budget(h.ctx);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
+	th_fill(data, MiB, 81);
+	slow_begin(&h);
+
+	/* a 1 MiB WRITE: its header takes the bytes; then the other holder
+	 * waits for the whole budget */
+	put_req(r, 0, NBD_CMD_WRITE, 1, 0, MiB);
+	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
+	memset(&other, 0, sizeof(other));
+	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
+	assert_int_equal(nbd_session_feed(h.s, data, MiB), MiB);
+	slow_wait(&h, 1);
+	run_for(&h, 100);
+	assert_false(h.s->ended);
+	slow_release(&h);
+	assert_int_equal(get_simple(&h, 1, NULL, 0), 0);
+	assert_int_equal(in_dev(&h), 0);
+
+	/* a 1 MiB READ of it, slowly */
+	slow_request(&h, NBD_CMD_READ, 2, 0, MiB, NULL, 100);
+	assert_int_equal(get_simple(&h, 2, rd, MiB), 0);
+	assert_memory_equal(rd, data, MiB);
+
+	/* FLUSH, TRIM, WRITE_ZEROES: each in the device while it is */
+	slow_request(&h, NBD_CMD_FLUSH, 3, 0, 0, NULL, 30);
+	assert_int_equal(get_simple(&h, 3, NULL, 0), 0);
+	slow_request(&h, NBD_CMD_TRIM, 4, 2 * MiB, MiB, NULL, 30);
+	assert_int_equal(get_simple(&h, 4, NULL, 0), 0);
+	slow_request(&h, NBD_CMD_WRITE_ZEROES, 5, 64 * KiB, 64 * KiB, NULL,
+		     30);
+	assert_int_equal(get_simple(&h, 5, NULL, 0), 0);
+	assert_int_equal(in_dev(&h), 0);
+	assert_false(h.s->ended);
+	slow_end(&h);
+	assert_true(dev_is_zero(&h, 64 * KiB, 64 * KiB));
+
+	/* the device done, a READ's reply never read: evicted */
+	put_req(r, 0, NBD_CMD_READ, 6, 0, MiB);
+	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
+	for (i = 0; i < 500 && !h.s->ended; i++)
+		bs_loop_run_once(bs_ctx_loop(h.ctx), 10);
+	assert_true(h.s->evicted);
+	assert_non_null(strstr(nbd_session_end_reason(h.s), "no progress for"));
+	assert_int_equal(in_dev(&h), 0);
+	nbd_session_free(h.s);
+	h.s = NULL;
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_budget_leave(b, &other);
+	h_fini(&h);
+	free(data);
+	free(rd);
+}
+
+/*
+ * A session freed with requests in a slow device (while another holder
+ * waits and the watchdog runs): each is counted in the device until it
+ * is back, and the session goes, its budget with it, only when the last
+ * one is.
+ */
+static void freed_with_requests_in_a_slow_device(void **state)
+{
+	struct bs_budget_holder other;
+	struct bs_budget *b;
+	uint8_t *data = malloc(MiB), r[28];
+	struct h h;
+	int i;
+
+	(void)state;
+	h_init(&h, "mem:64M,write_cache=1", false);
+	h_go(&h, "vol0", 0);
+	b = bs_ctx_budget(h.ctx);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
+	th_fill(data, MiB, 82);
+	slow_begin(&h);
+	put_req(r, 0, NBD_CMD_WRITE, 1, 0, MiB);
+	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
+	memset(&other, 0, sizeof(other));
+	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
+	assert_int_equal(nbd_session_feed(h.s, data, MiB), MiB);
+	put_req(r, 0, NBD_CMD_FLUSH, 2, 0, 0);
+	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
+	slow_wait(&h, 2);
+	assert_int_equal(in_dev(&h), 2);
+	nbd_session_free(h.s);		/* orphaned until they are back */
+	h.s = NULL;
+	run_for(&h, 60);
+	assert_int_equal(bs_budget_used(b), MiB);
+	slow_release(&h);
+	slow_release(&h);
+	for (i = 0; i < 50; i++)
+		bs_loop_run_once(bs_ctx_loop(h.ctx), 0);
+	slow_end(&h);
+	assert_int_equal(bs_budget_used(b), 0);
+	assert_true(dev_matches(&h, 0, MiB, 82));
+	bs_budget_leave(b, &other);
+	h_fini(&h);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2544,6 +2758,8 @@ int main(void)
 		cmocka_unit_test(eof_with_inflight),
 		cmocka_unit_test(budget_turn_passed_on_at_eof),
 		cmocka_unit_test(free_with_inflight),
+		cmocka_unit_test(slow_device_is_not_a_stall),
+		cmocka_unit_test(freed_with_requests_in_a_slow_device),
 		cmocka_unit_test(shutdown_session),
 		cmocka_unit_test(shutdown_handshake),
 		cmocka_unit_test(byte_at_a_time),

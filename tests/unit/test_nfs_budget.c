@@ -12,16 +12,24 @@
  * gives everything back, and a callback's reply from the client is given
  * back as soon as it has been matched. One closed while it waits at a
  * header (calls still on workers) passes its turn to the next waiter at
- * once.
+ * once. A connection whose calls wait in a slow backend is not closed as
+ * stalled while another holder waits; one whose client reads no reply
+ * is.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <blkstack/budget.h>
 #include <blkstack/loop.h>
+#include <blkstack/net.h>
 #include <blkstack/workers.h>
 
 #include "export/nfs/nfs.h"
@@ -42,6 +50,7 @@ struct fx {
 	struct nfs_server *srv;
 	char dir[64];
 	void *sess;
+	struct bs_budget_holder other;	/* waits beside the connection */
 };
 
 static int setup(void **state)
@@ -60,10 +69,14 @@ static int setup(void **state)
 	return 0;
 }
 
+static void slow_release_all(struct fx *f);
+
 static int teardown(void **state)
 {
 	struct fx *f = *state;
 
+	slow_release_all(f);
+	bs_budget_leave(f->b, &f->other);
 	nfs_th_tmp_drop(f->srv, f->dir);
 	th_ctx_teardown((void **)&f->ctx);
 	free(f);
@@ -353,6 +366,277 @@ static void closed_while_waiting_passes_the_turn_on(void **state)
 	assert_int_equal(bs_budget_used(f->b), 0);
 }
 
+/* ---- a slow backend: its reads and writes wait for the test ------------- */
+
+static const struct nfs_backend_ops *slow_orig;
+static struct nfs_backend_ops slow_ops;
+static atomic_bool slow_open;		/* calls go through */
+static atomic_uint slow_in;		/* calls waiting now */
+
+/* On a worker: wait until the test opens the gate (at most 5 s, so that
+ * a failed test leaves no worker behind) */
+static void slow_gate(void)
+{
+	int i;
+
+	atomic_fetch_add(&slow_in, 1);
+	for (i = 0; i < 5000 && !atomic_load(&slow_open); i++)
+		usleep(1000);
+	atomic_fetch_sub(&slow_in, 1);
+}
+
+static int slow_read(struct nfs_backend *b, const struct nfs_fh *fh,
+		     uint64_t off, void *buf, size_t len, size_t *n,
+		     bool *eof)
+{
+	slow_gate();
+	return slow_orig->read(b, fh, off, buf, len, n, eof);
+}
+
+static int slow_write(struct nfs_backend *b, const struct nfs_fh *fh,
+		      uint64_t off, const void *buf, size_t len, bool sync)
+{
+	slow_gate();
+	return slow_orig->write(b, fh, off, buf, len, sync);
+}
+
+/* A test that failed with a call at the gate: let it go and end (its
+ * done() runs on the loop) before the server goes. */
+static void slow_release_all(struct fx *f)
+{
+	int i;
+
+	atomic_store(&slow_open, true);
+	for (i = 0; i < 500 && atomic_load(&slow_in); i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 10);
+	for (i = 0; i < 50; i++)
+		bs_loop_run_once(bs_ctx_loop(f->ctx), 1);
+}
+
+static char net_log[4096];
+
+static void log_line(void *arg, const char *msg)
+{
+	size_t n = strlen(net_log);
+
+	(void)arg;
+	snprintf(net_log + n, sizeof(net_log) - n, "%s\n", msg);
+}
+
+/* Run @loop for @ms milliseconds. */
+static void run_for(struct bs_loop *loop, unsigned ms)
+{
+	uint64_t end = bs_now_ns() + ms * 1000000ull;
+
+	while (bs_now_ns() < end)
+		bs_loop_run_once(loop, 5);
+}
+
+/* The client sends all of @buf, the server's loop running meanwhile. */
+static void client_send(struct bs_loop *loop, int fd, const uint8_t *buf,
+			size_t len)
+{
+	size_t done = 0;
+	int i;
+
+	for (i = 0; i < 20000 && done < len; i++) {
+		ssize_t n = send(fd, buf + done, len - done,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		assert_true(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+		bs_loop_run_once(loop, 1);
+	}
+	assert_int_equal(done, len);
+}
+
+static void client_recv(struct bs_loop *loop, int fd, uint8_t *buf,
+			size_t len)
+{
+	size_t got = 0;
+	int i;
+
+	for (i = 0; i < 20000 && got < len; i++) {
+		ssize_t n = recv(fd, buf + got, len - got, MSG_DONTWAIT);
+
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		assert_true(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+		bs_loop_run_once(loop, 1);
+	}
+	assert_int_equal(got, len);
+}
+
+/* The next reply record (one fragment): its body, @len bytes, malloc'd. */
+static uint8_t *client_reply(struct bs_loop *loop, int fd, size_t *len)
+{
+	uint8_t mark[4], *body;
+
+	client_recv(loop, fd, mark, 4);
+	assert_true(xdr_be32(mark) & RPC_LAST_FRAG);
+	*len = xdr_be32(mark) & ~RPC_LAST_FRAG;
+	body = malloc(*len);
+	assert_non_null(body);
+	client_recv(loop, fd, body, *len);
+	return body;
+}
+
+/* A 4.0 COMPOUND record (mark included) in @p: PUTROOTFH, LOOKUP "f",
+ * and a FILE_SYNC WRITE of @len bytes of @data at @off (@data NULL: a
+ * READ of @len bytes there), with the anonymous stateid */
+static size_t io_record(uint8_t *p, size_t cap, uint64_t off, uint32_t len,
+			const void *data)
+{
+	static const uint8_t anon[NFS4_STATEID_SIZE];
+	struct xdr_enc e;
+
+	nfs_th_compound(&e, p + 4, cap - 4, 0, 3);
+	xdr_put_u32(&e, OP_PUTROOTFH);
+	xdr_put_u32(&e, OP_LOOKUP);
+	xdr_put_cstring(&e, "f", NFS4_OPAQUE_LIMIT);
+	xdr_put_u32(&e, data ? OP_WRITE : OP_READ);
+	xdr_put_fixed(&e, anon, sizeof(anon));
+	xdr_put_u64(&e, off);
+	if (data) {
+		xdr_put_u32(&e, FILE_SYNC4);
+		xdr_put_opaque(&e, data, len, XDR_NOMAX);
+	} else {
+		xdr_put_u32(&e, len);
+	}
+	assert_int_equal(xdr_enc_err(&e), 0);
+	xdr_set_be32(p, RPC_LAST_FRAG | (uint32_t)xdr_enc_len(&e));
+	return 4 + xdr_enc_len(&e);
+}
+
+/* The COMPOUND status of a reply body (accepted, AUTH_NONE verifier) */
+static uint32_t reply_status(const uint8_t *body, size_t len)
+{
+	assert_true(len >= 28);
+	assert_int_equal(xdr_be32(body + 20), 0);	/* SUCCESS */
+	return xdr_be32(body + 24);
+}
+
+/*
+ * A slow backend is not a stalled client. With a stall timeout of 20 ms
+ * and another holder waiting for the budget, a connection whose calls
+ * wait in the backend on a worker (its device: here every read and
+ * write of the directory waits for the test) keeps its bytes however
+ * long that takes: a 512 KiB FILE_SYNC WRITE and a 512 KiB READ, each
+ * held 100 ms in the backend, are answered on a connection still open.
+ * Before, the connection was closed ("no progress for ...") a stall
+ * timeout after the WRITE's record was in, though its client was the one
+ * waiting. Once the backend is done the client's part counts again: a
+ * 1 MiB READ whose reply the client never reads gets it closed.
+ */
+static void slow_backend_is_not_a_stall(void **state)
+{
+	struct fx *f = *state;
+	struct bs_loop *loop = bs_ctx_loop(f->ctx);
+	struct bs_net_listen_cfg cfg = { .proto = &nfs_net_proto };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	const size_t half = 512 * 1024, cap = MiB + 4096;
+	struct bs_net_listener *l;
+	uint8_t *data = malloc(half), *zero = calloc(1, MiB);
+	uint8_t *rec = malloc(cap), *body;
+	char addr[64], path[96];
+	int fd, rcv = 16 << 10, i;
+	size_t len;
+
+	assert_non_null(data);
+	assert_non_null(zero);
+	assert_non_null(rec);
+	th_fill(data, half, 101);
+	snprintf(path, sizeof(path), "%s/f", f->dir);
+	th_write_file(path, zero, MiB);
+	f->srv->inline_io = false;	/* every call to a worker */
+	assert_int_equal(bs_budget_configure(f->b, BS_BUDGET_MIN, 20), 0);
+	slow_orig = f->srv->be.ops;
+	slow_ops = *slow_orig;
+	slow_ops.read = slow_read;
+	slow_ops.write = slow_write;
+	f->srv->be.ops = &slow_ops;
+	atomic_store(&slow_open, false);
+	net_log[0] = 0;
+
+	/* a listener on the context's loop; a client that reads 16 KiB at
+	 * a time, the server sending 64 KiB at most ahead */
+	bs_net_limits_default(&cfg.limits);
+	cfg.limits.sndbuf = 64 << 10;
+	cfg.owner = f->srv;
+	cfg.log = log_line;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)th_free_port());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	cfg.addr = addr;
+	assert_int_equal(bs_net_listen(loop, &cfg, &l), 0);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv,
+				    sizeof(rcv)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (i = 0; i < 500 && bs_net_listener_conns(l) < 1; i++)
+		bs_loop_run_once(loop, 5);
+	assert_int_equal(bs_net_listener_conns(l), 1);
+
+	/* a 512 KiB WRITE: in the backend, its bytes held; then the other
+	 * holder waits for the whole budget */
+	len = io_record(rec, cap, 0, half, data);
+	client_send(loop, fd, rec, len);
+	for (i = 0; i < 500 && atomic_load(&slow_in) < 1; i++)
+		bs_loop_run_once(loop, 5);
+	assert_int_equal(atomic_load(&slow_in), 1);
+	assert_false(bs_budget_take(f->b, &f->other, BS_BUDGET_MIN));
+	run_for(loop, 100);
+	assert_null(strstr(net_log, "no progress"));
+	assert_int_equal(bs_net_listener_conns(l), 1);
+	atomic_store(&slow_open, true);
+	body = client_reply(loop, fd, &len);
+	assert_int_equal(reply_status(body, len), NFS4_OK);
+	free(body);
+
+	/* a 512 KiB READ of it, as slowly */
+	atomic_store(&slow_open, false);
+	len = io_record(rec, cap, 0, half, NULL);
+	client_send(loop, fd, rec, len);
+	for (i = 0; i < 500 && atomic_load(&slow_in) < 1; i++)
+		bs_loop_run_once(loop, 5);
+	assert_int_equal(atomic_load(&slow_in), 1);
+	run_for(loop, 100);
+	assert_null(strstr(net_log, "no progress"));
+	assert_int_equal(bs_net_listener_conns(l), 1);
+	atomic_store(&slow_open, true);
+	body = client_reply(loop, fd, &len);
+	assert_int_equal(reply_status(body, len), NFS4_OK);
+	assert_true(len > half + 4);
+	assert_int_equal(xdr_be32(body + len - half - 4), half);
+	assert_memory_equal(body + len - half, data, half);
+	free(body);
+
+	/* the backend done, a 1 MiB READ whose reply is never read: the
+	 * connection is closed */
+	len = io_record(rec, cap, 0, MiB, NULL);
+	client_send(loop, fd, rec, len);
+	for (i = 0; i < 500 && bs_net_listener_conns(l); i++)
+		bs_loop_run_once(loop, 10);
+	assert_int_equal(bs_net_listener_conns(l), 0);
+	assert_non_null(strstr(net_log, "no progress for"));
+
+	close(fd);
+	bs_net_listener_free(l);
+	f->srv->be.ops = slow_orig;
+	bs_budget_leave(f->b, &f->other);
+	nfs_net_proto.close(f->sess, NULL);
+	assert_int_equal(bs_budget_used(f->b), 0);
+	free(rec);
+	free(zero);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +654,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			closed_while_waiting_passes_the_turn_on, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(slow_backend_is_not_a_stall,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,7 +57,7 @@ struct iscsi_task {
 	unsigned r2t_out;
 	/* life */
 	size_t budget;		/* bytes taken from the server budget */
-	bool executing;		/* in the core */
+	bool executing;		/* in the core (set by task_core()) */
 	bool completed;		/* done() ran */
 	bool aborted;		/* answer dropped (task management) */
 	bool res_fixed;		/* residual from the CDB (rw_residual) */

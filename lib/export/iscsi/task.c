@@ -207,12 +207,39 @@ static void respond(struct iscsi_session *s, struct iscsi_task *t)
 		      data_sn + t->r2t_sn);
 }
 
+/*
+ * @t goes to the SCSI core (@in) or is back from it: t->executing. While
+ * any task of the session is in the core the budget's watchdog does not
+ * take the session for stalled: its initiator waits for the device, not
+ * the other way round. One coming back counts as progress, so an
+ * initiator that then does not take its Data-In is still evicted a stall
+ * timeout later. Per task, not per device request: every step the core
+ * runs for one command (a COMPARE AND WRITE's read and write, a WRITE
+ * SAME's pieces, an EXTENDED COPY's reads and writes, on whichever LU)
+ * is one task in the device until done() comes.
+ */
+static void task_core(struct iscsi_task *t, bool in)
+{
+	struct iscsi_session *s = t->s;
+
+	if (t->executing == in)
+		return;
+	t->executing = in;
+	if (!s->budget)
+		return;
+	if (in)
+		bs_budget_dev_begin(&s->bh);
+	else
+		bs_budget_dev_end(&s->bh);
+}
+
 static void task_done(struct bs_scsi_cmd *cmd)
 {
 	struct iscsi_task *t = cmd->priv;
 	struct iscsi_session *s = t->s;
 
-	t->executing = false;
+	/* first: an orphan's session may go with its last task below */
+	task_core(t, false);
 	t->completed = true;
 	if (s->orphan) {
 		iscsi_task_put(t);
@@ -239,7 +266,7 @@ static void task_done(struct bs_scsi_cmd *cmd)
 
 static void exec(struct iscsi_session *s, struct iscsi_task *t)
 {
-	t->executing = true;
+	task_core(t, true);
 	t->cmd.dout = t->buf;
 	t->cmd.dout_len = t->write ? t->edtl : 0;
 	t->cmd.din_max = t->read ? t->edtl : 0;

@@ -32,6 +32,7 @@ struct nbd_req {
 	void *buf;		/* from the thread's pool (bufpool.h) */
 	size_t acct;		/* bytes of buf counted in the session */
 	size_t got;		/* payload bytes received */
+	bool in_dev;		/* given to the device, not back yet */
 	struct bs_req breq;
 };
 
@@ -181,10 +182,35 @@ static void reply_errno(struct nbd_session *s, struct nbd_req *r, int err)
 
 /* ---- completion ------------------------------------------------------------ */
 
+/*
+ * @r goes to the device (@in) or is back from it. While any request of
+ * the session is in a device the budget's watchdog does not take the
+ * session for stalled: its client waits for the device, not the other
+ * way round. One coming back counts as progress, so a client that then
+ * does not read its reply is still evicted a stall timeout later. Per
+ * request: a zeroout's pieces and a read-modify-write's steps are one
+ * request in the device until the core calls back.
+ */
+static void req_dev(struct nbd_req *r, bool in)
+{
+	struct nbd_session *s = r->s;
+
+	if (r->in_dev == in)
+		return;
+	r->in_dev = in;
+	if (!s->budget)
+		return;
+	if (in)
+		bs_budget_dev_begin(&s->bh);
+	else
+		bs_budget_dev_end(&s->bh);
+}
+
 static void req_free(struct nbd_req *r)
 {
 	struct nbd_session *s = r->s;
 
+	req_dev(r, false);	/* never left counted in the device */
 	s->inflight_bytes -= r->acct;
 	nbd_budget_give(s, r->acct);
 	bs_buf_put(r->buf, r->acct);
@@ -195,6 +221,8 @@ static void finish(struct nbd_req *r, int result)
 {
 	struct nbd_session *s = r->s;
 
+	/* first: an orphan's session may go with the last request */
+	req_dev(r, false);
 	s->inflight_reqs--;
 	if (s->orphan) {
 		req_free(r);
@@ -322,7 +350,10 @@ static void block_status(struct nbd_req *r)
 		return;
 	}
 	e.buf = msg + hl;
+	/* synchronous, but a driver may wait for a remote server in it */
+	req_dev(r, true);
 	err = bs_block_status(s->dev, r->offset, r->len, ext_cb, &e);
+	req_dev(r, false);
 	if (!err && e.pending && e.n < e.max)
 		ext_emit(&e);
 	if (!err && !e.n)
@@ -350,21 +381,25 @@ static void execute(struct nbd_req *r)
 	unsigned zf;
 	int err;
 
+	/* what goes to the device is marked so until finish() (req_dev) */
 	switch (r->type) {
 	/* byte granular: partial blocks are read-modify-written below */
 	case NBD_CMD_READ:
 		bs_req_init(&r->breq, BS_OP_READ, 0, r->offset, r->len, r->buf,
 			    io_done, r);
+		req_dev(r, true);
 		bs_submit_bytes(dev, &r->breq);
 		break;
 	case NBD_CMD_WRITE:
 		bs_req_init(&r->breq, BS_OP_WRITE,
 			    (r->flags & NBD_CMD_FLAG_FUA) ? BS_REQ_FUA : 0,
 			    r->offset, r->len, r->buf, io_done, r);
+		req_dev(r, true);
 		bs_submit_bytes(dev, &r->breq);
 		break;
 	case NBD_CMD_FLUSH:
 		bs_req_init(&r->breq, BS_OP_FLUSH, 0, 0, 0, NULL, io_done, r);
+		req_dev(r, true);
 		bs_submit(dev, &r->breq);
 		break;
 	case NBD_CMD_TRIM:
@@ -372,6 +407,7 @@ static void execute(struct nbd_req *r)
 		bs_req_init(&r->breq, BS_OP_DISCARD,
 			    (r->flags & NBD_CMD_FLAG_FUA) ? BS_REQ_FUA : 0,
 			    r->offset, r->len, NULL, io_done, r);
+		req_dev(r, true);
 		bs_submit_bytes(dev, &r->breq);
 		break;
 	case NBD_CMD_WRITE_ZEROES:
@@ -388,6 +424,7 @@ static void execute(struct nbd_req *r)
 			zf |= BS_ZERO_NOFALLBACK;
 		}
 		/* partial blocks: RMW with zeroes; with FAST_ZERO refused */
+		req_dev(r, true);
 		err = bs_zeroout_bytes(dev, r->offset, r->len, zf, zero_done, r);
 		if (err)
 			finish(r, err);

@@ -30,8 +30,10 @@
  * fragment refused at its header stops the connection's input there
  * until the budget's wake (on this loop) admits it; a connection that
  * holds bytes and moves none while others wait is closed by the
- * budget's watchdog. Callbacks the server sends are not counted (a few
- * hundred bytes each).
+ * budget's watchdog, but not while a call of it is on a worker (in the
+ * backend's device, bs_budget_dev_begin()): that time is the server's,
+ * and the call coming back is progress. Callbacks the server sends are
+ * not counted (a few hundred bytes each).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -347,6 +349,9 @@ static void job_done(struct bs_job *j)
 	struct nfs_job *job = (struct nfs_job *)j;
 	struct nfs_conn *c = job->c;
 
+	/* back from the backend: progress (before c may be freed) */
+	if (c->budget)
+		bs_budget_dev_end(&c->bh);
 	c->inflight--;
 	if (c->closed) {
 		budget_give(c, job->acct);
@@ -437,6 +442,16 @@ static int submit(struct nfs_conn *c)
 	job->job.run = job_run;
 	job->job.done = job_done;
 	c->inflight++;
+	/*
+	 * Until job_done(), on this loop, the call is the server's: waiting
+	 * for a worker or the server's lock, in the backend's device calls
+	 * (a slow disk under the directory, the ext4 backend's device), or
+	 * for another client's answer to a callback (bounded by its
+	 * deadline). The budget's watchdog does not take the connection
+	 * for stalled meanwhile; the call coming back is progress.
+	 */
+	if (c->budget)
+		bs_budget_dev_begin(&c->bh);
 	bs_workers_submit(w, &job->job);
 	return 0;
 }
