@@ -20,8 +20,11 @@
  * or not read its replies). While others wait, a holder that made no
  * progress for the stall timeout is evicted: its evict callback ends the
  * session, which frees what it held. Nobody waiting: nobody is evicted.
- * A holder with requests in a device (bs_budget_dev_begin()) is not
- * stalled: its client is not what it waits for.
+ * Bytes in a device (bs_budget_dev_begin()) are not stalled: their
+ * client is not what they wait for. A holder all of whose bytes are in
+ * a device is passed over; one that also holds bytes its client has to
+ * move (a reply it does not read) is not, whatever else it has in a
+ * device.
  *
  * Thread-safe: holders on any loop share one budget (a mutex inside).
  * A holder's wake and evict callbacks run on the loop it first took bytes
@@ -61,6 +64,7 @@ struct bs_budget_holder {
 	uint64_t want;		/* bytes asked for while queued */
 	uint64_t progress_ns;	/* last bs_budget_progress() */
 	unsigned in_dev;	/* atomic: requests in a device */
+	uint64_t in_dev_bytes;	/* atomic: held bytes of those requests */
 	uint64_t queued_ns;	/* when it began to wait */
 	uint64_t woken_ns;	/* a wake it has not come back from (0: none) */
 	bool queued, listed;
@@ -114,15 +118,21 @@ void bs_budget_cancel(struct bs_budget *b, struct bs_budget_holder *h);
 /* @h moved data (received payload, sent a reply): not stalled. */
 void bs_budget_progress(struct bs_budget_holder *h);
 /*
- * @h gave a request to a device / has it back (in pairs, on @h's loop).
- * While any of its requests is in a device @h is not stalled, however
- * long the device takes: its bytes wait for the device (a slow disk, a
- * remote target), not for its client, and ending the session would not
- * give back the bytes of requests in the device any sooner. A request
- * coming back is progress: the stall timeout starts again from there.
+ * @h gave a request holding @bytes of its budget bytes (0: none, a
+ * FLUSH) to a device / has it back: in pairs with the same @bytes, on
+ * @h's loop. Those bytes wait for the device (a slow disk, a remote
+ * target), not for the client, and ending the session would not give
+ * them back any sooner: while everything @h holds is in a device, @h is
+ * not stalled, however long the device takes. Bytes that are not (a
+ * reply its client does not read, a payload it does not send) are: a
+ * stall timeout after the last progress, or after the moment they
+ * stopped being covered by the device (a request coming back to a
+ * holder that had nothing else, bytes taken by such a holder). So a
+ * client cannot keep its unread replies alive by sending requests that
+ * go to a device.
  */
-void bs_budget_dev_begin(struct bs_budget_holder *h);
-void bs_budget_dev_end(struct bs_budget_holder *h);
+void bs_budget_dev_begin(struct bs_budget_holder *h, uint64_t bytes);
+void bs_budget_dev_end(struct bs_budget_holder *h, uint64_t bytes);
 /* @h goes away: leave the queue and give back what it still holds. */
 void bs_budget_leave(struct bs_budget *b, struct bs_budget_holder *h);
 

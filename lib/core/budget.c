@@ -42,12 +42,18 @@
  * input it reads only when its turn comes), nor is anyone while every
  * waiter has gone quiet (nobody could use the room).
  *
- * Nor is a holder with requests in a device (bs_budget_dev_begin()): a
- * slow device is not a stalled client, and the bytes of requests in the
- * device come back only when the device is done, evicted or not. Its
- * last request back is progress; from then on its client's part counts
- * again. A front end that does not say when its requests are in a device
- * has the device's time counted against its client, as all did before.
+ * Nor is a holder all of whose bytes are in a device
+ * (bs_budget_dev_begin() counts them): a slow device is not a stalled
+ * client, and those bytes come back only when the device is done,
+ * evicted or not. Bytes outside a device (a reply the client does not
+ * read) are its client's part, whatever else is in a device: their
+ * clock runs from the last progress, or from when the holder stopped
+ * being all in a device (a request back, more bytes taken). A request
+ * coming back is not progress by itself: first (whole-session shield,
+ * "back is progress") a client that read no reply kept its bytes for
+ * days by sending a FLUSH every few seconds. A front end that does not
+ * say when its requests are in a device has the device's time counted
+ * against its client.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -213,6 +219,13 @@ static bool quiet(const struct bs_budget_holder *h, uint64_t now)
 {
 	return h->woken_ns && now > h->woken_ns &&
 	       now - h->woken_ns >= WAKE_GRACE_NS;
+}
+
+/* Everything @h holds is in a device (on @h's loop, or under the lock:
+ * only @h's loop changes held and in_dev_bytes). */
+static bool covered(const struct bs_budget_holder *h)
+{
+	return h->held <= __atomic_load_n(&h->in_dev_bytes, __ATOMIC_ACQUIRE);
 }
 
 static void list_add(struct bs_budget *b, struct bs_budget_holder *h)
@@ -394,9 +407,9 @@ static void watchdog(void *arg)
 		uint64_t p;
 
 		next = h->next;
-		/* in_dev first: a request that came back recorded its
-		 * progress before it left in_dev (bs_budget_dev_end()) */
-		if (__atomic_load_n(&h->in_dev, __ATOMIC_ACQUIRE))
+		/* in_dev_bytes first: a request that came back recorded
+		 * its progress before it left them (bs_budget_dev_end()) */
+		if (covered(h))
 			continue;
 		/* progress made on its loop since @now was read is fresh,
 		 * not 2^64 ns old */
@@ -486,13 +499,15 @@ static void bind_loop(struct bs_budget *b, struct bs_budget_holder *h)
 static void charge_locked(struct bs_budget *b, struct bs_budget_holder *h,
 			  uint64_t n)
 {
+	/* nothing held outside a device until now (or nothing at all):
+	 * these bytes' clock starts here */
+	if (!h->listed || covered(h))
+		__atomic_store_n(&h->progress_ns, bs_now_ns(),
+				 __ATOMIC_RELAXED);
 	b->used += n;
 	if (b->used > b->peak)
 		b->peak = b->used;
 	h->held += n;
-	if (!h->listed)
-		__atomic_store_n(&h->progress_ns, bs_now_ns(),
-				 __ATOMIC_RELAXED);
 	list_add(b, h);
 }
 
@@ -580,16 +595,26 @@ void bs_budget_progress(struct bs_budget_holder *h)
 	__atomic_store_n(&h->progress_ns, bs_now_ns(), __ATOMIC_RELAXED);
 }
 
-void bs_budget_dev_begin(struct bs_budget_holder *h)
+void bs_budget_dev_begin(struct bs_budget_holder *h, uint64_t bytes)
 {
+	__atomic_add_fetch(&h->in_dev_bytes, bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&h->in_dev, 1, __ATOMIC_RELAXED);
 }
 
-void bs_budget_dev_end(struct bs_budget_holder *h)
+void bs_budget_dev_end(struct bs_budget_holder *h, uint64_t bytes)
 {
-	/* the progress first: the watchdog reads in_dev, then progress_ns */
-	bs_budget_progress(h);
+	/*
+	 * A holder that had everything in a device: what it holds now
+	 * (this request's reply) waits for its client from here. One that
+	 * held bytes outside already keeps their clock: a request coming
+	 * back is not progress (a client that reads no reply must not keep
+	 * it alive by sending FLUSHes). The progress first: the watchdog
+	 * reads in_dev_bytes, then progress_ns.
+	 */
+	if (covered(h))
+		bs_budget_progress(h);
 	__atomic_sub_fetch(&h->in_dev, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&h->in_dev_bytes, bytes, __ATOMIC_RELEASE);
 }
 
 void bs_budget_leave(struct bs_budget *b, struct bs_budget_holder *h)

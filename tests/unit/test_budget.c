@@ -757,6 +757,12 @@ static void watchdog_wake_is_not_quiet(void **state)
 	assert_int_equal(bs_budget_used(b), 0);
 }
 
+/*
+ * Two requests holding all of a's bytes are in a device for three stall
+ * timeouts: not a stall. The first comes back (its reply waits for the
+ * client) and is sent: a is all in the device again. The last back, its
+ * reply is never read: evicted a stall timeout later, not sooner.
+ */
 static void device_requests_are_not_a_stall(void **state)
 {
 	struct bs_budget *b = budget(state, 64 * MiB, 100);
@@ -766,19 +772,98 @@ static void device_requests_are_not_a_stall(void **state)
 	init(&c);
 	assert_true(take_settled(b, &a.h, 60 * MiB));
 	assert_false(take_settled(b, &c.h, 8 * MiB));
-	bs_budget_dev_begin(&a.h);
-	bs_budget_dev_begin(&a.h);
+	bs_budget_dev_begin(&a.h, 30 * MiB);
+	bs_budget_dev_begin(&a.h, 30 * MiB);
 	run_ms(*state, 300);			/* three stall timeouts */
-	bs_budget_dev_end(&a.h);
+	assert_int_equal(a.evicted, 0);
+	bs_budget_dev_end(&a.h, 30 * MiB);	/* its reply's clock starts */
+	run_ms(*state, 30);
+	bs_budget_progress(&a.h);		/* ... and it is sent */
+	give_settled(b, &a.h, 30 * MiB);
 	run_ms(*state, 300);			/* one still in the device */
 	assert_int_equal(a.evicted, 0);
-	bs_budget_dev_end(&a.h);		/* progress: counted from here */
+	bs_budget_dev_end(&a.h, 30 * MiB);	/* counted from here */
 	run_ms(*state, 50);
 	assert_int_equal(a.evicted, 0);
 	for (int i = 0; i < 30 && !a.evicted; i++)
 		run_ms(*state, 20);
 	assert_int_equal(a.evicted, 1);
 	assert_int_equal(c.evicted, 0);
+	leave_settled(b, &a.h);
+	leave_settled(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
+ * A client that does not read a 1 MiB reply keeps sending requests that
+ * go to a device and come back (a FLUSH every 20 ms; then one slow
+ * zeroout always in the device): neither is progress for the reply's
+ * bytes. The first version took every request back as progress, and
+ * any request in a device as cover for the whole session: such a client
+ * kept its bytes, with others waiting, for as long as it liked.
+ */
+static void device_requests_do_not_hide_an_unread_reply(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, c, d;
+	int i;
+
+	init(&a);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 60 * MiB));	/* the reply */
+	assert_false(take_settled(b, &c.h, 8 * MiB));
+	for (i = 0; i < 50 && !a.evicted; i++) {
+		bs_budget_dev_begin(&a.h, 0);		/* FLUSH */
+		run_ms(*state, 10);
+		bs_budget_dev_end(&a.h, 0);
+		run_ms(*state, 10);
+	}
+	assert_int_equal(a.evicted, 1);
+	assert_true(i <= 15);			/* about 100-150 ms */
+	leave_settled(b, &a.h);
+	assert_int_equal(c.woken, 1);
+	assert_true(take_settled(b, &c.h, 8 * MiB));
+
+	init(&d);
+	assert_true(take_settled(b, &d.h, 50 * MiB));	/* the reply */
+	assert_false(take_settled(b, &c.h, 16 * MiB));	/* 74: waits */
+	bs_budget_dev_begin(&d.h, 0);		/* a zeroout, never back */
+	for (i = 0; i < 30 && !d.evicted; i++)
+		run_ms(*state, 20);
+	assert_int_equal(d.evicted, 1);
+	bs_budget_dev_end(&d.h, 0);
+	leave_settled(b, &d.h);
+	assert_int_equal(c.evicted, 0);
+	bs_budget_cancel(b, &c.h);
+	settle();
+	leave_settled(b, &c.h);
+	assert_int_equal(bs_budget_used(b), 0);
+}
+
+/*
+ * A holder all in a device for longer than the stall timeout takes more
+ * (a next write's payload, still to come from its client): those bytes'
+ * clock starts at the take, not at the last progress before the device
+ * time, which would evict it at once.
+ */
+static void bytes_taken_while_in_a_device_start_fresh(void **state)
+{
+	struct bs_budget *b = budget(state, 64 * MiB, 100);
+	struct th a, c;
+
+	init(&a);
+	init(&c);
+	assert_true(take_settled(b, &a.h, 10 * MiB));
+	bs_budget_dev_begin(&a.h, 10 * MiB);
+	run_ms(*state, 300);
+	assert_true(take_settled(b, &a.h, 50 * MiB));
+	assert_false(take_settled(b, &c.h, 8 * MiB));
+	run_ms(*state, 60);
+	assert_int_equal(a.evicted, 0);
+	for (int i = 0; i < 30 && !a.evicted; i++)
+		run_ms(*state, 20);
+	assert_int_equal(a.evicted, 1);
+	bs_budget_dev_end(&a.h, 10 * MiB);
 	leave_settled(b, &a.h);
 	leave_settled(b, &c.h);
 	assert_int_equal(bs_budget_used(b), 0);
@@ -826,6 +911,12 @@ int main(void)
 						th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(watchdog_wake_is_not_quiet,
 						th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(
+			device_requests_do_not_hide_an_unread_reply,
+			th_ctx_setup, th_ctx_teardown),
+		cmocka_unit_test_setup_teardown(
+			bytes_taken_while_in_a_device_start_fresh,
+			th_ctx_setup, th_ctx_teardown),
 		cmocka_unit_test_setup_teardown(device_requests_are_not_a_stall,
 						th_ctx_setup, th_ctx_teardown),
 	};

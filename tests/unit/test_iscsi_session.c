@@ -1291,6 +1291,47 @@ static void slow_device_is_not_a_stall(void **state)
 }
 
 /*
+ * An initiator that does not take a READ's 32 KiB Data-In but sends a
+ * TEST UNIT READY every 5 ms (each goes to the core and is answered at
+ * once): with a 20 ms stall timeout and another holder waiting, evicted
+ * within a few stall timeouts. When a task coming back counted as
+ * progress (the first version of the device-time rule), it kept the
+ * Data-In's bytes for as long as it went on pinging.
+ */
+static void unread_data_in_not_kept_by_pings(void **state)
+{
+	struct h *h = *state;
+	struct bs_budget *b = bs_ctx_budget(h->ctx);
+	struct bs_budget_holder other;
+	uint8_t cdb[16];
+	int i;
+
+	LOGIN(h, "MaxRecvDataSegmentLength=65536\0", false, false);
+	clear_ua(h);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
+	cdb10(cdb, 0x28, 0, 64);
+	cmd_unsettled(h, 1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ,
+		      32 * KiB);
+	run_for(h, 2);
+	memset(&other, 0, sizeof(other));
+	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
+	memset(cdb, 0, sizeof(cdb));		/* TEST UNIT READY */
+	for (i = 0; i < 200 && !h->s->ended; i++) {
+		cmd_unsettled(h, 100 + i, cdb, ISCSI_FLAG_FINAL, 0);
+		run_for(h, 5);
+	}
+	assert_true(h->s->evicted);
+	assert_true(i < 40);
+	assert_non_null(strstr(iscsi_session_end_reason(h->s),
+			       "no progress for"));
+	assert_int_equal(in_dev(h), 0);
+	iscsi_session_free(h->s);
+	h->s = NULL;
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_budget_leave(b, &other);
+}
+
+/*
  * A session freed with tasks in a slow device: each is counted in the
  * device until it is back, and the session goes (its budget with it)
  * only when the last one is.
@@ -1357,6 +1398,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(read_charged_by_cdb, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(budget_turn_passed_on_at_eof,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(unread_data_in_not_kept_by_pings,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(slow_device_is_not_a_stall,
 						setup, teardown),

@@ -2667,6 +2667,48 @@ static void slow_device_is_not_a_stall(void **state)
 }
 
 /*
+ * A client that does not read a 1 MiB READ's reply, but sends a FLUSH
+ * every 5 ms (each goes to the device and comes back at once): with a
+ * 20 ms stall timeout and another holder waiting, it is evicted within a
+ * few stall timeouts. When a request coming back counted as progress
+ * (the first version of the device-time rule), it kept the reply's
+ * bytes for as long as it went on pinging (200 pings, none evicted).
+ */
+static void unread_reply_not_kept_by_pings(void **state)
+{
+	struct bs_budget_holder other;
+	struct bs_budget *b;
+	uint8_t r[28];
+	struct h h;
+	int i;
+
+	(void)state;
+	h_init(&h, "mem:64M,write_cache=1", false);
+	h_go(&h, "vol0", 0);
+	b = bs_ctx_budget(h.ctx);
+	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
+	put_req(r, 0, NBD_CMD_READ, 1, 0, MiB);
+	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
+	run_for(&h, 2);
+	memset(&other, 0, sizeof(other));
+	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
+	for (i = 0; i < 200 && !h.s->ended; i++) {
+		put_req(r, 0, NBD_CMD_FLUSH, 100 + i, 0, 0);
+		assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
+		run_for(&h, 5);
+	}
+	assert_true(h.s->evicted);
+	assert_true(i < 40);
+	assert_non_null(strstr(nbd_session_end_reason(h.s), "no progress for"));
+	assert_int_equal(in_dev(&h), 0);
+	nbd_session_free(h.s);
+	h.s = NULL;
+	assert_int_equal(bs_budget_used(b), 0);
+	bs_budget_leave(b, &other);
+	h_fini(&h);
+}
+
+/*
  * A session freed with requests in a slow device (while another holder
  * waits and the watchdog runs): each is counted in the device until it
  * is back, and the session goes, its budget with it, only when the last
@@ -2759,6 +2801,7 @@ int main(void)
 		cmocka_unit_test(budget_turn_passed_on_at_eof),
 		cmocka_unit_test(free_with_inflight),
 		cmocka_unit_test(slow_device_is_not_a_stall),
+		cmocka_unit_test(unread_reply_not_kept_by_pings),
 		cmocka_unit_test(freed_with_requests_in_a_slow_device),
 		cmocka_unit_test(shutdown_session),
 		cmocka_unit_test(shutdown_handshake),

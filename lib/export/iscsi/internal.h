@@ -58,6 +58,7 @@ struct iscsi_task {
 	/* life */
 	size_t budget;		/* bytes taken from the server budget */
 	bool executing;		/* in the core (set by task_core()) */
+	size_t dev_bytes;	/* of budget, counted in the device meanwhile */
 	bool completed;		/* done() ran */
 	bool aborted;		/* answer dropped (task management) */
 	bool res_fixed;		/* residual from the CDB (rw_residual) */

@@ -208,12 +208,13 @@ static void respond(struct iscsi_session *s, struct iscsi_task *t)
 }
 
 /*
- * @t goes to the SCSI core (@in) or is back from it: t->executing. While
- * any task of the session is in the core the budget's watchdog does not
- * take the session for stalled: its initiator waits for the device, not
- * the other way round. One coming back counts as progress, so an
- * initiator that then does not take its Data-In is still evicted a stall
- * timeout later. Per task, not per device request: every step the core
+ * @t goes to the SCSI core (@in) or is back from it: t->executing, with
+ * the budget bytes it holds (t->budget). Those wait for the device, not
+ * for the initiator, and while all the session holds is in the core the
+ * budget's watchdog does not take it for stalled. Bytes outside (Data-In
+ * not taken, Data-Out that stops) are the initiator's whatever else is
+ * in the core: commands it goes on sending (a TEST UNIT READY) do not
+ * keep them alive (budget.h). Per task, not per device request: every step the core
  * runs for one command (a COMPARE AND WRITE's read and write, a WRITE
  * SAME's pieces, an EXTENDED COPY's reads and writes, on whichever LU)
  * is one task in the device until done() comes.
@@ -227,10 +228,12 @@ static void task_core(struct iscsi_task *t, bool in)
 	t->executing = in;
 	if (!s->budget)
 		return;
-	if (in)
-		bs_budget_dev_begin(&s->bh);
-	else
-		bs_budget_dev_end(&s->bh);
+	if (in) {
+		t->dev_bytes = t->budget;
+		bs_budget_dev_begin(&s->bh, t->dev_bytes);
+	} else {
+		bs_budget_dev_end(&s->bh, t->dev_bytes);
+	}
 }
 
 static void task_done(struct bs_scsi_cmd *cmd)

@@ -33,6 +33,7 @@ struct nbd_req {
 	size_t acct;		/* bytes of buf counted in the session */
 	size_t got;		/* payload bytes received */
 	bool in_dev;		/* given to the device, not back yet */
+	size_t dev_bytes;	/* of acct, counted in the device meanwhile */
 	struct bs_req breq;
 };
 
@@ -183,11 +184,12 @@ static void reply_errno(struct nbd_session *s, struct nbd_req *r, int err)
 /* ---- completion ------------------------------------------------------------ */
 
 /*
- * @r goes to the device (@in) or is back from it. While any request of
- * the session is in a device the budget's watchdog does not take the
- * session for stalled: its client waits for the device, not the other
- * way round. One coming back counts as progress, so a client that then
- * does not read its reply is still evicted a stall timeout later. Per
+ * @r goes to the device (@in) or is back from it, with the budget bytes
+ * it holds (r->acct): those wait for the device, not for the client, and
+ * while all the session holds is in a device the budget's watchdog does
+ * not take it for stalled. Bytes outside (a reply not read, a payload
+ * that stops) are the client's whatever else is in a device: requests
+ * it goes on sending do not keep an unread reply alive (budget.h). Per
  * request: a zeroout's pieces and a read-modify-write's steps are one
  * request in the device until the core calls back.
  */
@@ -200,10 +202,12 @@ static void req_dev(struct nbd_req *r, bool in)
 	r->in_dev = in;
 	if (!s->budget)
 		return;
-	if (in)
-		bs_budget_dev_begin(&s->bh);
-	else
-		bs_budget_dev_end(&s->bh);
+	if (in) {
+		r->dev_bytes = r->acct;
+		bs_budget_dev_begin(&s->bh, r->dev_bytes);
+	} else {
+		bs_budget_dev_end(&s->bh, r->dev_bytes);
+	}
 }
 
 static void req_free(struct nbd_req *r)

@@ -31,8 +31,8 @@
  * until the budget's wake (on this loop) admits it; a connection that
  * holds bytes and moves none while others wait is closed by the
  * budget's watchdog, but not while a call of it is on a worker (in the
- * backend's device, bs_budget_dev_begin()): that time is the server's,
- * and the call coming back is progress. Callbacks the server sends are
+ * backend's device, bs_budget_dev_begin()): that time is the server's;
+ * its other bytes (replies not read) are the client's meanwhile. Callbacks the server sends are
  * not counted (a few hundred bytes each).
  */
 #include <errno.h>
@@ -351,7 +351,7 @@ static void job_done(struct bs_job *j)
 
 	/* back from the backend: progress (before c may be freed) */
 	if (c->budget)
-		bs_budget_dev_end(&c->bh);
+		bs_budget_dev_end(&c->bh, job->acct);
 	c->inflight--;
 	if (c->closed) {
 		budget_give(c, job->acct);
@@ -447,11 +447,11 @@ static int submit(struct nfs_conn *c)
 	 * for a worker or the server's lock, in the backend's device calls
 	 * (a slow disk under the directory, the ext4 backend's device), or
 	 * for another client's answer to a callback (bounded by its
-	 * deadline). The budget's watchdog does not take the connection
-	 * for stalled meanwhile; the call coming back is progress.
+	 * deadline). The budget's watchdog does not count this call's
+	 * bytes (its record) against the client meanwhile.
 	 */
 	if (c->budget)
-		bs_budget_dev_begin(&c->bh);
+		bs_budget_dev_begin(&c->bh, job->acct);
 	bs_workers_submit(w, &job->job);
 	return 0;
 }

@@ -183,6 +183,8 @@ struct nvmf_cmd {
 	bool wants_data;		/* waiting for H2CData */
 	bool in_core;			/* requests in the device (set by
 					   nvmf_cmd_core()) */
+	uint32_t dev_bytes;		/* of buf_len, counted in the device
+					   meanwhile */
 	unsigned pending;		/* device requests outstanding */
 	int err;			/* first error of the requests */
 	uint16_t sf;			/* status field to answer */

@@ -175,12 +175,13 @@ bool nvmf_cmd_hold(struct nvmf_cmd *c, uint32_t len,
 	return true;
 }
 
-/* A slow device is not a stalled client: the queue is not evicted while
- * a command of it is in a device (the budget's watchdog passes it over),
- * a Write, a Read and a Compare's chunk reads alike; one coming back is
- * progress. Per command, not per request: a DSM's ranges and a
- * zeroout's pieces are one command in the device until the last is
- * back. */
+/* A slow device is not a stalled client: a command's buffer does not
+ * count against the host while the command is in a device, a Write, a
+ * Read and a Compare's chunk reads alike, and a queue with all its
+ * bytes there is not evicted; bytes outside (Read data not taken) are
+ * the host's whatever else is in a device (budget.h). Per command, not
+ * per request: a DSM's ranges and a zeroout's pieces are one command in
+ * the device until the last is back. */
 void nvmf_cmd_core(struct nvmf_cmd *c, bool in)
 {
 	struct nvmf_queue *q = c->q;
@@ -190,10 +191,12 @@ void nvmf_cmd_core(struct nvmf_cmd *c, bool in)
 	c->in_core = in;
 	if (!q->budget)
 		return;
-	if (in)
-		bs_budget_dev_begin(&q->bh);
-	else
-		bs_budget_dev_end(&q->bh);
+	if (in) {
+		c->dev_bytes = c->buf ? c->buf_len : 0;
+		bs_budget_dev_begin(&q->bh, c->dev_bytes);
+	} else {
+		bs_budget_dev_end(&q->bh, c->dev_bytes);
+	}
 }
 
 /* Commands waiting for the budget try again, oldest first, until one is
