@@ -1331,6 +1331,90 @@ static void unread_data_in_not_kept_by_pings(void **state)
 	bs_budget_leave(b, &other);
 }
 
+/* The budget bytes the session counts in a device right now. */
+static uint64_t in_dev_bytes(const struct h *h)
+{
+	return __atomic_load_n(&h->s->bh.in_dev_bytes, __ATOMIC_ACQUIRE);
+}
+
+/* A Task Management Function request (immediate). */
+static void tmf(struct h *h, uint8_t fn, uint32_t itt, uint32_t ref_itt,
+		uint32_t ref_sn)
+{
+	uint8_t bhs[48] = { 0 };
+
+	bhs[0] = ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE;
+	bhs[1] = ISCSI_FLAG_FINAL | fn;
+	iscsi_put32(bhs + 16, itt);
+	iscsi_put32(bhs + 20, ref_itt);
+	iscsi_put32(bhs + 24, h->cmdsn);
+	iscsi_put32(bhs + 32, ref_sn);
+	send_pdu(h, bhs, NULL, 0, false, false);
+}
+
+/*
+ * Task management while tasks are in a slow device: an ABORT TASK of a
+ * READ in the device, then a LOGICAL UNIT RESET with a WRITE and a READ
+ * there. Each task stays counted in the device, with its bytes, until
+ * the device gives it back, and nothing stays counted after: a task
+ * counted twice, or its end lost, would shield the session from the
+ * watchdog for good (or evict it too soon).
+ */
+static void task_management_with_tasks_in_a_slow_device(void **state)
+{
+	struct h *h = *state;
+	struct bs_budget *b = bs_ctx_budget(h->ctx);
+	uint8_t cdb[16], w[4 * KiB];
+	uint32_t sn;
+	struct rx r;
+
+	LOGIN(h, "MaxRecvDataSegmentLength=65536\0", false, false);
+	clear_ua(h);
+	th_fill(w, sizeof(w), 93);
+	slow_begin(h);
+	cdb10(cdb, 0x28, 0, 8);
+	sn = h->cmdsn;
+	cmd(h, 1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
+	slow_wait(h, 1);
+	assert_int_equal(in_dev(h), 1);
+	assert_int_equal(in_dev_bytes(h), sizeof(w));
+	tmf(h, ISCSI_TMF_ABORT_TASK, 0x50, 1, sn);
+	settle(h);
+	assert_int_equal(in_dev(h), 1);		/* still in the device */
+	slow_release(h);
+	settle(h);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_TMF_RSP);
+	assert_int_equal(r.bhs[2], ISCSI_TMF_RSP_COMPLETE);
+	expect_none(h);			/* no Data-In, no response */
+	assert_int_equal(in_dev(h), 0);
+	assert_int_equal(in_dev_bytes(h), 0);
+	assert_int_equal(bs_budget_used(b), 0);
+
+	/* a WRITE and a READ in the device, then LUN RESET */
+	cdb10(cdb, 0x2a, 0, 8);
+	cmd(h, 2, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(w), w,
+	    sizeof(w));
+	cdb10(cdb, 0x28, 8, 8);
+	cmd(h, 3, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
+	slow_wait(h, 2);
+	assert_int_equal(in_dev(h), 2);
+	assert_int_equal(in_dev_bytes(h), 2 * sizeof(w));
+	tmf(h, ISCSI_TMF_LUN_RESET, 0x51, ISCSI_RSVD_TAG, 0);
+	settle(h);
+	slow_release(h);
+	slow_release(h);
+	settle(h);
+	slow_end(h);
+	assert_true(next_pdu(h, &r));
+	assert_int_equal(r.bhs[0], ISCSI_OP_TMF_RSP);
+	assert_int_equal(r.bhs[2], ISCSI_TMF_RSP_COMPLETE);
+	assert_int_equal(in_dev(h), 0);
+	assert_int_equal(in_dev_bytes(h), 0);
+	assert_int_equal(bs_budget_used(b), 0);
+	assert_false(h->s->ended);
+}
+
 /*
  * A session freed with tasks in a slow device: each is counted in the
  * device until it is back, and the session goes (its budget with it)
@@ -1401,6 +1485,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(unread_data_in_not_kept_by_pings,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			task_management_with_tasks_in_a_slow_device, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(slow_device_is_not_a_stall,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
