@@ -202,6 +202,10 @@ void iscsi_session_out_advance(struct iscsi_session *s, size_t n)
 {
 	bool freed = false;
 
+	/* progress before the bytes go back: the watchdog must not see
+	 * fewer held bytes with the old clock */
+	if (s->budget)
+		bs_budget_progress(&s->bh);
 	while (n && s->out_head) {
 		struct iscsi_out *o = s->out_head;
 		size_t left = o->hdr_len + o->data_len + o->trail_len - o->sent;
@@ -215,8 +219,6 @@ void iscsi_session_out_advance(struct iscsi_session *s, size_t n)
 		out_pop(s);
 		freed = true;
 	}
-	if (s->budget)
-		bs_budget_progress(&s->bh);
 	if (freed)
 		iscsi_kick(s);
 }

@@ -342,6 +342,9 @@ void nbd_session_out_advance(struct nbd_session *s, size_t n)
 {
 	bool freed = false;
 
+	/* progress before the bytes go back: the watchdog must not see
+	 * fewer held bytes with the old clock */
+	bs_budget_progress(&s->bh);
 	while (n && s->out_head) {
 		struct nbd_out *o = s->out_head;
 		size_t left = o->hdr_len + o->data_len - o->sent;
@@ -354,7 +357,6 @@ void nbd_session_out_advance(struct nbd_session *s, size_t n)
 		out_pop(s);	/* takes its unsent bytes off out_bytes */
 		freed = true;
 	}
-	bs_budget_progress(&s->bh);
 	if (freed)
 		nbd_kick(s);
 }

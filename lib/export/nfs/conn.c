@@ -349,7 +349,8 @@ static void job_done(struct bs_job *j)
 	struct nfs_job *job = (struct nfs_job *)j;
 	struct nfs_conn *c = job->c;
 
-	/* back from the backend: progress (before c may be freed) */
+	/* back from the backend (before c may be freed): progress only
+	 * for a connection that had all its bytes on workers (budget.h) */
 	if (c->budget)
 		bs_budget_dev_end(&c->bh, job->acct);
 	c->inflight--;
@@ -361,7 +362,6 @@ static void job_done(struct bs_job *j)
 		reply_acct(c, job->acct, job->reply_len);
 		queue_out(c, job->reply, job->reply_len, job->reply_len);
 		job->reply = NULL;
-		bs_budget_progress(&c->bh);
 		conn_kick(c);
 	} else {
 		/* not a call, or no memory: nothing to answer */

@@ -128,7 +128,6 @@ static void cmp_read_done(struct bs_req *req)
 	uint16_t sf = 0;
 
 	c->pending--;
-	nvmf_cmd_core(c, false);
 	if (req->result)
 		sf = nvmf_errno_sf(req->result, false);
 	else if (memcmp(c->buf + c->cmp_done, q->cmp_buf, n))
@@ -162,6 +161,10 @@ static void compare(struct nvmf_cmd *c, uint64_t off)
 	uint64_t size;
 	bool wzu;
 
+	/* in the device from here to its answer (nvmf_cmd_done()): its
+	 * wait for the scratch is for another command's device reads, and
+	 * its data held meanwhile is not its host's to move */
+	nvmf_cmd_core(c, true);
 	nvmf_ns_geometry(c->q->ss, c->ns, &lbs, &size, &wzu);
 	chunk = CMP_CHUNK - CMP_CHUNK % lbs;
 	if (!chunk)

@@ -125,6 +125,7 @@ static void cmd_free(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
 
+	nvmf_cmd_core(c, false);	/* never freed counted in a device */
 	cmd_unpark(c);
 	if (q->cmp_owner == c)
 		q->cmp_owner = NULL;	/* only with the queue closing */
@@ -407,6 +408,7 @@ void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
 	struct nvmf_queue *q = c->q;
 	uint32_t pool = 0;
 
+	nvmf_cmd_core(c, false);	/* answered: out of the device */
 	if (data && data == c->buf) {
 		/* the payload buffer moves to the C2HData PDU */
 		pool = c->buf_len;
@@ -1269,10 +1271,12 @@ static void p_close(void *sess, const char *why)
 	/* detached: nothing sends to it any more; take back what was sent */
 	if (q->loop)
 		bs_loop_cancel_work(q->loop, &q->msg);
-	/* commands not in the device go now; the rest finish first */
+	/* commands not in the device go now (a Compare waiting for the
+	 * scratch is counted there, but nothing resumes it on an ended
+	 * queue); the rest finish first */
 	for (c = q->cmds; c; c = next) {
 		next = c->next;
-		if (!c->in_core) {
+		if (!c->in_core || c->cmp_wait) {
 			cmd_unlink(c);
 			cmd_free(c);
 		}
