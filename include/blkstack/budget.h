@@ -129,7 +129,9 @@ void bs_budget_progress(struct bs_budget_holder *h);
  * stopped being covered by the device (a request coming back to a
  * holder that had nothing else, bytes taken by such a holder). So a
  * client cannot keep its unread replies alive by sending requests that
- * go to a device.
+ * go to a device. (Payload it sends is progress, though: a client that
+ * reads no reply but keeps sending WRITE data is not evicted until its
+ * output cap stops its input. Open: a clock of its own for output.)
  */
 void bs_budget_dev_begin(struct bs_budget_holder *h, uint64_t bytes);
 void bs_budget_dev_end(struct bs_budget_holder *h, uint64_t bytes);

@@ -214,10 +214,10 @@ static void respond(struct iscsi_session *s, struct iscsi_task *t)
  * budget's watchdog does not take it for stalled. Bytes outside (Data-In
  * not taken, Data-Out that stops) are the initiator's whatever else is
  * in the core: commands it goes on sending (a TEST UNIT READY) do not
- * keep them alive (budget.h). Per task, not per device request: every step the core
- * runs for one command (a COMPARE AND WRITE's read and write, a WRITE
- * SAME's pieces, an EXTENDED COPY's reads and writes, on whichever LU)
- * is one task in the device until done() comes.
+ * keep them alive (budget.h). Per task, not per device request: every
+ * step the core runs for one command (a COMPARE AND WRITE's read and
+ * write, a WRITE SAME's pieces, an EXTENDED COPY's reads and writes, on
+ * whichever LU) is one task in the device until done() comes.
  */
 static void task_core(struct iscsi_task *t, bool in)
 {
