@@ -23,6 +23,7 @@
 #include "export/iscsi/internal.h"
 #include "export/iscsi/pdu.h"
 #include "export/iscsi/session.h"
+#include "helpers/slowdev.h"
 #include "helpers/th.h"
 
 #define TGT "iqn.2026-12.org.blkstack:s"
@@ -1048,64 +1049,6 @@ static void budget_turn_passed_on_at_eof(void **state)
 
 /* ---- a slow device: its requests wait until the test lets them go ------- */
 
-static const struct bs_dev_type *slow_orig;
-static struct bs_dev_type slow_type;
-static struct bs_req *slow_held[8];
-static unsigned slow_n;
-
-static void slow_submit(struct bs_dev *dev, struct bs_req *req)
-{
-	(void)dev;
-	assert_true(slow_n < 8);
-	slow_held[slow_n++] = req;
-}
-
-/* From now on the fixture's device holds every request it is given. */
-static void slow_begin(struct h *h)
-{
-	slow_orig = h->dev->type;
-	slow_type = *slow_orig;
-	slow_type.submit = slow_submit;
-	h->dev->type = &slow_type;
-	slow_n = 0;
-}
-
-static void slow_end(struct h *h)
-{
-	assert_int_equal(slow_n, 0);
-	h->dev->type = slow_orig;
-}
-
-/* Let the oldest request held go to the real device. */
-static void slow_release(struct h *h)
-{
-	struct bs_req *req;
-
-	assert_true(slow_n > 0);
-	req = slow_held[0];
-	memmove(slow_held, slow_held + 1, --slow_n * sizeof(*slow_held));
-	slow_orig->submit(h->dev, req);
-}
-
-/* Run the loop (the budget's watchdog on it too) for @ms milliseconds. */
-static void run_for(struct h *h, unsigned ms)
-{
-	uint64_t end = bs_now_ns() + ms * 1000000ull;
-
-	while (bs_now_ns() < end)
-		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
-}
-
-/* Run the loop until @n requests are held in the device (or 2 s). */
-static void slow_wait(struct h *h, unsigned n)
-{
-	int i;
-
-	for (i = 0; i < 400 && slow_n < n; i++)
-		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
-	assert_int_equal(slow_n, n);
-}
-
 /* Tasks of the session the budget counts in a device right now. */
 static unsigned in_dev(const struct h *h)
 {
@@ -1124,14 +1067,14 @@ static void slow_steps(struct h *h, unsigned steps, unsigned ms)
 	unsigned i;
 
 	for (i = 0; i < steps; i++) {
-		slow_wait(h, 1);
-		run_for(h, ms);
+		th_slow_wait(bs_ctx_loop(h->ctx), 1);
+		th_run_for(bs_ctx_loop(h->ctx), ms);
 		assert_false(h->s->ended);
 		assert_int_equal(in_dev(h), 1);
-		slow_release(h);
+		th_slow_release();
 		settle(h);
 	}
-	assert_int_equal(slow_n, 0);
+	assert_int_equal(th_slow_count(), 0);
 	assert_int_equal(in_dev(h), 0);
 }
 
@@ -1196,7 +1139,7 @@ static void slow_device_is_not_a_stall(void **state)
 	clear_ua(h);
 	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
 	th_fill(w, sizeof(w), 91);
-	slow_begin(h);
+	th_slow_begin(h->dev);
 
 	/* WRITE(10) of 32 KiB, all of it immediate data: in the device at
 	 * once, its bytes held; then the other holder waits */
@@ -1258,7 +1201,7 @@ static void slow_device_is_not_a_stall(void **state)
 	cmd(h, 5, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 44, pl, 44);
 	slow_steps(h, 2, 100);
 	assert_int_equal(status_of(h, 5), BS_SCSI_GOOD);
-	slow_end(h);
+	th_slow_end();
 	assert_false(h->s->ended);
 
 	/* what the device holds now: block 0 from the COMPARE AND WRITE,
@@ -1312,13 +1255,13 @@ static void unread_data_in_not_kept_by_pings(void **state)
 	cdb10(cdb, 0x28, 0, 64);
 	cmd_unsettled(h, 1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ,
 		      32 * KiB);
-	run_for(h, 2);
+	th_run_for(bs_ctx_loop(h->ctx), 2);
 	memset(&other, 0, sizeof(other));
 	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
 	memset(cdb, 0, sizeof(cdb));		/* TEST UNIT READY */
 	for (i = 0; i < 200 && !h->s->ended; i++) {
 		cmd_unsettled(h, 100 + i, cdb, ISCSI_FLAG_FINAL, 0);
-		run_for(h, 5);
+		th_run_for(bs_ctx_loop(h->ctx), 5);
 	}
 	assert_true(h->s->evicted);
 	assert_true(i < 40);
@@ -1371,17 +1314,17 @@ static void task_management_with_tasks_in_a_slow_device(void **state)
 	LOGIN(h, "MaxRecvDataSegmentLength=65536\0", false, false);
 	clear_ua(h);
 	th_fill(w, sizeof(w), 93);
-	slow_begin(h);
+	th_slow_begin(h->dev);
 	cdb10(cdb, 0x28, 0, 8);
 	sn = h->cmdsn;
 	cmd(h, 1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
-	slow_wait(h, 1);
+	th_slow_wait(bs_ctx_loop(h->ctx), 1);
 	assert_int_equal(in_dev(h), 1);
 	assert_int_equal(in_dev_bytes(h), sizeof(w));
 	tmf(h, ISCSI_TMF_ABORT_TASK, 0x50, 1, sn);
 	settle(h);
 	assert_int_equal(in_dev(h), 1);		/* still in the device */
-	slow_release(h);
+	th_slow_release();
 	settle(h);
 	assert_true(next_pdu(h, &r));
 	assert_int_equal(r.bhs[0], ISCSI_OP_TMF_RSP);
@@ -1397,15 +1340,15 @@ static void task_management_with_tasks_in_a_slow_device(void **state)
 	    sizeof(w));
 	cdb10(cdb, 0x28, 8, 8);
 	cmd(h, 3, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
-	slow_wait(h, 2);
+	th_slow_wait(bs_ctx_loop(h->ctx), 2);
 	assert_int_equal(in_dev(h), 2);
 	assert_int_equal(in_dev_bytes(h), 2 * sizeof(w));
 	tmf(h, ISCSI_TMF_LUN_RESET, 0x51, ISCSI_RSVD_TAG, 0);
 	settle(h);
-	slow_release(h);
-	slow_release(h);
+	th_slow_release();
+	th_slow_release();
 	settle(h);
-	slow_end(h);
+	th_slow_end();
 	assert_true(next_pdu(h, &r));
 	assert_int_equal(r.bhs[0], ISCSI_OP_TMF_RSP);
 	assert_int_equal(r.bhs[2], ISCSI_TMF_RSP_COMPLETE);
@@ -1430,26 +1373,26 @@ static void freed_with_tasks_in_a_slow_device(void **state)
 	LOGIN(h, "MaxRecvDataSegmentLength=65536\0", false, false);
 	clear_ua(h);
 	th_fill(w, sizeof(w), 92);
-	slow_begin(h);
+	th_slow_begin(h->dev);
 	cdb10(cdb, 0x2a, 0, 8);
 	cmd(h, 1, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, sizeof(w), w,
 	    sizeof(w));
 	cdb10(cdb, 0x28, 8, 8);
 	cmd(h, 2, cdb, ISCSI_FLAG_FINAL | ISCSI_CMD_READ, sizeof(w), NULL, 0);
-	slow_wait(h, 2);
+	th_slow_wait(bs_ctx_loop(h->ctx), 2);
 	assert_int_equal(in_dev(h), 2);
 	assert_int_equal(bs_budget_used(b), 2 * sizeof(w));
 	iscsi_session_free(h->s);	/* orphaned until they are back */
 	h->s = NULL;
 	assert_int_equal(bs_budget_used(b), 2 * sizeof(w));
-	slow_release(h);
+	th_slow_release();
 	for (i = 0; i < 50; i++)
 		bs_loop_run_once(bs_ctx_loop(h->ctx), 0);
 	assert_int_equal(bs_budget_used(b), sizeof(w));
-	slow_release(h);
+	th_slow_release();
 	for (i = 0; i < 50; i++)
 		bs_loop_run_once(bs_ctx_loop(h->ctx), 0);
-	slow_end(h);
+	th_slow_end();
 	assert_int_equal(bs_budget_used(b), 0);
 	assert_int_equal(n_attached, 0);
 }

@@ -20,6 +20,7 @@
 #include "export/nbd/internal.h" /* white box: the byte accounting */
 #include "export/nbd/proto.h"
 #include "export/nbd/session.h"
+#include "helpers/slowdev.h"
 #include "helpers/th.h"
 
 #define KiB (1ull << 10)
@@ -2500,64 +2501,6 @@ static void budget_turn_passed_on_at_eof(void **state)
 
 /* ---- a slow device: its requests wait until the test lets them go ------- */
 
-static const struct bs_dev_type *slow_orig;
-static struct bs_dev_type slow_type;
-static struct bs_req *slow_held[8];
-static unsigned slow_n;
-
-static void slow_submit(struct bs_dev *dev, struct bs_req *req)
-{
-	(void)dev;
-	assert_true(slow_n < 8);
-	slow_held[slow_n++] = req;
-}
-
-/* From now on the harness's device holds every request it is given. */
-static void slow_begin(struct h *h)
-{
-	slow_orig = h->dev->type;
-	slow_type = *slow_orig;
-	slow_type.submit = slow_submit;
-	h->dev->type = &slow_type;
-	slow_n = 0;
-}
-
-static void slow_end(struct h *h)
-{
-	assert_int_equal(slow_n, 0);
-	h->dev->type = slow_orig;
-}
-
-/* Let the oldest request held go to the real device. */
-static void slow_release(struct h *h)
-{
-	struct bs_req *req;
-
-	assert_true(slow_n > 0);
-	req = slow_held[0];
-	memmove(slow_held, slow_held + 1, --slow_n * sizeof(*slow_held));
-	slow_orig->submit(h->dev, req);
-}
-
-/* Run the loop (the budget's watchdog on it too) for @ms milliseconds. */
-static void run_for(struct h *h, unsigned ms)
-{
-	uint64_t end = bs_now_ns() + ms * 1000000ull;
-
-	while (bs_now_ns() < end)
-		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
-}
-
-/* Run the loop until @n requests are held in the device (or 2 s). */
-static void slow_wait(struct h *h, unsigned n)
-{
-	int i;
-
-	for (i = 0; i < 400 && slow_n < n; i++)
-		bs_loop_run_once(bs_ctx_loop(h->ctx), 5);
-	assert_int_equal(slow_n, n);
-}
-
 /* Requests of the session the budget counts in a device right now. */
 static unsigned in_dev(const struct h *h)
 {
@@ -2581,11 +2524,11 @@ static void slow_request(struct h *h, uint16_t type, uint64_t cookie,
 	assert_int_equal(nbd_session_feed(h->s, r, 28), 28);
 	if (payload)
 		assert_int_equal(nbd_session_feed(h->s, payload, len), len);
-	slow_wait(h, 1);
-	run_for(h, ms);
+	th_slow_wait(bs_ctx_loop(h->ctx), 1);
+	th_run_for(bs_ctx_loop(h->ctx), ms);
 	assert_false(h->s->ended);
 	assert_int_equal(in_dev(h), 1);
-	slow_release(h);
+	th_slow_release();
 }
 
 /*
@@ -2615,7 +2558,7 @@ static void slow_device_is_not_a_stall(void **state)
 	b = bs_ctx_budget(h.ctx);
 	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
 	th_fill(data, MiB, 81);
-	slow_begin(&h);
+	th_slow_begin(h.dev);
 
 	/* a 1 MiB WRITE: its header takes the bytes; then the other holder
 	 * waits for the whole budget */
@@ -2624,10 +2567,10 @@ static void slow_device_is_not_a_stall(void **state)
 	memset(&other, 0, sizeof(other));
 	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
 	assert_int_equal(nbd_session_feed(h.s, data, MiB), MiB);
-	slow_wait(&h, 1);
-	run_for(&h, 100);
+	th_slow_wait(bs_ctx_loop(h.ctx), 1);
+	th_run_for(bs_ctx_loop(h.ctx), 100);
 	assert_false(h.s->ended);
-	slow_release(&h);
+	th_slow_release();
 	assert_int_equal(get_simple(&h, 1, NULL, 0), 0);
 	assert_int_equal(in_dev(&h), 0);
 
@@ -2646,7 +2589,7 @@ static void slow_device_is_not_a_stall(void **state)
 	assert_int_equal(get_simple(&h, 5, NULL, 0), 0);
 	assert_int_equal(in_dev(&h), 0);
 	assert_false(h.s->ended);
-	slow_end(&h);
+	th_slow_end();
 	assert_true(dev_is_zero(&h, 64 * KiB, 64 * KiB));
 
 	/* the device done, a READ's reply never read: evicted */
@@ -2689,13 +2632,13 @@ static void unread_reply_not_kept_by_pings(void **state)
 	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
 	put_req(r, 0, NBD_CMD_READ, 1, 0, MiB);
 	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
-	run_for(&h, 2);
+	th_run_for(bs_ctx_loop(h.ctx), 2);
 	memset(&other, 0, sizeof(other));
 	assert_false(bs_budget_take(b, &other, BS_BUDGET_MIN));
 	for (i = 0; i < 200 && !h.s->ended; i++) {
 		put_req(r, 0, NBD_CMD_FLUSH, 100 + i, 0, 0);
 		assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
-		run_for(&h, 5);
+		th_run_for(bs_ctx_loop(h.ctx), 5);
 	}
 	assert_true(h.s->evicted);
 	assert_true(i < 40);
@@ -2728,7 +2671,7 @@ static void freed_with_requests_in_a_slow_device(void **state)
 	b = bs_ctx_budget(h.ctx);
 	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
 	th_fill(data, MiB, 82);
-	slow_begin(&h);
+	th_slow_begin(h.dev);
 	put_req(r, 0, NBD_CMD_WRITE, 1, 0, MiB);
 	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
 	memset(&other, 0, sizeof(other));
@@ -2736,17 +2679,17 @@ static void freed_with_requests_in_a_slow_device(void **state)
 	assert_int_equal(nbd_session_feed(h.s, data, MiB), MiB);
 	put_req(r, 0, NBD_CMD_FLUSH, 2, 0, 0);
 	assert_int_equal(nbd_session_feed(h.s, r, 28), 28);
-	slow_wait(&h, 2);
+	th_slow_wait(bs_ctx_loop(h.ctx), 2);
 	assert_int_equal(in_dev(&h), 2);
 	nbd_session_free(h.s);		/* orphaned until they are back */
 	h.s = NULL;
-	run_for(&h, 60);
+	th_run_for(bs_ctx_loop(h.ctx), 60);
 	assert_int_equal(bs_budget_used(b), MiB);
-	slow_release(&h);
-	slow_release(&h);
+	th_slow_release();
+	th_slow_release();
 	for (i = 0; i < 50; i++)
 		bs_loop_run_once(bs_ctx_loop(h.ctx), 0);
-	slow_end(&h);
+	th_slow_end();
 	assert_int_equal(bs_budget_used(b), 0);
 	assert_true(dev_matches(&h, 0, MiB, 82));
 	bs_budget_leave(b, &other);

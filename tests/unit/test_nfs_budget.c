@@ -423,15 +423,6 @@ static void log_line(void *arg, const char *msg)
 	snprintf(net_log + n, sizeof(net_log) - n, "%s\n", msg);
 }
 
-/* Run @loop for @ms milliseconds. */
-static void run_for(struct bs_loop *loop, unsigned ms)
-{
-	uint64_t end = bs_now_ns() + ms * 1000000ull;
-
-	while (bs_now_ns() < end)
-		bs_loop_run_once(loop, 5);
-}
-
 /* The client sends all of @buf, the server's loop running meanwhile. */
 static void client_send(struct bs_loop *loop, int fd, const uint8_t *buf,
 			size_t len)
@@ -591,7 +582,7 @@ static void slow_backend_is_not_a_stall(void **state)
 		bs_loop_run_once(loop, 5);
 	assert_int_equal(atomic_load(&slow_in), 1);
 	assert_false(bs_budget_take(f->b, &f->other, BS_BUDGET_MIN));
-	run_for(loop, 100);
+	th_run_for(loop, 100);
 	assert_null(strstr(net_log, "no progress"));
 	assert_int_equal(bs_net_listener_conns(l), 1);
 	atomic_store(&slow_open, true);
@@ -606,7 +597,7 @@ static void slow_backend_is_not_a_stall(void **state)
 	for (i = 0; i < 500 && atomic_load(&slow_in) < 1; i++)
 		bs_loop_run_once(loop, 5);
 	assert_int_equal(atomic_load(&slow_in), 1);
-	run_for(loop, 100);
+	th_run_for(loop, 100);
 	assert_null(strstr(net_log, "no progress"));
 	assert_int_equal(bs_net_listener_conns(l), 1);
 	atomic_store(&slow_open, true);

@@ -40,6 +40,7 @@
 
 #include "core/crc32c.h"
 #include "export/nvmf/nvmf.h"
+#include "helpers/slowdev.h"
 #include "helpers/th.h"
 
 #define MiB (1024 * 1024)
@@ -1972,58 +1973,19 @@ static void compare_read_error(void **state)
 
 /* ---- a slow device: its requests wait until the test lets them go ------- */
 
-static const struct bs_dev_type *slow_orig;
-static struct bs_dev_type slow_type;
-static struct bs_req *slow_held[8];
-static unsigned slow_n;
-
-static void slow_submit(struct bs_dev *dev, struct bs_req *req)
-{
-	(void)dev;
-	assert_true(slow_n < 8);
-	slow_held[slow_n++] = req;
-}
-
-/* From now on the fixture's device holds every request it is given. */
-static void slow_begin(struct fx *f)
-{
-	slow_orig = f->dev->type;
-	slow_type = *slow_orig;
-	slow_type.submit = slow_submit;
-	f->dev->type = &slow_type;
-	slow_n = 0;
-}
-
-static void slow_end(struct fx *f)
-{
-	assert_int_equal(slow_n, 0);
-	f->dev->type = slow_orig;
-}
-
-/* Run the loop for @ms milliseconds. */
-static void run_for(struct fx *f, unsigned ms)
-{
-	uint64_t end = bs_now_ns() + ms * 1000000ull;
-
-	while (bs_now_ns() < end)
-		bs_loop_run_once(bs_ctx_loop(f->ctx), 5);
-}
-
 /* One request reaches the device, which holds it for @ms milliseconds
  * (while the loop runs, the budget's watchdog too) and then carries it
  * out; @q is not ended meanwhile. */
 static void slow_one(struct fx *f, struct nvmf_queue *q, unsigned ms)
 {
-	struct bs_req *req;
 	int i;
 
-	for (i = 0; i < 200 && !slow_n; i++)
+	for (i = 0; i < 200 && !th_slow_count(); i++)
 		bs_loop_run_once(bs_ctx_loop(f->ctx), 5);
-	assert_int_equal(slow_n, 1);
-	run_for(f, ms);
+	assert_int_equal(th_slow_count(), 1);
+	th_run_for(bs_ctx_loop(f->ctx), ms);
 	assert_false(q->ended);
-	req = slow_held[--slow_n];
-	slow_orig->submit(f->dev, req);
+	th_slow_release();
 }
 
 /* Run the loop until @q answered @cid (or a second went by). */
@@ -2064,7 +2026,7 @@ static void slow_device_is_not_a_stall(void **state)
 	assert_int_equal(bs_budget_configure(b, BS_BUDGET_MIN, 20), 0);
 	th_fill(data, MiB, 71);
 	q = ops_queue(f, &port, false);
-	slow_begin(f);
+	th_slow_begin(f->dev);
 
 	/* a 1 MiB Write by R2T: its bytes held; the other holder waits */
 	wire = cmd_pdu(f, BS_NVME_CMD_WRITE, 1, 0, MiB, NULL, &total);
@@ -2104,7 +2066,7 @@ static void slow_device_is_not_a_stall(void **state)
 	slow_one(f, q, 100);
 	assert_int_equal(answer_of(f, q, 3), 0);
 	assert_false(q->ended);
-	slow_end(f);
+	th_slow_end();
 
 	/* its data is never taken, the device is done: evicted */
 	for (i = 0; i < 500 && !q->ended; i++)

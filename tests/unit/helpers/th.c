@@ -210,3 +210,11 @@ unsigned th_free_port(void)
 	close(fd);
 	return ntohs(a.sin_port);
 }
+
+void th_run_for(struct bs_loop *loop, unsigned ms)
+{
+	uint64_t end = bs_now_ns() + ms * 1000000ull;
+
+	while (bs_now_ns() < end)
+		bs_loop_run_once(loop, 5);
+}

@@ -39,6 +39,9 @@ uint64_t th_rand(uint64_t *state);
 struct bs_loop;
 void th_loop_ring(struct bs_loop *loop, unsigned entries);
 
+/* Run @loop (its timers too) for @ms milliseconds. */
+void th_run_for(struct bs_loop *loop, unsigned ms);
+
 /* Create (or truncate) the host file @path holding @len bytes of @buf;
  * fails the test on error. */
 void th_write_file(const char *path, const void *buf, size_t len);
