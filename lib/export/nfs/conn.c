@@ -32,8 +32,9 @@
  * holds bytes and moves none while others wait is closed by the
  * budget's watchdog, but not while a call of it is on a worker (in the
  * backend's device, bs_budget_dev_begin()): that time is the server's;
- * its other bytes (replies not read) are the client's meanwhile. Callbacks the server sends are
- * not counted (a few hundred bytes each).
+ * its other bytes (replies not read) are the client's meanwhile.
+ * Callbacks the server sends are not counted (a few hundred bytes
+ * each).
  */
 #include <errno.h>
 #include <stddef.h>

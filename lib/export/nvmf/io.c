@@ -161,7 +161,7 @@ static void compare(struct nvmf_cmd *c, uint64_t off)
 	uint64_t size;
 	bool wzu;
 
-	/* in the device from here to its answer (nvmf_cmd_done()): its
+	/* in the device from here to its answer (cmd_free()): its
 	 * wait for the scratch is for another command's device reads, and
 	 * its data held meanwhile is not its host's to move */
 	nvmf_cmd_core(c, true);

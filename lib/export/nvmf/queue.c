@@ -125,7 +125,9 @@ static void cmd_free(struct nvmf_cmd *c)
 {
 	struct nvmf_queue *q = c->q;
 
-	nvmf_cmd_core(c, false);	/* never freed counted in a device */
+	/* out of the device when answered or dropped (a Compare counts as
+	 * in it from compare() to here) */
+	nvmf_cmd_core(c, false);
 	cmd_unpark(c);
 	if (q->cmp_owner == c)
 		q->cmp_owner = NULL;	/* only with the queue closing */
@@ -408,7 +410,6 @@ void nvmf_cmd_done(struct nvmf_cmd *c, uint16_t sf, uint64_t result,
 	struct nvmf_queue *q = c->q;
 	uint32_t pool = 0;
 
-	nvmf_cmd_core(c, false);	/* answered: out of the device */
 	if (data && data == c->buf) {
 		/* the payload buffer moves to the C2HData PDU */
 		pool = c->buf_len;
